@@ -1,6 +1,9 @@
-"""The ``fod`` command line."""
+"""The ``fod`` command line: ``fod generate``."""
 
 from __future__ import annotations
+
+import json
+import sys
 
 import click
 
@@ -11,9 +14,85 @@ from fod import __version__
 @click.version_option(__version__, prog_name="fod")
 def main() -> None:
     """Faithfulness-oriented decoding of local LLMs."""
+    from syncheck.cli.common import quiet_transformers
+
+    quiet_transformers()
 
 
 @main.command()
-def generate() -> None:
-    """Generate an answer with FOD (not available yet: it lands with the live monitor)."""
-    raise click.ClickException("`fod generate` is not implemented yet: it arrives with the live monitor (issue 5)")
+@click.option("--context", "context_path", required=True, type=click.File("r", encoding="utf-8"),
+              help="File holding the retrieved context ('-' for standard input). A JSON list of strings is taken as chunks.")
+@click.option("--question", required=True, help="The user's question.")
+@click.option("--method", default="fod", show_default=True, type=click.Choice(["fod", "fod-bt", "greedy", "abstain", "rerank", "cad"]))
+@click.option("--model", default="smollm2-135m", show_default=True, help="Alias, hub id, local directory or .gguf file.")
+@click.option("--aggregator", default="default", show_default=True, help="Aggregator directory, 'default', or 'none' (no scores: greedy/CAD only).")
+@click.option("--tau1", default=0.7, show_default=True, type=float, help="Backtrack threshold (FOD), abstention threshold (abstain).")
+@click.option("--tau2", default=0.85, show_default=True, type=float, help="Sample pruning threshold (FOD).")
+@click.option("-S", "--num-samples", default=6, show_default=True, type=click.IntRange(min=1))
+@click.option("-K", "--num-beams", default=2, show_default=True, type=click.IntRange(min=1))
+@click.option("--alpha", default=0.5, show_default=True, type=float, help="CAD contrast strength.")
+@click.option("--max-new-tokens", default=256, show_default=True, type=click.IntRange(min=1))
+@click.option("--max-sentences", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--device", default=None, help="torch device, e.g. cpu, cuda.")
+@click.option("--check/--no-check", default=True, show_default=True, help="Check the final answer with Provenance.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def generate(context_path, question, method, model, aggregator, tau1, tau2, num_samples, num_beams, alpha,
+             max_new_tokens, max_sentences, seed, device, check, as_json):
+    """Answer QUESTION from the context, scoring each sentence; steer away from unfaithful ones."""
+    from fod.baselines import METHODS
+    from syncheck.scorer import Scorer
+
+    raw = context_path.read()
+    context = _parse_context(raw)
+    if not (context if isinstance(context, str) else "".join(context)).strip():
+        raise click.UsageError("the context is empty: pass a file with the retrieved text (--context FILE)")
+    click.echo(f"loading {model} ...", err=True)
+    scorer = Scorer(model, device=device, aggregator=None if aggregator == "none" else aggregator)
+    checker = None
+    if check:
+        from syncheck.provenance import ProvenanceChecker
+
+        checker = ProvenanceChecker(device=device)
+    common = {"checker": checker, "max_new_tokens": max_new_tokens}
+    if method in ("fod", "fod-bt"):
+        gen = METHODS["fod"](scorer, **common)
+        result = gen.generate(question, context, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
+                              max_sentences=max_sentences, seed=seed, backtrack_only=method == "fod-bt")
+    elif method == "abstain":
+        result = METHODS["abstain"](scorer, threshold=tau1, **common).generate(question, context, max_sentences=max_sentences)
+    elif method == "cad":
+        result = METHODS["cad"](scorer, alpha=alpha, **common).generate(question, context, max_sentences=max_sentences)
+    elif method == "rerank":
+        result = METHODS["rerank"](scorer, **common).generate(question, context, num_samples=num_samples,
+                                                              max_sentences=max_sentences, seed=seed)
+    else:
+        result = METHODS["greedy"](scorer, **common).generate(question, context, max_sentences=max_sentences)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(result.text)
+    click.echo("")
+    for s in result.sentences:
+        score = "  n/a" if s.score is None else f"{s.score:.2f}"
+        click.echo(f"[{score}] {s.text}")
+    if result.trace.get("backtrack"):
+        bt = result.trace["backtrack"]
+        click.echo(f"\nbacktracked before sentence {bt['sentence_index'] + 1} (score {bt['score']:.2f}): {bt['text']}", err=True)
+    if result.final_check is not None:
+        click.echo(f"\nProvenance factuality: {result.final_check.get('factuality')}", err=True)
+    sys.stdout.flush()
+
+
+def _parse_context(raw: str):
+    stripped = raw.strip()
+    if stripped.startswith("["):
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError:
+            return raw
+        if isinstance(value, list) and all(isinstance(c, str) for c in value):
+            return value
+    return raw

@@ -17,6 +17,8 @@ _LAZY = {
     "ScoredResponse": "syncheck.results",
     "ScoredSentence": "syncheck.results",
     "LIDReference": "syncheck.lid_reference",
+    "Monitor": "syncheck.monitor",
+    "SynCheckLogitsProcessor": "syncheck.logits_processor",
 }
 
 

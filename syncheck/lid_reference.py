@@ -14,6 +14,8 @@ corpus bundled with syncheck (``syncheck/data/lid_reference_corpus.jsonl``:
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,9 +59,14 @@ class LIDReference:
         path.parent.mkdir(parents=True, exist_ok=True)
         tensors = {f"layer_{k}": np.ascontiguousarray(v, dtype=np.float32) for k, v in self.states.items()}
         meta = {"model_name": self.model_name, "k": str(self.k), "format": "syncheck-lid-reference-1"}
-        tmp = path.with_suffix(".tmp")
-        save_file(tensors, str(tmp), metadata=meta)
-        tmp.replace(path)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            save_file(tensors, tmp, metadata=meta)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod

@@ -9,8 +9,9 @@ response``. Rows are left-padded, so every response ends at the last column and
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -42,19 +43,78 @@ def response_ids_and_offsets(tokenizer, response: str) -> tuple[list[int], np.nd
     """Tokenise a response alone, with the character span of every token.
 
     Uses the fast tokenizer's offset mapping; for a slow tokenizer the spans
-    come from decoding growing prefixes.
+    come from :func:`decode_offsets`.
     """
     if getattr(tokenizer, "is_fast", False):
         enc = tokenizer(response, add_special_tokens=False, return_offsets_mapping=True)
         return list(enc["input_ids"]), np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
     ids = list(tokenizer(response, add_special_tokens=False)["input_ids"])
-    offsets, prev = [], 0
-    for i in range(len(ids)):
-        end = len(tokenizer.decode(ids[: i + 1]).rstrip("\ufffd"))
-        end = max(prev, min(end, len(response)))
+    return ids, decode_offsets(tokenizer, ids)[1]
+
+
+def decode_text(tokenizer, ids: Sequence[int]) -> str:
+    """Text of generated ids, with no clean-up that would move characters (so spans stay exact)."""
+    return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+
+def decode_offsets(tokenizer, ids: Sequence[int], start: int = 0, prefix: np.ndarray | None = None) -> tuple[str, np.ndarray]:
+    """Decoded text of ``ids`` and each token's character span, by decoding growing prefixes.
+
+    A token that ends inside a multi-byte character (its prefix decodes to a
+    replacement character) gets an empty span; the token completing the
+    character gets it. ``prefix`` (offsets of ``ids[:start]``) lets the live
+    monitor extend the spans token by token.
+    """
+    offsets = [tuple(x) for x in (prefix.tolist() if prefix is not None else [])][:start]
+    prev = int(offsets[-1][1]) if offsets else 0
+    text = decode_text(tokenizer, ids)
+    for i in range(start, len(ids)):
+        prefix = text if i == len(ids) - 1 else decode_text(tokenizer, ids[: i + 1])
+        end = len(prefix.rstrip("\ufffd"))
+        end = max(prev, min(end, len(text)))
         offsets.append((prev, end))
         prev = end
-    return ids, np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    return text, np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+
+
+def prompt_pair(
+    lm: LoadedModel,
+    context: str | Sequence[str],
+    question: str | None,
+    reserve: int,
+    limit: int | None = None,
+) -> tuple[list[int], list[int], list[str]]:
+    """Token ids of the with- and without-context prompts, leaving ``reserve`` tokens for the response.
+
+    The context is truncated (its end dropped) when the with-context prompt
+    would not leave room; the warning says so.
+
+    Raises:
+        ResponseTooLongError: when even the prompt without context leaves no room.
+    """
+    tok = lm.tokenizer
+    limit = min(limit or lm.max_length, lm.max_length)
+    without = prompt_ids(tok, build_prompt(tok, question, None))
+    if len(without) + reserve > limit:
+        raise ResponseTooLongError(
+            f"the response ({reserve} tokens) plus the prompt without context ({len(without)} tokens) exceed "
+            f"the model window of {limit} tokens; split the response or use a model with a longer window"
+        )
+    ctx_text = format_context(context)
+    with_ids = prompt_ids(tok, build_prompt(tok, question, ctx_text))
+    warnings: list[str] = []
+    if len(with_ids) + reserve > limit:
+        ctx_ids = list(tok(ctx_text, add_special_tokens=False)["input_ids"])
+        keep = len(ctx_ids)
+        while len(with_ids) + reserve > limit and keep > 0:
+            keep = max(0, keep - (len(with_ids) + reserve - limit) - 4)
+            cut = tok.decode(ctx_ids[:keep], skip_special_tokens=True)
+            with_ids = prompt_ids(tok, build_prompt(tok, question, cut))
+        warnings.append(
+            f"context truncated from {len(ctx_ids)} to {keep} tokens (its end was dropped) to fit the model window "
+            f"of {limit} tokens; features of sentences that rely on the dropped part are unreliable"
+        )
+    return with_ids, without, warnings
 
 
 def encode_record(
@@ -72,29 +132,8 @@ def encode_record(
         ResponseTooLongError: when even the prompt without context plus the
             response exceed ``max_length``.
     """
-    tok = lm.tokenizer
-    limit = min(max_length or lm.max_length, lm.max_length)
-    resp_ids, offsets = response_ids_and_offsets(tok, response)
-    without = prompt_ids(tok, build_prompt(tok, question, None))
-    if len(without) + len(resp_ids) > limit:
-        raise ResponseTooLongError(
-            f"the response ({len(resp_ids)} tokens) plus the prompt without context ({len(without)} tokens) exceed "
-            f"the model window of {limit} tokens; split the response or use a model with a longer window"
-        )
-    ctx_text = format_context(context)
-    with_ids = prompt_ids(tok, build_prompt(tok, question, ctx_text))
-    warnings: list[str] = []
-    if len(with_ids) + len(resp_ids) > limit:
-        ctx_ids = list(tok(ctx_text, add_special_tokens=False)["input_ids"])
-        keep = len(ctx_ids)
-        while len(with_ids) + len(resp_ids) > limit and keep > 0:
-            keep = max(0, keep - (len(with_ids) + len(resp_ids) - limit) - 4)
-            cut = tok.decode(ctx_ids[:keep], skip_special_tokens=True)
-            with_ids = prompt_ids(tok, build_prompt(tok, question, cut))
-        warnings.append(
-            f"context truncated from {len(ctx_ids)} to {keep} tokens (its end was dropped) to fit the model window "
-            f"of {limit} tokens; features of sentences that rely on the dropped part are unreliable"
-        )
+    resp_ids, offsets = response_ids_and_offsets(lm.tokenizer, response)
+    with_ids, without, warnings = prompt_pair(lm, context, question, len(resp_ids), max_length)
     return EncodedRecord(with_ids, without if with_kl else None, resp_ids, offsets, warnings)
 
 
@@ -106,6 +145,35 @@ def _decoder_layers(model) -> Sequence[torch.nn.Module] | None:
             if isinstance(layers, torch.nn.ModuleList):
                 return layers
     return None
+
+
+@contextmanager
+def capture_hidden(model, layers: Sequence[int], last: int | None = None) -> Iterator[dict[int, torch.Tensor]]:
+    """Capture hidden states of ``layers`` (1-based) during the forwards run inside the block.
+
+    Yields a dict filled with ``{layer: (B, n, d) float32}``: the outputs of those
+    decoder layers for the last ``last`` positions (all when ``None``) of the
+    most recent forward. Models whose decoder layers cannot be found leave it
+    empty (callers then fall back to ``output_hidden_states``).
+    """
+    captured: dict[int, torch.Tensor] = {}
+    decoder = _decoder_layers(model) if layers else None
+    hooks = []
+    if decoder is not None:
+        for layer in layers:
+            if not 1 <= layer <= len(decoder):
+                raise ValueError(f"hidden layer {layer} is outside 1..{len(decoder)} for this model")
+
+            def hook(_module, _args, output, layer=layer):
+                out = output[0] if isinstance(output, tuple) else output
+                captured[layer] = (out if last is None else out[:, -last:]).float()
+
+            hooks.append(decoder[layer - 1].register_forward_hook(hook))
+    try:
+        yield captured
+    finally:
+        for h in hooks:
+            h.remove()
 
 
 @torch.inference_mode()
@@ -142,33 +210,17 @@ def forward_response(
         mask[i, width - len(r):] = 1
     position_ids = (mask.cumsum(-1) - 1).clamp_(min=0)
 
-    captured: dict[int, torch.Tensor] = {}
-    hooks = []
-    layers = _decoder_layers(model) if hidden_layers else None
-    if layers is not None:
-        for layer in hidden_layers:
-            if not 1 <= layer <= len(layers):
-                raise ValueError(f"hidden layer {layer} is outside 1..{len(layers)} for this model")
-
-            def hook(_module, _args, output, layer=layer):
-                out = output[0] if isinstance(output, tuple) else output
-                captured[layer] = out[:, -keep:].float()
-
-            hooks.append(layers[layer - 1].register_forward_hook(hook))
-    try:
+    with capture_hidden(model, hidden_layers, last=keep) as captured:
         out = model(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
             position_ids=position_ids.to(device),
             use_cache=False,
             logits_to_keep=keep,
-            output_hidden_states=bool(hidden_layers) and layers is None,
+            output_hidden_states=bool(hidden_layers) and _decoder_layers(model) is None,
         )
-    finally:
-        for h in hooks:
-            h.remove()
-    if hidden_layers and layers is None:
-        captured = {layer: out.hidden_states[layer][:, -keep:].float() for layer in hidden_layers}
+        if hidden_layers and _decoder_layers(model) is None:
+            captured.update({layer: out.hidden_states[layer][:, -keep:].float() for layer in hidden_layers})
     logits = out.logits[:, -keep:]
     result = []
     for i, resp in enumerate(responses):

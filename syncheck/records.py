@@ -8,7 +8,9 @@ wrong and how to fix it; they never stop the other records.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+import unicodedata
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
 
 
@@ -30,6 +32,7 @@ class Record:
     context: str | tuple[str, ...]
     response: str
     question: str | None = None
+    warnings: tuple[str, ...] = ()  # notes found while reading (e.g. a duplicate id); copied to the output row
 
 
 def parse_record(obj: Any, line_no: int | None = None) -> Record:
@@ -40,6 +43,8 @@ def parse_record(obj: Any, line_no: int | None = None) -> Record:
     rid = obj.get("id", line_no)
     if isinstance(rid, (dict, list)):
         raise RecordError(f"{where}'id' must be a string or number, got {type(rid).__name__}")
+    if isinstance(rid, float) and not math.isfinite(rid):
+        raise RecordError(f"{where}'id' must be a finite number or a string, got {rid}")
     if "response" not in obj:
         raise RecordError(f"{where}missing 'response': add the text to score as \"response\": \"...\"")
     if "context" not in obj:
@@ -55,6 +60,16 @@ def parse_record(obj: Any, line_no: int | None = None) -> Record:
         raise RecordError(f"{where}'context' must be a string or a list of strings, got {type(context).__name__}")
     if question is not None and not isinstance(question, str):
         raise RecordError(f"{where}'question' must be a string or absent, got {type(question).__name__}")
+    texts = {"id": rid, "response": response, "question": question}
+    texts.update({"context" if isinstance(context, str) else f"context[{i}]": c
+                  for i, c in enumerate([context] if isinstance(context, str) else context)})
+    for name, text in texts.items():
+        bad = _lone_surrogate(text) if isinstance(text, str) else None
+        if bad is not None:
+            raise RecordError(
+                f"{where}{name!r} holds an unpaired UTF-16 surrogate escape (\\u{ord(text[bad]):04x} at character {bad}), "
+                "which is not text; fix the program that wrote the file (it split a character's escape pair)"
+            )
     return Record(id=rid, context=context, response=response, question=question)
 
 
@@ -62,8 +77,10 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
     """Yield ``(line_no, record or error)`` for every non-blank line, 1-based.
 
     Lines may be ``bytes`` (read in binary mode): a line that is not UTF-8
-    becomes an error row instead of stopping the whole file.
+    becomes an error row instead of stopping the whole file. A record whose
+    id an earlier line already used carries a warning naming that line.
     """
+    first_line: dict[Any, int] = {}
     for line_no, line in enumerate(lines, 1):
         if isinstance(line, bytes):
             try:
@@ -82,10 +99,42 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
             yield line_no, RecordError(f"line {line_no}: not valid JSON ({exc.msg} at column {exc.colno}); fix the line")
             continue
         try:
-            yield line_no, parse_record(obj, line_no)
+            rec = parse_record(obj, line_no)
         except RecordError as exc:
             exc.record_id = _lenient_id(obj)
             yield line_no, exc
+            continue
+        key = (isinstance(rec.id, str), rec.id)
+        if key in first_line:
+            rec = replace(rec, warnings=rec.warnings + (
+                f"duplicate id {json.dumps(rec.id)}: line {first_line[key]} already used it; "
+                "give every row its own id so scores can be joined back to their inputs",))
+        else:
+            first_line[key] = line_no
+        yield line_no, rec
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """Index of the first unpaired surrogate in ``text`` (JSON can smuggle one in as an escape), else None."""
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as exc:
+        return exc.start
+
+
+def script_warning(text: str) -> str | None:
+    """A warning when most letters of ``text`` are not Latin script (the splitter is English-trained)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return None
+    other = sum(not unicodedata.name(c, "").startswith("LATIN") for c in letters)
+    if other <= len(letters) / 2:
+        return None
+    return (
+        "most letters of the response are not Latin script: the sentence splitter is trained on English, so "
+        "sentence boundaries may be off (features are still computed); split the sentences yourself if they matter"
+    )
 
 
 def _lenient_id(obj: Any) -> Any:
@@ -96,4 +145,8 @@ def _lenient_id(obj: Any) -> Any:
         except json.JSONDecodeError:
             return None
     rid = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(rid, float) and not math.isfinite(rid):
+        return None
+    if isinstance(rid, str) and _lone_surrogate(rid) is not None:
+        return rid.encode("utf-8", errors="replace").decode("utf-8")
     return rid if isinstance(rid, (str, int, float)) else None

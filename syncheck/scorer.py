@@ -8,29 +8,32 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Iterator, Sequence
 
 import torch
 
-from features.alignment import AlignmentScorer, LexicalOverlapScorer
+from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
-from features.sentence import sentence_features
 from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
+from syncheck.aggregators.apply import aggregate_response
+from syncheck.featurize import SentenceFeaturizer, SentenceItem
 from syncheck.lid_reference import LIDReference, load_or_build
 from syncheck.models import DEFAULT_MODEL, LoadedModel, load_model
 from syncheck.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
 from syncheck.prompts import format_context
-from syncheck.records import Record, RecordError
+from syncheck.records import Record, RecordError, script_warning
 from syncheck.results import ScoredResponse, ScoredSentence
 
 
 def _alignment(spec: AlignmentScorer | str | None) -> AlignmentScorer | None:
+    """An ``align_score`` backend from a spec (see :func:`features.alignment.make_alignment_scorer`)."""
     if spec is None or not isinstance(spec, str):
         return spec
-    if spec == "lexical":
-        return LexicalOverlapScorer()
-    raise ValueError(f"unknown alignment backend {spec!r}; use 'lexical', None, or pass an AlignmentScorer object")
+    from features.alignment import make_alignment_scorer
+
+    return make_alignment_scorer(spec)
 
 
 class Scorer:
@@ -51,6 +54,12 @@ class Scorer:
         kl_threshold: nats for ``large_kl_pos``.
         max_length: cap on prompt + response tokens (default: the model window).
         batch_size: records per forward pass.
+        aggregator: turns each sentence's features into ``score`` (P(faithful)):
+            ``"default"`` (the aggregator shipped for the default model; skipped
+            with a warning when this scorer lacks its features), a directory
+            written by ``syncheck train``, a fitted estimator, or ``None``.
+        response_aggregation: ``"min"`` or ``"mean"`` of the sentence scores
+            gives ``response_score``.
     """
 
     def __init__(
@@ -67,6 +76,8 @@ class Scorer:
         kl_threshold: float = LARGE_KL_THRESHOLD,
         max_length: int | None = None,
         batch_size: int = 4,
+        aggregator: Any = "default",
+        response_aggregation: str = "min",
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -79,6 +90,14 @@ class Scorer:
         self.lid: LIDReference | None = lid
         self.kl = kl
         self.kl_threshold = kl_threshold
+        self.featurizer = SentenceFeaturizer(lid=self.lid, alignment=self.alignment, kl_threshold=kl_threshold)
+        from syncheck.aggregators import RESPONSE_AGGREGATIONS, resolve_aggregator
+
+        if response_aggregation not in RESPONSE_AGGREGATIONS:
+            raise ValueError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS}, got {response_aggregation!r}")
+        self.response_aggregation = response_aggregation
+        self.aggregator = resolve_aggregator(aggregator, self)
+        self.featurizer.model = self.aggregator
         self.max_length = max_length
         self.batch_size = batch_size
 
@@ -119,7 +138,7 @@ class Scorer:
             if isinstance(rec, RecordError):
                 results.append(ScoredResponse(id=rec.record_id, error=str(rec)))
                 continue
-            out = ScoredResponse(id=rec.id)
+            out = ScoredResponse(id=rec.id, warnings=list(rec.warnings))
             results.append(out)
             if not rec.response.strip():
                 out.error = "empty response: there is nothing to score; drop the row or fill in 'response'"
@@ -129,12 +148,17 @@ class Scorer:
             except ResponseTooLongError as exc:
                 out.error = str(exc)
                 continue
+            except Exception as exc:  # an odd record must not stop the run
+                out.error = f"could not tokenise the row ({exc.__class__.__name__}: {exc}); check its text fields"
+                continue
             if not enc.response:
                 out.error = "the response tokenises to nothing; check its encoding"
                 continue
             out.warnings.extend(enc.warnings)
             if not format_context(rec.context):
                 out.warnings.append("empty context: context-influence and alignment features carry no signal for this row")
+            if script_warning(rec.response):
+                out.warnings.append(script_warning(rec.response))
             todo.append((len(results) - 1, rec, enc))
         if todo:
             layers = self.lid.layers if self.lid is not None else []
@@ -153,23 +177,32 @@ class Scorer:
                         stats.append(None)
             for (pos, rec, _), st in zip(todo, stats):
                 if st is not None:
-                    results[pos].sentences = self._sentences(rec, st)
+                    try:
+                        results[pos].sentences = self._sentences(rec, st)
+                    except Exception as exc:  # keep the row, say what broke
+                        results[pos].error = f"feature computation failed ({exc.__class__.__name__}: {exc})"
+                        continue
+                    bad = non_finite_features(results[pos].sentences)
+                    if bad:
+                        results[pos].sentences = []
+                        results[pos].error = (
+                            f"non-finite feature values ({', '.join(bad[:4])}): the model produced NaN or infinite "
+                            "numbers for this row; check its weights and dtype (float16 overflows on CPU: use float32)"
+                        )
+                    elif self.aggregator is not None:
+                        results[pos].response_score = aggregate_response(
+                            [x.score for x in results[pos].sentences], self.response_aggregation)
         return results
 
     def _sentences(self, rec: Record, stats: TokenStats) -> list[ScoredSentence]:
         spans = split_sentences(rec.response)
         ranges = assign_tokens(rec.response, stats.offsets, spans)
-        lid_states = self.lid.states if self.lid is not None else None
-        lid_k = self.lid.k if self.lid is not None else 0
-        sentences = []
-        for span, (t0, t1) in zip(spans, ranges):
-            if t1 <= t0:
-                continue
-            feats = sentence_features(stats, t0, t1, lid_reference=lid_states, lid_k=lid_k, kl_threshold=self.kl_threshold)
-            sentences.append(ScoredSentence(span.text, span.start, span.end, feats))
-        if self.alignment is not None and sentences:
-            premise = format_context(rec.context)
-            scores = self.alignment.score([premise] * len(sentences), [s.text for s in sentences])
-            for s, a in zip(sentences, scores):
-                s.features["align_score"] = float(a)
-        return sentences
+        premise = format_context(rec.context)
+        items = [SentenceItem(premise, span, stats, t0, t1) for span, (t0, t1) in zip(spans, ranges) if t1 > t0]
+        return self.featurizer.featurize(items)
+
+
+def non_finite_features(sentences: Sequence[ScoredSentence]) -> list[str]:
+    """``"sentence i: name"`` for every NaN or infinite feature (a NaN must become an error, never a null)."""
+    return [f"sentence {i + 1}: {name}" for i, s in enumerate(sentences)
+            for name, v in s.features.items() if not math.isfinite(float(v))]

@@ -83,6 +83,16 @@ def tiny_lm_plain():
     return load_model(make_model(len(tok), seed=1), tok, name="tiny-llama-plain")
 
 
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory):
+    """A tiny random Llama and its tokenizer saved with ``save_pretrained`` (for loaders and CLIs)."""
+    tok = make_tokenizer(CHAT_TEMPLATE)
+    path = tmp_path_factory.mktemp("tiny-model")
+    make_model(len(tok)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch, request):
     """Tiny-model tests write caches to a temp dir; slow tests share the real cache (the converted GGUF)."""

@@ -13,3 +13,28 @@ def test_offline_throughput_benchmark_runs(capsys):
     assert set(summary) == {"one pass", "two passes", "full"}
     assert all(v["responses_per_s"] > 0 for v in summary.values())
     assert "| two passes |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_monitor_overhead_benchmark_runs(capsys):
+    from benchmarks.monitor_overhead import main
+
+    summary = main(["--tokens", "6", "--rounds", "1", "--prompts", "1"])
+    assert summary["generate"]["ratio_vs_generate"] == 1.0
+    assert summary["monitor (deferred KL)"]["seconds"] > 0
+    assert "| monitor (lockstep KL) |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_fod_faithfulness_benchmark_runs(capsys):
+    from pathlib import Path
+
+    from benchmarks.fod_faithfulness import main
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "halueval"
+    if not data.exists():
+        pytest.skip(f"HaluEval data not found at {data}")
+    summary = main(["--data-dir", str(data), "--limit", "2", "--methods", "greedy,fod", "--judge", "lexical",
+                    "--max-new-tokens", "12", "--max-sentences", "1", "--num-samples", "2", "--num-beams", "1"])
+    assert ("original", "greedy") in summary and ("original", "fod") in summary
+    assert "| original | fod |" in capsys.readouterr().out

@@ -11,21 +11,6 @@ from syncheck.cli import main
 from syncheck.models import ModelNotFoundError, load_model
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from conftest import CHAT_TEMPLATE, make_model, make_tokenizer
-
-    tok = make_tokenizer(CHAT_TEMPLATE)
-    path = tmp_path_factory.mktemp("tiny-model")
-    make_model(len(tok)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 def write_jsonl(path, rows):
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
 
@@ -97,8 +82,17 @@ def test_lid_reference_command_builds_a_cached_set(tiny_dir, tmp_path, monkeypat
     assert ref.layers == [1, 3] and ref.k == 5 and ref.states[1].shape[0] > 200
 
 
-def test_fod_cli_exists_and_says_generate_is_not_there_yet():
+def test_fod_generate_cli_prints_one_json_object(tiny_dir, tmp_path):
     from fod.cli import main as fod_main
 
-    result = CliRunner().invoke(fod_main, ["generate"])
-    assert result.exit_code != 0 and "issue 5" in result.output
+    ctx = tmp_path / "ctx.txt"
+    ctx.write_text("The tower is 330 m tall. It opened in 1889.", encoding="utf-8")
+    args = ["generate", "--context", str(ctx), "--question", "How tall?", "--model", str(tiny_dir),
+            "--aggregator", "none", "--no-check", "--max-new-tokens", "12", "--json"]
+    result = CliRunner().invoke(fod_main, args + ["--method", "greedy"])
+    assert result.exit_code == 0, result.output
+    obj = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"text", "sentences", "method", "trace", "final_check"} <= obj.keys() and obj["method"] == "greedy"
+    assert obj["final_check"] is None
+    result = CliRunner().invoke(fod_main, args + ["--method", "fod"])
+    assert result.exit_code != 0 and "aggregator" in str(result.exception)

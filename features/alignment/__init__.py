@@ -2,12 +2,22 @@
 
 Every backend implements :class:`AlignmentScorer`: ``score(premises, claims)``
 returns one support probability in ``[0, 1]`` per pair (sign convention ``+``:
-higher = better supported).
+higher = better supported). One backend per module:
+
+- ``lexical`` (:mod:`.lexical`): share of the claim's content words in the premise;
+- ``embedding`` (:mod:`.embedding`): max cosine to the premise's sentences (all-MiniLM-L6-v2);
+- ``llm-judge`` (:mod:`.llm_judge`): P("Yes") of a causal LM asked "Does the premise support the hypothesis?";
+- ``nli:<model>`` (:mod:`.nli`): P(entailment) of any sequence-classification NLI cross-encoder;
+- ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``).
+
+Model backends split long premises into overlapping windows (:mod:`.windows`)
+and keep the max over windows. Build one with :func:`make_alignment_scorer`;
+models load when the scorer is built, never at import.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -25,4 +35,75 @@ class AlignmentScorer(Protocol):
         ...
 
 
-__all__ = ["AlignmentScorer", "LexicalOverlapScorer"]
+#: The spec forms :func:`make_alignment_scorer` accepts (for help texts).
+ALIGNMENT_SPECS = (
+    "lexical",
+    "embedding[:<encoder dir or hub id>]",
+    "llm-judge[:<model>]",
+    "nli:<hub id or dir>",
+    "alignscore[:<.ckpt path, dir or hub id>]",
+)
+
+
+def parse_alignment_spec(spec: str) -> tuple[str, str]:
+    """``(kind, argument)`` of a spec, checked without loading anything.
+
+    Raises:
+        ValueError: an unknown or malformed spec (the message lists the forms).
+    """
+    kind, _, arg = spec.strip().partition(":")
+    ok = (kind == "lexical" and not arg) or kind in ("embedding", "llm-judge", "alignscore") or (kind == "nli" and arg)
+    if not ok:
+        raise ValueError(f"unknown alignment backend {spec!r}; use one of: " + ", ".join(ALIGNMENT_SPECS))
+    return kind, arg
+
+
+def make_alignment_scorer(
+    spec: "AlignmentScorer | str",
+    *,
+    device: Any = None,
+    dtype: Any = None,
+    **kwargs: Any,
+) -> AlignmentScorer:
+    """Build an alignment backend from a spec string (an :class:`AlignmentScorer` is returned as is).
+
+    Specs:
+        ``"lexical"``; ``"embedding"`` (packaged all-MiniLM-L6-v2) or
+        ``"embedding:<encoder>"``; ``"llm-judge"`` (SmolLM2-135M-Instruct) or
+        ``"llm-judge:<model>"`` (any name ``syncheck.models.load_model``
+        takes); ``"nli:<hub id or dir>"`` (a sequence-classification NLI
+        model; pass ``trust_remote_code=True`` for Vectara's HHEM);
+        ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)
+        or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``.
+
+    Args:
+        device, dtype: for model backends.
+        kwargs: passed to the backend's constructor.
+
+    Raises:
+        ValueError: an unknown or malformed spec (the message lists the forms).
+    """
+    if not isinstance(spec, str):
+        return spec
+    kind, arg = parse_alignment_spec(spec)
+    model_kw = {"device": device, "dtype": dtype, **kwargs}
+    if kind == "lexical":
+        return LexicalOverlapScorer()
+    if kind == "embedding":
+        from features.alignment.embedding import EmbeddingScorer
+
+        return EmbeddingScorer(arg or None, **model_kw)
+    if kind == "llm-judge":
+        from features.alignment.llm_judge import LLMJudgeScorer
+
+        return LLMJudgeScorer(arg or "smollm2-135m", **model_kw)
+    if kind == "nli":
+        from features.alignment.nli import NLIScorer
+
+        return NLIScorer.from_pretrained(arg, **model_kw)
+    from features.alignment.alignscore import DEFAULT_REPO, AlignScoreScorer  # kind == "alignscore"
+
+    return AlignScoreScorer(arg or DEFAULT_REPO, **model_kw)
+
+
+__all__ = ["ALIGNMENT_SPECS", "AlignmentScorer", "LexicalOverlapScorer", "make_alignment_scorer", "parse_alignment_spec"]

@@ -5,16 +5,20 @@ from __future__ import annotations
 import click
 
 from syncheck import __version__
+from syncheck.cli.check import check
+from syncheck.cli.common import quiet_transformers
+from syncheck.cli.lid import lid_reference
+from syncheck.cli.report import report
+from syncheck.cli.score import score
+from syncheck.cli.train import train
 
 
 @click.group()
 @click.version_option(__version__, prog_name="syncheck")
 def main() -> None:
     """Score RAG responses sentence by sentence for faithfulness to their context."""
+    quiet_transformers()
 
 
-from syncheck.cli.score import score  # noqa: E402
-from syncheck.cli.lid import lid_reference  # noqa: E402
-
-main.add_command(score)
-main.add_command(lid_reference)
+for command in (score, check, train, report, lid_reference):
+    main.add_command(command)

@@ -31,3 +31,11 @@ def read_records(path: Path) -> Iterator[Record | RecordError]:
 def count_lines(path: Path) -> int:
     with open(path, "rb") as f:
         return sum(1 for line in f if line.strip())
+
+
+def quiet_transformers() -> None:
+    """Keep transformers' weight-loading progress bars and info logs off the terminal (our own bars remain)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import itertools
 import sys
 from pathlib import Path
 
@@ -10,6 +10,18 @@ import click
 from tqdm import tqdm
 
 from syncheck.cli.common import count_lines, device_option, dtype_option, model_option, read_records
+
+
+def _alignment_spec(value: str) -> str:
+    """Validate an ``--alignment`` spec by its form (the backend loads later, with the scorer)."""
+    from features.alignment import parse_alignment_spec
+
+    if value != "none":
+        try:
+            parse_alignment_spec(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 @click.command()
@@ -21,23 +33,44 @@ from syncheck.cli.common import count_lines, device_option, dtype_option, model_
 @dtype_option
 @click.option("--batch-size", default=4, show_default=True, type=click.IntRange(min=1), help="Records per forward pass.")
 @click.option("--max-length", default=None, type=click.IntRange(min=16), help="Cap on prompt+response tokens (default: model window).")
-@click.option("--alignment", default="lexical", show_default=True, type=click.Choice(["lexical", "none"]),
-              help="Backend of the align_score feature.")
+@click.option("--alignment", default="lexical", show_default=True, callback=lambda _ctx, _param, value: _alignment_spec(value),
+              help="Backend of the align_score feature: lexical, embedding[:<encoder>], llm-judge[:<model>], "
+                   "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], or none.")
 @click.option("--no-lid", is_flag=True, help="Skip the lid_layer_<L> features.")
 @click.option("--no-kl", is_flag=True, help="Skip the without-context pass (no KL features).")
 @click.option("--show", is_flag=True, help="Also print a per-sentence table to standard output.")
-def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, no_lid, no_kl, show):
+@click.option("--engine", default="local", show_default=True, type=click.Choice(["local", "ray"]),
+              help="local: this process; ray: Ray Data actors, one model replica each (pip install 'syncheck[ray]').")
+@click.option("--ray-address", default=None,
+              help="--engine ray: cluster address (ray://HOST:10001 or auto). Default: $RAY_ADDRESS, else a local Ray.")
+@click.option("--num-replicas", default=1, show_default=True, type=click.IntRange(min=1),
+              help="--engine ray: model replicas (actors); each loads the model once.")
+@click.option("--ray-batch-size", default=4, show_default=True, type=click.IntRange(min=1),
+              help="--engine ray: scoring batches (of --batch-size records) per actor call.")
+@click.option("--ray-cpus-per-replica", default=1.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="--engine ray: CPUs reserved per replica (Ray sets its torch threads to this).")
+@click.option("--ray-gpus-per-replica", default=0.0, show_default=True, type=click.FloatRange(min=0.0),
+              help="--engine ray: GPUs per replica (use with --device cuda).")
+@click.option("--aggregator", default="default", show_default=True,
+              help="Sentence scores: 'default' (shipped for the default model), a directory written by "
+                   "`syncheck train`, or none (features only).")
+@click.option("--response-aggregation", default="min", show_default=True, type=click.Choice(["min", "mean"]),
+              help="response_score = min (the least faithful sentence decides) or mean of the sentence scores.")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run: keep the complete rows already in -o and score only the rest.")
+def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, no_lid, no_kl, show,
+          engine, ray_address, num_replicas, ray_batch_size, ray_cpus_per_replica, ray_gpus_per_replica,
+          aggregator, response_aggregation, resume):
     """Compute SynCheck's per-sentence features for INPUT.jsonl.
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
     "question": "..." (optional), "response": "..."}.
     """
-    from syncheck.scorer import Scorer
+    from syncheck.io import ResumeError, RowWriter, output_id, prepare_resume
 
     total = count_lines(input_path)
-    click.echo(f"loading model {model} ...", err=True)
-    scorer = Scorer(
-        model,
+    scorer_kwargs = dict(
+        model=model,
         device=device,
         dtype=dtype,
         alignment=None if alignment == "none" else alignment,
@@ -45,27 +78,58 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
         kl=not no_kl,
         max_length=max_length,
         batch_size=batch_size,
+        aggregator=None if aggregator == "none" else aggregator,
+        response_aggregation=response_aggregation,
     )
-    out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
-    failed = 0
+    done = 0
+    if resume:
+        if output_path is None:
+            raise click.UsageError("--resume needs -o OUTPUT.jsonl: the file of the interrupted run")
+        try:
+            done = prepare_resume(output_path, [output_id(item) for item in read_records(input_path)])
+        except ResumeError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"resuming: {done} of {total} rows already in {output_path}", err=True)
+    # Restart on a batch boundary so every batch holds the same records as in an uninterrupted run (features
+    # depend on batch composition in their last bits); rows of a half-written batch that are already in the
+    # file are recomputed for that but not written again.
+    start = done - done % batch_size
+    items = itertools.islice(read_records(input_path), start, None)
+    click.echo(f"loading model {model} ({engine} engine) ...", err=True)
+    if engine == "ray":
+        from syncheck.engines.ray_engine import RayNotInstalledError, import_ray, score_ray
+
+        try:
+            import_ray()
+        except RayNotInstalledError as exc:
+            raise click.ClickException(str(exc)) from None
+        rows = score_ray(items, scorer_kwargs, address=ray_address, num_replicas=num_replicas, ray_batch_size=ray_batch_size,
+                         num_cpus_per_replica=ray_cpus_per_replica, num_gpus_per_replica=ray_gpus_per_replica)
+    else:
+        from syncheck.engines.local import score_local
+
+        rows = score_local(items, scorer_kwargs)
+    out = open(output_path, "a" if resume else "w", encoding="utf-8") if output_path else sys.stdout
+    writer = RowWriter(out, group_size=batch_size, start=done)
     try:
-        with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=None) as bar:
-            for result in scorer.score_records(read_records(input_path)):
-                row = result.to_json()
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                out.flush()
-                failed += row["error"] is not None
+        with tqdm(total=total, initial=done, unit="row", desc="scoring", file=sys.stderr, disable=None) as bar:
+            for row in itertools.islice(rows, done - start, None):
+                row = writer.write(row)
                 if show:
                     _show(row)
                 bar.update(1)
+        writer.flush()
     finally:
         if output_path:
             out.close()
-    click.echo(f"{total} rows, {failed} with errors" + (f"; wrote {output_path}" if output_path else ""), err=True)
+    kept = f" ({done} kept from the interrupted run, {total - done} scored now)" if done else ""
+    click.echo(f"{total} rows{kept}, {writer.errors} {'new ' if done else ''}with errors"
+               + (f"; wrote {output_path}" if output_path else ""), err=True)
 
 
 def _show(row: dict) -> None:
-    click.echo(f"\n== {row['id']}" + (f"  ERROR: {row['error']}" if row["error"] else ""))
+    lead = f"  response_score={row['response_score']:.2f}" if row.get("response_score") is not None else ""
+    click.echo(f"\n== {row['id']}{lead}" + (f"  ERROR: {row['error']}" if row["error"] else ""))
     for w in row["warnings"]:
         click.echo(f"   warning: {w}")
     for s in row["sentences"]:

@@ -1,0 +1,173 @@
+"""Faithfulness and informativeness of the decoding methods (as the SynCheck paper's Table 2).
+
+Data: HaluEval QA records whose right answer occurs in the knowledge text
+(the records of :func:`benchmarks.halueval.pairs.build_pairs`), in two settings:
+
+- ``original``: the knowledge text as it is;
+- ``counterfactual``: every occurrence of the right answer in the knowledge is
+  replaced by the right answer of another record with the same shape (a year
+  for a year, a name for a name; as the paper's F-100-anti swaps entities), so
+  a model that answers from memory is unfaithful. ``entity`` = share of answers
+  that carry the context's (new) entity; ``memory`` = share that carry the
+  original one.
+
+Methods: greedy, abstention (threshold tau1), reranking (S samples), CAD
+(alpha 0.5), FOD backtrack-only, FOD full (tau1 0.7, tau2 0.85, S 6, K 2: the
+paper's settings). Faithfulness = share of generated sentences the judge
+(an alignment scorer, ``--judge``) finds supported by the context (score >= 0.5),
+pooled over the answers, with a 95% bootstrap interval over records;
+informativeness = sentences per answer and the abstention rate.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.fod_faithfulness --data-dir ../shared/data/halueval --limit 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+METHODS = ("greedy", "abstain", "rerank", "cad", "fod-bt", "fod")
+
+
+def counterfactual_contexts(pairs, seed: int = 0) -> list[tuple[str, str] | None]:
+    """Per pair: (context with the answer swapped for another record's same-shape answer, that answer)."""
+    by_shape = defaultdict(list)
+    for p in pairs:
+        by_shape[p.shape].append(p.answer)
+    rng = random.Random(f"{seed}-counterfactual")
+    out = []
+    for p in pairs:
+        options = [a for a in by_shape[p.shape] if a.lower() != p.answer.lower() and a.lower() not in p.context.lower()]
+        if not options:
+            out.append(None)
+            continue
+        new = rng.choice(sorted(set(options)))
+        out.append((p.context.replace(p.answer, new), new))
+    return out
+
+
+def bootstrap_mean(per_record: list[list[float]], n: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """Pooled mean of per-record value lists and a 95% percentile interval from resampling records."""
+    flat = [v for r in per_record for v in r]
+    if not flat:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(n):
+        idx = rng.integers(0, len(per_record), len(per_record))
+        vals = [v for i in idx for v in per_record[i]]
+        if vals:
+            stats.append(float(np.mean(vals)))
+    return float(np.mean(flat)), float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
+
+
+def build_generators(scorer, max_new_tokens: int, tau1: float):
+    from fod.baselines import AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
+    from fod.generator import FODGenerator
+
+    kw = {"max_new_tokens": max_new_tokens, "checker": None}  # the judge below checks faithfulness
+    return {
+        "greedy": GreedyGenerator(scorer, **kw),
+        "abstain": AbstainGenerator(scorer, threshold=tau1, **kw),
+        "rerank": RerankGenerator(scorer, **kw),
+        "cad": CADGenerator(scorer, alpha=0.5, **kw),
+        "fod-bt": FODGenerator(scorer, **kw),
+        "fod": FODGenerator(scorer, **kw),
+    }
+
+
+def run_method(gen, name: str, question: str, context: str, args) -> object:
+    if name in ("fod", "fod-bt"):
+        return gen.generate(question, context, tau1=args.tau1, tau2=args.tau2, num_samples=args.num_samples,
+                            num_beams=args.num_beams, max_sentences=args.max_sentences, seed=args.seed,
+                            backtrack_only=name == "fod-bt")
+    if name == "rerank":
+        return gen.generate(question, context, num_samples=args.num_samples, max_sentences=args.max_sentences, seed=args.seed)
+    return gen.generate(question, context, max_sentences=args.max_sentences)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default="../shared/data/halueval")
+    ap.add_argument("--limit", type=int, default=20, help="QA records read (records without a usable answer span are skipped)")
+    ap.add_argument("--start", type=int, default=4000, help="first QA record (away from the records the default aggregator trains on)")
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--judge", default="embedding", help="alignment scorer spec judging support (see make_alignment_scorer)")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--max-sentences", type=int, default=3)
+    ap.add_argument("--tau1", type=float, default=0.7)
+    ap.add_argument("--tau2", type=float, default=0.85)
+    ap.add_argument("--num-samples", type=int, default=6)
+    ap.add_argument("--num-beams", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    from benchmarks.halueval.pairs import build_pairs
+    from features.alignment import make_alignment_scorer
+    from syncheck.scorer import Scorer
+
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise SystemExit(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    pairs = build_pairs(args.data_dir, limit=args.limit, seed=args.seed, start=args.start)
+    cf = counterfactual_contexts(pairs, args.seed)
+    scorer = Scorer(args.model)
+    judge = make_alignment_scorer(args.judge)
+    gens = build_generators(scorer, args.max_new_tokens, args.tau1)
+    t_start = time.perf_counter()
+
+    results: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for p, c in zip(pairs, cf):
+        settings = [("original", p.context, p.answer, None)]
+        if c is not None:
+            settings.append(("counterfactual", c[0], c[1], p.answer))
+        for setting, context, target, memory in settings:
+            for m in methods:
+                t = time.perf_counter()
+                res = run_method(gens[m], m, p.question, context, args)
+                dt = time.perf_counter() - t
+                sents = [s.text for s in res.sentences]
+                supported = (judge.score([context] * len(sents), sents) >= 0.5).astype(float).tolist() if sents else []
+                r = results[(setting, m)]
+                r["supported"].append(supported)
+                r["n_sentences"].append(len(sents))
+                r["abstained"].append(float(bool(res.trace.get("abstained"))))
+                r["seconds"].append(dt)
+                text = res.text.lower()
+                r["entity"].append(float(target.lower() in text))
+                if memory is not None:
+                    r["memory"].append(float(memory.lower() in text))
+
+    wall = time.perf_counter() - t_start
+    print(f"model={args.model} judge={args.judge} torch={torch.__version__} cpu={platform.machine()} "
+          f"records={len(pairs)} (counterfactual {sum(c is not None for c in cf)}) wall={wall / 60:.1f} min\n")
+    print("| setting | method | faithful sentences [95% CI] | sentences / answer | abstained | answer has context entity "
+          "| answer has memorised entity | s / answer |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    summary = {}
+    for setting in ("original", "counterfactual"):
+        for m in methods:
+            r = results.get((setting, m))
+            if not r:
+                continue
+            f, lo, hi = bootstrap_mean(r["supported"], seed=args.seed)
+            mem = f"{np.mean(r['memory']):.2f}" if r["memory"] else "-"
+            print(f"| {setting} | {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {np.mean(r['n_sentences']):.2f} | "
+                  f"{np.mean(r['abstained']):.2f} | {np.mean(r['entity']):.2f} | {mem} | {np.mean(r['seconds']):.1f} |")
+            summary[(setting, m)] = {"faithful": f, "ci": (lo, hi), "sentences": float(np.mean(r["n_sentences"])),
+                                     "abstained": float(np.mean(r["abstained"])), "entity": float(np.mean(r["entity"]))}
+    return summary
+
+
+if __name__ == "__main__":
+    main()

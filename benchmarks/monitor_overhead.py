@@ -1,0 +1,114 @@
+"""Cost of the live monitor against plain ``model.generate``, side by side in one process.
+
+For each prompt and round, interleaved: plain greedy ``model.generate`` (the
+baseline), the monitor with the without-context pass deferred to sentence ends
+(the design syncheck uses), and the monitor with the without-context pass in
+lockstep (one extra batch-1 forward per token). All three produce the same
+number of tokens (the monitor's count is passed to ``generate`` as
+``min_new_tokens``/``max_new_tokens``). With ``--fod``, FOD (S=6, K=2) and greedy
+FOD-interface generation are timed the same way.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.monitor_overhead [--tokens 128] [--rounds 3] [--prompts 2] [--fod]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+CONTEXT = (
+    "The Kestrel Navigation canal opened in 1794 and linked the wool mills of Kestrelford to the port of Aldmouth, "
+    "32 km to the south. It was engineered by Josiah Marlowe, who designed its eleven locks and the 240 m Brindle "
+    "tunnel. Shipping cloth by barge cost less than half of what packhorses had charged, and the town's output "
+    "doubled within a decade. After the railway reached Kestrelford in 1852 the canal lost most of its traffic; the "
+    "last commercial barge unloaded in 1931. Volunteers of the Kestrel Canal Trust restored the locks between 1978 "
+    "and 1989, and the towpath is now part of a long-distance footpath. About 40,000 people visit each year, most of "
+    "them between May and September, when trip boats run from the Marlowe Basin every afternoon. "
+) * 3
+QUESTIONS = [
+    "Describe the history of the Kestrel Navigation canal in detail.",
+    "Who built the Kestrel Navigation, and what happened to it later?",
+    "What can visitors do at the canal today, and how did it get there?",
+]
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--prompts", type=int, default=2)
+    ap.add_argument("--fod", action="store_true", help="also time FOD (S=6, K=2) against greedy")
+    args = ap.parse_args(argv)
+
+    from syncheck.monitor import Monitor
+    from syncheck.passes import prompt_pair
+    from syncheck.scorer import Scorer
+
+    scorer = Scorer(args.model, aggregator="default" if args.fod else None)
+    lm = scorer.lm
+    deferred, lockstep = Monitor(scorer), Monitor(scorer, lockstep=True)
+    times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], "monitor (lockstep KL)": []}
+    if args.fod:
+        from fod.baselines import GreedyGenerator
+        from fod.generator import FODGenerator
+
+        fod, greedy = FODGenerator(scorer, max_new_tokens=args.tokens), GreedyGenerator(scorer, max_new_tokens=args.tokens)
+        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": []})
+    prompt_tokens = []
+    tokens = []
+    for q in QUESTIONS[: args.prompts]:
+        with_ids, _, _ = prompt_pair(lm, CONTEXT, q, args.tokens)
+        prompt_tokens.append(len(with_ids))
+        ids = torch.tensor([with_ids])
+        deferred.generate(q, CONTEXT, max_new_tokens=8)  # warm-up
+        for _ in range(args.rounds):
+            t_mon, gen = _timed(lambda: deferred.generate(q, CONTEXT, max_new_tokens=args.tokens))
+            n = len(gen.token_ids)
+            tokens.append(n)
+            kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
+            t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
+            t_lock, gen2 = _timed(lambda: lockstep.generate(q, CONTEXT, max_new_tokens=args.tokens))
+            assert gen2.token_ids == gen.token_ids
+            times["generate"].append(t_gen)
+            times["monitor (deferred KL)"].append(t_mon)
+            times["monitor (lockstep KL)"].append(t_lock)
+            if args.fod:
+                t_g, _ = _timed(lambda: greedy.generate(q, CONTEXT))
+                t_f, _ = _timed(lambda: fod.generate(q, CONTEXT, num_samples=6, num_beams=2, seed=0))
+                times["greedy (FOD interface)"].append(t_g)
+                times["FOD S=6 K=2"].append(t_f)
+
+    base = sum(times["generate"])
+    print(f"model={args.model} torch={torch.__version__} threads={torch.get_num_threads()} "
+          f"prompt tokens={statistics.mean(prompt_tokens):.0f} new tokens={statistics.mean(tokens):.0f} "
+          f"({args.prompts} prompts x {args.rounds} interleaved rounds)\n")
+    print("| run | total s | tokens/s | vs generate |")
+    print("| --- | --- | --- | --- |")
+    summary = {}
+    for name, ts in times.items():
+        total = sum(ts)
+        ratio = total / base if name in ("generate", "monitor (deferred KL)", "monitor (lockstep KL)") else None
+        summary[name] = {"seconds": total, "ratio_vs_generate": ratio}
+        tps = sum(tokens) / total if ratio is not None else float("nan")
+        print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} |")
+    if args.fod:
+        r = sum(times["FOD S=6 K=2"]) / sum(times["greedy (FOD interface)"])
+        summary["fod_vs_greedy"] = r
+        print(f"\nFOD (S=6, K=2) / greedy: {r:.2f}x")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""LLM yes/no judge: P("Yes") for "Does the premise support the hypothesis?" from a local causal LM.
+
+The prompt (one user turn, through the chat template when the tokenizer has
+one, else followed by ``"\\nAnswer:"``)::
+
+    Premise: <premise window>
+    Hypothesis: <claim>
+    Does the premise support the hypothesis? Answer Yes or No.
+
+The score is a softmax over two logits of the *next* token: "Yes" and "No".
+Each side pools the spellings a tokenizer may use for the answer's first token
+("Yes"/" Yes", "No"/" No": first token of each; a token both sides share is
+dropped) by log-sum-exp,
+so ``score = exp(lse_yes) / (exp(lse_yes) + exp(lse_no))``. Other tokens are
+ignored: the score is the judge's preference between the two answers.
+
+Long premises are split into overlapping windows that fit the model next to
+the prompt and the whole claim; the score is the max over windows. Offline it
+runs SmolLM2-135M-Instruct (``smollm2-135m``). Sign convention ``+``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from features.alignment.hf_utils import model_max_tokens
+from features.alignment.windows import max_over_windows, premise_budget, split_windows
+
+QUESTION = "Does the premise support the hypothesis? Answer Yes or No."
+YES_SPELLINGS = ("Yes", " Yes")
+NO_SPELLINGS = ("No", " No")
+#: Default premise window: long enough for a retrieved passage, short enough to stay fast on CPU.
+DEFAULT_PREMISE_TOKENS = 512
+
+
+def judge_message(premise: str, claim: str) -> str:
+    """The user message of the judge prompt."""
+    return f"Premise: {premise.strip()}\nHypothesis: {claim.strip()}\n{QUESTION}"
+
+
+def _first_tokens(tokenizer: Any, spellings: Sequence[str]) -> list[int]:
+    ids = []
+    for s in spellings:
+        toks = tokenizer(s, add_special_tokens=False)["input_ids"]
+        if toks and toks[0] not in ids:
+            ids.append(int(toks[0]))
+    return ids
+
+
+class LLMJudgeScorer:
+    """``align_score`` backend: a causal LM asked whether the premise supports the claim.
+
+    Args:
+        model: a model name for ``syncheck.models.load_model`` (alias, hub id,
+            directory, ``.gguf``; default ``"smollm2-135m"``), an already
+            loaded ``LoadedModel`` (anything with ``.model`` and
+            ``.tokenizer``), or a ``transformers`` causal LM with ``tokenizer``.
+        device, dtype: used when loading by name.
+        max_premise_tokens: premise window size (also capped by the model window).
+        progress: tqdm bar (``None``: only for long jobs).
+    """
+
+    name = "llm-judge"
+
+    def __init__(
+        self,
+        model: Any = "smollm2-135m",
+        tokenizer: Any = None,
+        *,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | str | None = None,
+        max_premise_tokens: int = DEFAULT_PREMISE_TOKENS,
+        overlap: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        if isinstance(model, str):
+            from syncheck.models import load_model  # the one loader for causal LMs (aliases, GGUF, cache)
+
+            model = load_model(model, device=device, dtype=dtype or torch.float32)
+        if hasattr(model, "model") and hasattr(model, "tokenizer"):
+            model, tokenizer = model.model, model.tokenizer
+        if tokenizer is None:
+            raise ValueError("an already-loaded model needs its tokenizer: LLMJudgeScorer(model, tokenizer)")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        yes, no = _first_tokens(tokenizer, YES_SPELLINGS), _first_tokens(tokenizer, NO_SPELLINGS)
+        # A first token both answers share (e.g. a lone space) says nothing about the answer: drop it.
+        self.yes_ids = [t for t in yes if t not in no]
+        self.no_ids = [t for t in no if t not in yes]
+        if not self.yes_ids or not self.no_ids:
+            raise ValueError("this tokenizer does not give 'Yes' and 'No' distinct first tokens; use another judge model")
+        self.max_length = model_max_tokens(model, tokenizer)
+        self.max_premise_tokens = max_premise_tokens
+        self.overlap = overlap
+        self.progress = progress
+        self._templated = bool(getattr(tokenizer, "chat_template", None))
+        self._overhead = len(self._prompt_ids("", ""))
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._pad_id = 0 if pad is None else int(pad)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def prompt(self, premise: str, claim: str) -> str:
+        """The full prompt text, ending where the judge's answer begins."""
+        message = judge_message(premise, claim)
+        if self._templated:
+            return self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+            )
+        return f"{message}\nAnswer:"
+
+    def _prompt_ids(self, premise: str, claim: str) -> list[int]:
+        return list(self.tokenizer(self.prompt(premise, claim), add_special_tokens=not self._templated)["input_ids"])
+
+    def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """``n`` (premise, claim) pairs -> ``(n,)`` P(Yes) vs No, max over premise windows."""
+        return max_over_windows(premises, claims, self._windows, self._score_pairs, batch_size, self.progress, "llm-judge")
+
+    def _windows(self, premise: str, claim: str) -> list[str]:
+        budget = premise_budget(self.tokenizer, claim, self.max_length, extra_tokens=self._overhead)
+        budget = min(budget, self.max_premise_tokens)
+        return [w.text for w in split_windows(premise, budget, self.overlap, self.tokenizer)]
+
+    @torch.no_grad()
+    def _score_pairs(self, premises: list[str], claims: list[str]) -> np.ndarray:
+        seqs = [self._prompt_ids(p, c) for p, c in zip(premises, claims)]
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, s in enumerate(seqs):  # right padding: real tokens keep positions 0..len-1
+            ids[i, : len(s)] = torch.tensor(s)
+            mask[i, : len(s)] = 1
+        nxt = self._next_token_logits(ids.to(self.device), mask.to(self.device), [len(s) - 1 for s in seqs])
+        yes = torch.logsumexp(nxt[:, self.yes_ids], dim=-1)
+        no = torch.logsumexp(nxt[:, self.no_ids], dim=-1)
+        return torch.sigmoid(yes - no).cpu().numpy()
+
+    def _next_token_logits(self, ids: torch.Tensor, mask: torch.Tensor, last: list[int]) -> torch.Tensor:
+        """``(B, V)`` float32 logits after position ``last[b]`` of each row.
+
+        Runs the decoder body and applies the output layer only at those
+        positions (full ``(B, T, V)`` logits would cost hundreds of MB).
+        """
+        rows = torch.arange(ids.shape[0], device=ids.device)
+        pos = torch.tensor(last, device=ids.device)
+        body, head = getattr(self.model, "base_model", None), self.model.get_output_embeddings()
+        if body is None or body is self.model or head is None:
+            return self.model(input_ids=ids, attention_mask=mask).logits[rows, pos].float()
+        hidden = body(input_ids=ids, attention_mask=mask).last_hidden_state
+        return head(hidden[rows, pos]).float()

@@ -1,0 +1,142 @@
+"""Baselines beside FOD, with the same interface and result type (SynCheck paper, Section 4.3).
+
+- :class:`GreedyGenerator`: greedy decoding, every sentence scored by the monitor.
+- :class:`AbstainGenerator`: greedy, but refuse when any sentence scores below a threshold.
+- :class:`RerankGenerator`: sample S whole responses (one batch), return the one with the best mean score.
+- :class:`CADGenerator`: context-aware decoding (Shi et al., 2023): greedy on
+  ``(1 + alpha) * logits_with - alpha * logits_without``, both sequences with their own KV cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fod.generator import FODGenerator
+from fod.results import ABSTAIN_TEXT, GenerationResult
+from syncheck.live import Sampling
+from syncheck.records import Record
+
+
+class GreedyGenerator(FODGenerator):
+    """Plain greedy decoding under the monitor."""
+
+    method = "greedy"
+
+    def generate(self, question, context, *, max_sentences: int = 8, **_: Any) -> GenerationResult:
+        gen = self.monitor.generate(question, context, max_new_tokens=self.max_new_tokens)
+        sentences = gen.sentences[:max_sentences]
+        text = gen.text[: sentences[-1].end] if sentences else ""
+        trace = {"stop": gen.stop_reason, "tokens": len(gen.token_ids)}
+        return self._finish(GenerationResult(text, sentences, self.method, trace, warnings=gen.warnings), question, context)
+
+
+class AbstainGenerator(GreedyGenerator):
+    """Greedy, refusing to answer when any sentence scores below ``threshold`` (paper: 0.7)."""
+
+    method = "abstain"
+
+    def __init__(self, *args: Any, threshold: float = 0.7, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.threshold = threshold
+
+    def generate(self, question, context, *, max_sentences: int = 8, **kw: Any) -> GenerationResult:
+        res = super().generate(question, context, max_sentences=max_sentences)
+        low = [i for i, s in enumerate(res.sentences) if s.score is not None and s.score < self.threshold]
+        res.method = self.method
+        res.trace.update({"threshold": self.threshold, "abstained": bool(low), "low_sentences": low,
+                          "greedy_text": res.text})
+        if low:
+            res.trace["greedy_sentences"] = [{"text": s.text, "score": s.score} for s in res.sentences]
+            res.text, res.sentences, res.final_check = ABSTAIN_TEXT, [], None
+        return res
+
+
+class RerankGenerator(FODGenerator):
+    """Sample ``num_samples`` whole responses in one batch; return the best by mean sentence score."""
+
+    method = "rerank"
+
+    def generate(self, question, context, *, num_samples: int = 6, max_sentences: int = 8, seed: int | None = 0,
+                 **_: Any) -> GenerationResult:
+        generator = torch.Generator(device=self.scorer.lm.device)
+        generator.manual_seed(0 if seed is None else seed)
+        batch, _, warnings = self.monitor.start(question, context, self.max_new_tokens)
+        batch = self.engine.expand(batch, num_samples)
+        sampling = Sampling(do_sample=True, temperature=self.sampling.temperature, top_p=self.sampling.top_p)
+        for _ in range(self.max_new_tokens):
+            self.engine.step(batch, self.engine.choose(batch, sampling, generator))
+            if all(r.ended for r in batch.rows):
+                break
+        texts = [r.text for r in batch.rows]
+        ctx = context if isinstance(context, str) else tuple(context)
+        scored = list(self.scorer.score_records(
+            [Record(id=i, context=ctx, response=t, question=question) for i, t in enumerate(texts)]
+        ))
+        candidates = []
+        for text, res in zip(texts, scored):
+            sents = res.sentences[:max_sentences]
+            scores = [s.score for s in sents if s.score is not None]
+            mean = sum(scores) / len(scores) if scores else float("-inf")
+            candidates.append({"text": text, "mean_score": mean if scores else None, "error": res.error})
+        best = max(range(len(texts)), key=lambda i: candidates[i]["mean_score"] or float("-inf"))
+        sents = scored[best].sentences[:max_sentences]
+        text = texts[best][: sents[-1].end] if sents else ""
+        trace = {"candidates": candidates, "chosen": best}
+        return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings), question, context)
+
+
+class CADGenerator(FODGenerator):
+    """Context-aware decoding: greedy on ``(1 + alpha) * logits_with - alpha * logits_without``."""
+
+    method = "cad"
+
+    def __init__(self, *args: Any, alpha: float = 0.5, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.scorer.kl:
+            raise ValueError("CAD needs the without-context pass: build the Scorer with kl=True")
+        self.alpha = alpha
+
+    @torch.inference_mode()
+    def generate(self, question, context, *, max_sentences: int = 8, **_: Any) -> GenerationResult:
+        from syncheck.passes import decode_text, prompt_pair
+
+        lm = self.scorer.lm
+        with_ids, without_ids, warnings = prompt_pair(lm, context, question, self.max_new_tokens, self.scorer.max_length)
+        dev = lm.device
+        out_w = lm.model(input_ids=torch.tensor([with_ids], device=dev), use_cache=True, logits_to_keep=1)
+        out_o = lm.model(input_ids=torch.tensor([without_ids], device=dev), use_cache=True, logits_to_keep=1)
+        cache_w, cache_o = out_w.past_key_values, out_o.past_key_values
+        lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
+        ids: list[int] = []
+        for step in range(self.max_new_tokens):
+            combined = (1 + self.alpha) * torch.log_softmax(lw, -1) - self.alpha * torch.log_softmax(lo, -1)
+            tok = int(combined.argmax())
+            if tok in self.engine.eos_ids:
+                break
+            ids.append(tok)
+            t = torch.tensor([[tok]], device=dev)
+            out_w = lm.model(input_ids=t, position_ids=torch.tensor([[len(with_ids) + step]], device=dev),
+                             past_key_values=cache_w, use_cache=True)
+            out_o = lm.model(input_ids=t, position_ids=torch.tensor([[len(without_ids) + step]], device=dev),
+                             past_key_values=cache_o, use_cache=True)
+            cache_w, cache_o = out_w.past_key_values, out_o.past_key_values
+            lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
+        text = decode_text(lm.tokenizer, ids)
+        ctx = context if isinstance(context, str) else tuple(context)
+        res = next(self.scorer.score_records([Record(id=0, context=ctx, response=text, question=question)]))
+        sents = res.sentences[:max_sentences]
+        text = text[: sents[-1].end] if sents else ""
+        trace = {"alpha": self.alpha, "tokens": len(ids)}
+        return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings + res.warnings),
+                            question, context)
+
+
+METHODS = {
+    "fod": FODGenerator,
+    "greedy": GreedyGenerator,
+    "abstain": AbstainGenerator,
+    "rerank": RerankGenerator,
+    "cad": CADGenerator,
+}

@@ -1,0 +1,49 @@
+"""Aggregators: sentence features -> probability that the sentence is faithful (SynCheck-LR/XGB/MLP).
+
+>>> from syncheck.aggregators import make_aggregator, save_aggregator, load_aggregator
+>>> agg = make_aggregator("mlp", feature_names=names).fit(X, y)     # doctest: +SKIP
+>>> save_aggregator(agg, "my-aggregator")                           # doctest: +SKIP
+>>> load_aggregator("my-aggregator").score_features([s.features for s in result.sentences])  # doctest: +SKIP
+
+Labels are 1 = faithful, 0 = unfaithful. See :mod:`.base` for what every
+aggregator shares (scaling, feature names, tuned threshold) and :mod:`.io`
+for the on-disk format (JSON / XGBoost JSON / safetensors, never pickle).
+"""
+
+from syncheck.aggregators.apply import (
+    RESPONSE_AGGREGATIONS,
+    FeatureMismatchError,
+    aggregate_response,
+    check_features,
+    default_aggregator_dir,
+    feature_matrix,
+    resolve_aggregator,
+    score_sentences,
+    scorer_config,
+)
+from syncheck.aggregators.base import BaseAggregator
+from syncheck.aggregators.boosted import XGBAggregator
+from syncheck.aggregators.io import KINDS, load_aggregator, make_aggregator, read_meta, save_aggregator
+from syncheck.aggregators.linear import LogisticAggregator
+from syncheck.aggregators.mlp import MLPAggregator
+
+__all__ = [
+    "KINDS",
+    "RESPONSE_AGGREGATIONS",
+    "BaseAggregator",
+    "FeatureMismatchError",
+    "LogisticAggregator",
+    "MLPAggregator",
+    "XGBAggregator",
+    "aggregate_response",
+    "check_features",
+    "default_aggregator_dir",
+    "feature_matrix",
+    "load_aggregator",
+    "make_aggregator",
+    "read_meta",
+    "resolve_aggregator",
+    "save_aggregator",
+    "score_sentences",
+    "scorer_config",
+]

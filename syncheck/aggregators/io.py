@@ -1,0 +1,172 @@
+"""Save and load aggregators without pickle.
+
+A saved aggregator is a directory:
+
+- ``meta.json``: ``kind`` (``lr`` | ``xgb`` | ``mlp``), ``feature_names`` (in
+  input order), ``classes``, ``threshold``, the estimator's parameters, a
+  description of the training data, the scorer configuration the features
+  came from (model, alignment backend, LID layers), and library versions;
+- the weights: ``model.json`` (LR: scaler, coefficients, intercept as JSON),
+  ``model.json`` + ``scaler.json`` (XGBoost's own JSON format + the scaler),
+  or ``model.safetensors`` (MLP weights and scaler, float64).
+
+Floats round-trip exactly (JSON keeps ``repr`` digits, safetensors raw bytes),
+so a loaded aggregator predicts exactly as the saved one (tested).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from syncheck.aggregators.base import BaseAggregator
+from syncheck.aggregators.boosted import XGBAggregator
+from syncheck.aggregators.linear import LogisticAggregator
+from syncheck.aggregators.mlp import MLPAggregator
+
+FORMAT = "syncheck-aggregator"
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+
+#: kind -> estimator class.
+KINDS: dict[str, type[BaseAggregator]] = {"lr": LogisticAggregator, "xgb": XGBAggregator, "mlp": MLPAggregator}
+
+
+def make_aggregator(kind: str, **params: Any) -> BaseAggregator:
+    """An unfitted aggregator of ``kind`` (``"lr"``, ``"xgb"`` or ``"mlp"``)."""
+    try:
+        return KINDS[kind](**params)
+    except KeyError:
+        raise ValueError(f"unknown aggregator kind {kind!r}; choose from {sorted(KINDS)}") from None
+
+
+def library_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("syncheck", "scikit-learn", "xgboost", "numpy", "safetensors", "torch", "transformers"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def save_aggregator(
+    agg: BaseAggregator,
+    path: str | Path,
+    *,
+    training: Mapping[str, Any] | None = None,
+    scorer: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a fitted aggregator to directory ``path`` (created if needed); returns it.
+
+    Args:
+        training: a JSON-able description of the training data (source, sizes, split, seed).
+        scorer: the scorer configuration its features came from (see
+            :func:`syncheck.aggregators.apply.scorer_config`).
+    """
+    if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
+        raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")
+    names = getattr(agg, "feature_names_in_", None)
+    if names is None:
+        raise ValueError("the aggregator does not know its feature names: fit it on a DataFrame or pass feature_names=[...]")
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    params = {k: v for k, v in agg.get_params().items() if k != "feature_names"}
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": agg.kind,
+        "feature_names": [str(n) for n in names],
+        "classes": [c.item() if hasattr(c, "item") else c for c in agg.classes_],
+        "threshold": float(agg.threshold_),
+        "params": params,
+        "n_iter": getattr(agg, "n_iter_", None),
+        "training": dict(training or {}),
+        "scorer": dict(scorer or {}),
+        "versions": library_versions(),
+    }
+    scaler = {"mean": agg.scaler_mean_.tolist(), "scale": agg.scaler_scale_.tolist()}
+    if isinstance(agg, LogisticAggregator):
+        _write_json(out / "model.json", {"scaler": scaler, "coef": agg.coef_.tolist(), "intercept": agg.intercept_})
+    elif isinstance(agg, XGBAggregator):
+        _write_json(out / "scaler.json", scaler)
+        agg.booster_.save_model(str(out / "model.json"))
+    elif isinstance(agg, MLPAggregator):
+        from safetensors.numpy import save_file
+
+        tensors = {
+            "scaler_mean": agg.scaler_mean_, "scaler_scale": agg.scaler_scale_,
+            "W1": agg.W1_, "b1": agg.b1_, "W2": agg.W2_, "b2": np.array([agg.b2_]),
+        }
+        save_file({k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, str(out / "model.safetensors"))
+    else:  # pragma: no cover - KINDS covers every subclass
+        raise ValueError(f"cannot save aggregator kind {agg.kind!r}")
+    _write_json(out / META_FILE, meta)
+    return out
+
+
+def read_meta(path: str | Path) -> dict[str, Any]:
+    """``meta.json`` of a saved aggregator, checked."""
+    meta_path = Path(path) / META_FILE
+    if not meta_path.is_file():
+        raise FileNotFoundError(
+            f"{meta_path} not found: an aggregator is a directory written by `syncheck train` "
+            "(or syncheck.aggregators.save_aggregator)"
+        )
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("format") != FORMAT or meta.get("kind") not in KINDS:
+        raise ValueError(f"{meta_path} is not a syncheck aggregator (format {meta.get('format')!r}, kind {meta.get('kind')!r})")
+    if int(meta.get("format_version", 0)) > FORMAT_VERSION:
+        raise ValueError(f"{meta_path} has format version {meta['format_version']}; upgrade syncheck to read it")
+    return meta
+
+
+def load_aggregator(path: str | Path) -> BaseAggregator:
+    """Restore an aggregator saved by :func:`save_aggregator`; ``.meta`` holds its ``meta.json``."""
+    path = Path(path)
+    meta = read_meta(path)
+    agg = KINDS[meta["kind"]](feature_names=list(meta["feature_names"]), **meta["params"])
+    names = np.asarray(meta["feature_names"], dtype=object)
+    agg.feature_names_in_ = names
+    agg.n_features_in_ = len(names)
+    agg.classes_ = np.asarray(meta["classes"])
+    agg.threshold_ = float(meta["threshold"])
+    if meta.get("n_iter") is not None:
+        agg.n_iter_ = int(meta["n_iter"])
+    if isinstance(agg, LogisticAggregator):
+        state = json.loads((path / "model.json").read_text(encoding="utf-8"))
+        _set_scaler(agg, state["scaler"])
+        agg.coef_ = np.asarray(state["coef"], dtype=np.float64)
+        agg.intercept_ = float(state["intercept"])
+    elif isinstance(agg, XGBAggregator):
+        import xgboost
+
+        _set_scaler(agg, json.loads((path / "scaler.json").read_text(encoding="utf-8")))
+        booster = xgboost.Booster()
+        booster.load_model(str(path / "model.json"))
+        agg.booster_ = booster
+    else:
+        from safetensors.numpy import load_file
+
+        t = load_file(str(path / "model.safetensors"))
+        agg.scaler_mean_, agg.scaler_scale_ = t["scaler_mean"], t["scaler_scale"]
+        agg.W1_, agg.b1_, agg.W2_, agg.b2_ = t["W1"], t["b1"], t["W2"], float(t["b2"][0])
+    d = len(names)
+    if agg.scaler_mean_.shape != (d,) or agg.scaler_scale_.shape != (d,):
+        raise ValueError(f"{path}: the scaler has {agg.scaler_mean_.shape} entries but meta.json names {d} features")
+    agg.meta = meta
+    return agg
+
+
+def _set_scaler(agg: BaseAggregator, scaler: Mapping[str, Any]) -> None:
+    agg.scaler_mean_ = np.asarray(scaler["mean"], dtype=np.float64)
+    agg.scaler_scale_ = np.asarray(scaler["scale"], dtype=np.float64)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=1, sort_keys=False) + "\n", encoding="utf-8")

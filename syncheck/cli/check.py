@@ -1,0 +1,70 @@
+"""``syncheck check``: Provenance answer check for every record of a JSONL file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from syncheck.cli.common import count_lines, device_option, dtype_option, read_records
+
+
+@click.command()
+@click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Output JSONL (one row per input line, same order). Default: standard output.")
+@click.option("--relevance", default=None,
+              help="Relevance scorer: bm25, minilm, cross-encoder[:<hub id or dir>] (paper: mxbai-rerank-base-v1). "
+                   "Default: bm25 (the best offline one measured, benchmarks/RESULTS.md).")
+@click.option("--nli", default=None,
+              help="Support scorer: embedding, lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>]. "
+                   "Default: lexical (the best offline one measured; paper: nli:vectara/hallucination_evaluation_model).")
+@click.option("--top-k", default=None, type=click.IntRange(min=1), help="Keep the K most relevant chunks (TopK).")
+@click.option("--top-p", default=0.9, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k).")
+@click.option("--aggregation", default="weighted", show_default=True, type=click.Choice(["min", "max", "weighted"]),
+              help="How the sources' supports combine into the answer's factuality.")
+@device_option
+@dtype_option
+@click.option("--batch-size", default=16, show_default=True, type=click.IntRange(min=1), help="Pairs per NLI batch.")
+@click.option("--claim", default="paper", show_default=True, type=click.Choice(["paper", "answer"]),
+              help='paper: "The answer to question Q is A." (Provenance); answer: the answer alone '
+                   "(measured better with --nli lexical).")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
+def check(input_path, output_path, relevance, nli, top_k, top_p, aggregation, device, dtype, batch_size,
+          claim, trust_remote_code):
+    """Check each answer of INPUT.jsonl against its context (Provenance).
+
+    Each input line: {"id": ..., "context": "..." or ["chunk", ...],
+    "question": "..." (optional), "response": "..."}. Each output line:
+    {"id", "factuality", "sources": [{"index", "weight", "support"}], "best_source", "error"}.
+    """
+    from syncheck.provenance import DEFAULT_NLI, DEFAULT_RELEVANCE, ProvenanceChecker
+
+    total = count_lines(input_path)
+    try:
+        checker = ProvenanceChecker(
+            relevance or DEFAULT_RELEVANCE, nli or DEFAULT_NLI, top_k=top_k, top_p=top_p, aggregation=aggregation,
+            device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
+            claim=claim,
+        )
+    except (OSError, ValueError) as exc:  # unknown spec or a model that cannot be loaded: say why, no traceback
+        raise click.ClickException(str(exc)) from None
+    out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
+    failed = 0
+    try:
+        with tqdm(total=total, unit="row", desc="checking", file=sys.stderr, disable=None) as bar:
+            for result in checker.check_records(read_records(input_path)):
+                row = result.to_json()
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.flush()
+                failed += row["error"] is not None
+                bar.update(1)
+    finally:
+        if output_path:
+            out.close()
+    click.echo(f"{total} rows, {failed} with errors" + (f"; wrote {output_path}" if output_path else ""), err=True)

@@ -1,0 +1,125 @@
+"""``syncheck train``: fit an aggregator (LR / XGBoost / MLP) on scored rows and labels.
+
+Labels (1 = faithful, 0 = unfaithful) come from ``--labels LABELS.jsonl`` or,
+without it, from fields of the SCORED rows themselves. Either way a row holds
+
+- ``{"id": ..., "label": 0 | 1}``: a response-level label, given to every
+  sentence of that response (exact for one-sentence responses; for longer
+  ones a weak label: an unfaithful response may hold faithful sentences), or
+- ``{"id": ..., "sentence_labels": [1, 0, ...]}``: one label per scored
+  sentence of that response, in order (the count must match the scored row).
+
+Rows of SCORED with an ``error``, and rows without a label, are skipped (and counted).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from syncheck.aggregators.io import KINDS
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise click.ClickException(f"{path} line {n}: not valid JSON ({exc.msg}); fix or drop that line") from None
+    return rows
+
+
+def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] | None:
+    if row.get("sentence_labels") is not None:
+        labels = row["sentence_labels"]
+        if not isinstance(labels, list) or len(labels) != n_sentences:
+            raise click.ClickException(
+                f"{where}: sentence_labels has {len(labels) if isinstance(labels, list) else 'no list of'} labels but the "
+                f"scored row has {n_sentences} sentences; give one label per scored sentence (see its 'sentences')"
+            )
+    elif row.get("label") is not None:
+        labels = [row["label"]] * n_sentences
+    else:
+        return None
+    if any(y not in (0, 1) or isinstance(y, bool) for y in labels):
+        raise click.ClickException(f"{where}: labels must be 0 (unfaithful) or 1 (faithful), got {labels}")
+    return [int(y) for y in labels]
+
+
+@click.command()
+@click.argument("scored_path", metavar="SCORED.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help='JSONL of {"id":..., "label": 0|1} or {"id":..., "sentence_labels": [...]}. '
+                   "Default: 'label' / 'sentence_labels' fields of the SCORED rows.")
+@click.option("--kind", type=click.Choice(sorted(KINDS)), default="mlp", show_default=True,
+              help="lr: logistic regression; xgb: XGBoost; mlp: one hidden layer of 100 (SynCheck's best).")
+@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory to write the aggregator to (meta.json + weights).")
+@click.option("--features", default=None, help="Comma-separated features to use (default: every feature all rows have).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the validation split and the model.")
+@click.option("--model", "scored_model", default="smollm2-135m", show_default=True,
+              help="The model SCORED was produced with (recorded in meta.json; scoring with another model warns).")
+@click.option("--alignment", default="lexical", show_default=True,
+              help="The align_score backend SCORED was produced with (recorded in meta.json).")
+@click.option("--description", default=None, help="Free-text description of the training data, kept in meta.json.")
+def train(scored_path, labels_path, kind, output_dir, features, seed, scored_model, alignment, description):
+    """Train an aggregator on the per-sentence features of SCORED.jsonl (the output of `syncheck score`)."""
+    import numpy as np
+
+    from syncheck.aggregators import make_aggregator, save_aggregator
+
+    scored = _read_jsonl(scored_path)
+    label_rows = {str(r.get("id")): r for r in _read_jsonl(labels_path)} if labels_path else None
+    sent_feats: list[dict[str, float]] = []
+    y: list[int] = []
+    skipped_error = skipped_unlabelled = used = 0
+    for row in scored:
+        rid = str(row.get("id"))
+        if row.get("error") is not None or not row.get("sentences"):
+            skipped_error += 1
+            continue
+        source = label_rows.get(rid, {}) if label_rows is not None else row
+        labels = _labels_of(source, len(row["sentences"]), f"id {rid}")
+        if labels is None:
+            skipped_unlabelled += 1
+            continue
+        used += 1
+        sent_feats += [s["features"] for s in row["sentences"]]
+        y += labels
+    if not y:
+        raise click.ClickException(
+            f"no labelled sentences: {skipped_unlabelled} rows without a label, {skipped_error} with errors. "
+            "Pass --labels LABELS.jsonl or add 'label' / 'sentence_labels' to the SCORED rows."
+        )
+    if features:
+        names = [n.strip() for n in features.split(",") if n.strip()]
+    else:
+        names = [n for n in sent_feats[0] if all(n in f for f in sent_feats)]
+    missing = [n for n in names if any(f.get(n) is None for f in sent_feats)]
+    if missing:
+        raise click.ClickException(f"features missing (or null) in some scored sentences: {missing}; choose --features")
+    if len(set(y)) < 2:
+        raise click.ClickException(f"all {len(y)} labelled sentences have label {y[0]}; an aggregator needs both 0 and 1")
+    X = np.asarray([[f[n] for n in names] for f in sent_feats], dtype=np.float64)
+    agg = make_aggregator(kind, feature_names=names, random_state=seed).fit(X, np.asarray(y))
+    lid_layers = sorted(int(n.rsplit("_", 1)[1]) for n in names if n.startswith("lid_layer_"))
+    training = {
+        "source": str(scored_path), "labels": str(labels_path) if labels_path else "fields of the scored rows",
+        "rows": used, "sentences": len(y), "faithful": int(sum(y)), "unfaithful": int(len(y) - sum(y)),
+        "seed": seed, "description": description or "",
+    }
+    scorer = {"model": scored_model, "alignment": alignment, "lid_layers": lid_layers or None}
+    save_aggregator(agg, output_dir, training=training, scorer=scorer)
+    click.echo(
+        f"trained {kind} on {len(y)} sentences from {used} rows ({training['faithful']} faithful, "
+        f"{training['unfaithful']} unfaithful; skipped {skipped_error} error and {skipped_unlabelled} unlabelled rows); "
+        f"threshold {agg.threshold_:.3f}; features {', '.join(names)}; wrote {output_dir}",
+        err=True,
+    )

@@ -1,0 +1,91 @@
+"""KV-cache operations for the live monitor and FOD: expand, select-and-crop, crop.
+
+Every function returns a new cache built from slices of the old one (or crops
+in place where said), so a beam can be branched without recomputing its
+prefix. Only full-attention caches (``DynamicCache`` with plain layers) are
+supported; that covers Llama, Qwen2, Mistral-without-sliding-window, SmolLM.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from transformers import DynamicCache
+
+
+def _kv(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    out = []
+    for layer in cache.layers:
+        keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if keys is None or values is None:
+            raise TypeError(
+                f"unsupported cache layer {type(layer).__name__}: the monitor needs a full-attention DynamicCache"
+            )
+        out.append((keys, values))
+    return out
+
+
+def cache_length(cache: DynamicCache) -> int:
+    """Number of positions held (``0`` for an empty cache)."""
+    return int(cache.get_seq_length())
+
+
+def select_rows(cache: DynamicCache, rows: Sequence[int], length: int | None = None, start: int = 0) -> DynamicCache:
+    """A new cache with the given batch rows, each cut to positions ``[start, start + length)``.
+
+    Tensors are ``(B, heads, L, head_dim)``; the result is ``(len(rows), heads, length, head_dim)``.
+    ``start`` skips left padding.
+    """
+    index = torch.as_tensor(list(rows), dtype=torch.long)
+    data = []
+    for keys, values in _kv(cache):
+        n = keys.shape[-2] - start if length is None else length
+        if start + n > keys.shape[-2]:
+            raise ValueError(f"cannot take positions [{start}, {start + n}) of a cache of {keys.shape[-2]}")
+        idx = index.to(keys.device)
+        data.append((keys.index_select(0, idx)[:, :, start : start + n].contiguous(),
+                     values.index_select(0, idx)[:, :, start : start + n].contiguous()))
+    return DynamicCache(ddp_cache_data=data)
+
+
+def concat_left_padded(caches: Sequence[DynamicCache]) -> tuple[DynamicCache, list[int]]:
+    """Stack caches of different lengths into one batch, left-padding the shorter ones with zeros.
+
+    Returns the cache and the left padding of each resulting row; the padded
+    positions must be masked out (attention mask 0) by the caller.
+    """
+    per_cache = [_kv(c) for c in caches]
+    lengths = [kv[0][0].shape[-2] for kv in per_cache]
+    width = max(lengths)
+    pads: list[int] = []
+    for kv, n in zip(per_cache, lengths):
+        pads.extend([width - n] * kv[0][0].shape[0])
+    data = []
+    for layer in range(len(per_cache[0])):
+        ks, vs = [], []
+        for kv, n in zip(per_cache, lengths):
+            k, v = kv[layer]
+            if n < width:
+                k = torch.nn.functional.pad(k, (0, 0, width - n, 0))
+                v = torch.nn.functional.pad(v, (0, 0, width - n, 0))
+            ks.append(k)
+            vs.append(v)
+        data.append((torch.cat(ks, 0), torch.cat(vs, 0)))
+    return DynamicCache(ddp_cache_data=data), pads
+
+
+def expand(cache: DynamicCache, n: int) -> DynamicCache:
+    """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``)."""
+    data = []
+    for keys, values in _kv(cache):
+        if keys.shape[0] != 1:
+            raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
+        data.append((keys.expand(n, -1, -1, -1).contiguous(), values.expand(n, -1, -1, -1).contiguous()))
+    return DynamicCache(ddp_cache_data=data)
+
+
+def crop(cache: DynamicCache, length: int) -> DynamicCache:
+    """Cut every row to its first ``length`` positions, in place; returns the cache."""
+    cache.crop(length)
+    return cache

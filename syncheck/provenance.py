@@ -1,0 +1,269 @@
+"""Provenance (Sankararaman et al., seed 000): check a final answer against its context chunks.
+
+Pipeline (Sections 3.1-3.3):
+
+1. **Relevance**: a relevance scorer rates each context chunk against the
+   question; ``softmax(scores / temperature)`` over the chunks turns the
+   scores into probabilities that sum to 1.
+2. **Selection**: TopK keeps the ``top_k`` most relevant chunks; TopP keeps
+   the *minimal* set of chunks, taken in decreasing relevance, whose
+   cumulative probability reaches ``top_p``. The selected probabilities are
+   re-normalised into weights that sum to 1, and the sources are kept in their
+   original order (Appendix A.2: temporal order helps the NLI model).
+3. **Claim**: ``"The answer to question {Q} is {A}."`` (or, optionally, the answer alone).
+4. **NLI**: an alignment scorer gives P(source supports claim) per source.
+5. **Aggregation**: ``min``, ``max`` or ``weighted`` (weighted average with
+   the source weights) of the supports: the answer's ``factuality``.
+
+A context given as one string is split into chunks: first at blank lines
+(paragraphs), then into sentences (the paper splits all sources into
+sentences, Section 5). A list of strings is taken as the chunks, as retrieved.
+
+Sign convention: ``factuality`` in ``[0, 1]``, higher = better supported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from features.alignment import AlignmentScorer, make_alignment_scorer
+from features.alignment.relevance import RelevanceScorer, make_relevance_scorer
+from features.sentences import split_sentences
+from syncheck.records import Record, RecordError
+
+AGGREGATIONS = ("min", "max", "weighted")
+CLAIMS = ("paper", "answer")
+#: Offline defaults, chosen by benchmarks/provenance_halueval.py (see benchmarks/RESULTS.md).
+DEFAULT_RELEVANCE = "bm25"
+DEFAULT_NLI = "lexical"
+#: The paper's models (need the Hugging Face hub or a local copy).
+PAPER_RELEVANCE = "cross-encoder:mixedbread-ai/mxbai-rerank-base-v1"
+PAPER_NLI = "nli:vectara/hallucination_evaluation_model"
+
+_PARAGRAPHS = re.compile(r"\n\s*\n")
+
+
+def claim_prompt(question: str | None, answer: str) -> str:
+    """``"The answer to question {Q} is {A}."`` (the answer's own final period is not doubled).
+
+    Without a question the claim is the answer itself.
+    """
+    answer = answer.strip()
+    if not question or not question.strip():
+        return answer
+    return f"The answer to question {question.strip()} is {answer.rstrip('.').rstrip()}."
+
+
+def split_context(context: str | Sequence[str]) -> list[str]:
+    """Context chunks: a list is kept as is (blank chunks dropped); a string is split into paragraphs, then sentences."""
+    if not isinstance(context, str):
+        return [c.strip() for c in context if c and c.strip()]
+    chunks = []
+    for para in _PARAGRAPHS.split(context):
+        chunks.extend(s.text for s in split_sentences(para))
+    return chunks
+
+
+def relevance_probabilities(scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """``softmax(scores / temperature)``: ``(n,)`` probabilities summing to 1."""
+    z = np.asarray(scores, dtype=np.float64) / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def select_top_p(probs: np.ndarray, top_p: float) -> np.ndarray:
+    """Indices (ascending) of the minimal most-relevant prefix whose probability reaches ``top_p``.
+
+    Ties are broken by original position (earlier first).
+    """
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    order = np.argsort(-np.asarray(probs), kind="stable")
+    cumulative = np.cumsum(np.asarray(probs)[order])
+    n = int(np.searchsorted(cumulative, top_p - 1e-12) + 1)
+    return np.sort(order[: min(n, len(order))])
+
+
+def select_top_k(probs: np.ndarray, top_k: int) -> np.ndarray:
+    """Indices (ascending) of the ``top_k`` most relevant chunks (ties: earlier first)."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    order = np.argsort(-np.asarray(probs), kind="stable")
+    return np.sort(order[:top_k])
+
+
+def aggregate(supports: np.ndarray, weights: np.ndarray, how: str) -> float:
+    """Combine per-source supports: ``min``, ``max`` or ``weighted`` (``sum(w * s)``, weights summing to 1)."""
+    supports = np.asarray(supports, dtype=np.float64)
+    if how == "min":
+        return float(supports.min())
+    if how == "max":
+        return float(supports.max())
+    if how == "weighted":
+        return float(np.dot(np.asarray(weights, dtype=np.float64), supports))
+    raise ValueError(f"unknown aggregation {how!r}; use one of {AGGREGATIONS}")
+
+
+@dataclass
+class Source:
+    """A selected chunk: its ``index`` in the context, ``weight`` (re-normalised relevance), NLI ``support``."""
+
+    index: int
+    weight: float
+    support: float
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "weight": self.weight, "support": self.support}
+
+
+@dataclass
+class ProvenanceResult:
+    """The check of one answer.
+
+    Attributes:
+        factuality: probability-like score that the answer is supported (``None`` on error).
+        sources: the selected chunks, in original context order.
+        best_source: index (into the context chunks) of the source that supports the answer best.
+        claim: the claim text given to the NLI model.
+        error: why the row could not be checked, else ``None``.
+    """
+
+    id: Any = None
+    factuality: float | None = None
+    sources: list[Source] = field(default_factory=list)
+    best_source: int | None = None
+    claim: str = ""
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "factuality": self.factuality,
+            "sources": [s.to_json() for s in self.sources],
+            "best_source": self.best_source,
+            "error": self.error,
+        }
+
+
+def combine(
+    probs: np.ndarray,
+    supports: dict[int, float] | np.ndarray,
+    *,
+    top_k: int | None = None,
+    top_p: float = 0.9,
+    aggregation: str = "weighted",
+) -> tuple[float, list[Source], int]:
+    """Selection + re-normalisation + aggregation, given relevance probabilities and per-chunk supports.
+
+    Args:
+        probs: ``(n,)`` relevance probabilities of all chunks.
+        supports: NLI support of (at least) every selected chunk, by chunk index.
+        top_k: TopK when given, else TopP with ``top_p``.
+
+    Returns:
+        ``(factuality, sources in original order, best_source)``.
+    """
+    chosen = select_top_k(probs, top_k) if top_k is not None else select_top_p(probs, top_p)
+    weights = np.asarray(probs, dtype=np.float64)[chosen]
+    weights = weights / weights.sum()
+    sup = np.array([float(supports[int(i)]) for i in chosen])
+    factuality = aggregate(sup, weights, aggregation)
+    best = int(chosen[np.lexsort((-weights, -sup))[0]])  # highest support, then highest weight, then earliest
+    sources = [Source(int(i), float(w), float(s)) for i, w, s in zip(chosen, weights, sup)]
+    return factuality, sources, best
+
+
+class ProvenanceChecker:
+    """Checks final answers against their context chunks (Provenance).
+
+    Args:
+        relevance: a :class:`RelevanceScorer` or spec (``"bm25"``, ``"minilm"``,
+            ``"cross-encoder[:<id>]"``); default: the best offline one measured.
+        nli: an alignment scorer or spec for :func:`make_alignment_scorer`
+            (``"embedding"``, ``"lexical"``, ``"llm-judge"``, ``"nli:<id>"``, ...).
+        top_k: use TopK with this many sources; ``None`` (default) uses TopP.
+        top_p: TopP threshold (ignored when ``top_k`` is given).
+        aggregation: ``"min"``, ``"max"`` or ``"weighted"``.
+        device, dtype: for model backends built from specs.
+        batch_size: (source, claim) pairs per NLI batch.
+        trust_remote_code: let an ``nli:<id>`` model run its own code (Vectara's
+            HHEM, the paper's NLI model, needs it).
+        claim: ``"paper"`` (default): ``"The answer to question Q is A."``;
+            ``"answer"``: the answer alone. The template's words ("answer",
+            "question") are never in the context, which drags word-overlap
+            support down most for short answers: with ``lexical`` support
+            ``"answer"`` measured much better on HaluEval (benchmarks/RESULTS.md).
+    """
+
+    def __init__(
+        self,
+        relevance: RelevanceScorer | str = DEFAULT_RELEVANCE,
+        nli: AlignmentScorer | str = DEFAULT_NLI,
+        top_k: int | None = None,
+        top_p: float = 0.9,
+        aggregation: str = "weighted",
+        *,
+        device: Any = None,
+        dtype: Any = None,
+        batch_size: int = 16,
+        trust_remote_code: bool = False,
+        claim: str = "paper",
+    ) -> None:
+        if claim not in CLAIMS:
+            raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"unknown aggregation {aggregation!r}; use one of {AGGREGATIONS}")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        if relevance == "minilm" and nli == "embedding":  # one MiniLM for both stages: each chunk is embedded once
+            from features.alignment.embedding import EmbeddingScorer, SentenceEncoder
+            from features.alignment.relevance import BiEncoderRelevance
+
+            shared = SentenceEncoder(device=device, dtype=dtype)
+            relevance, nli = BiEncoderRelevance(shared), EmbeddingScorer(shared)
+        self.relevance = make_relevance_scorer(relevance, device=device, dtype=dtype)
+        nli_kwargs = {"trust_remote_code": True} if trust_remote_code and str(nli).startswith("nli:") else {}
+        self.nli = make_alignment_scorer(nli, device=device, dtype=dtype, **nli_kwargs)
+        self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
+        self.batch_size = batch_size
+
+    def relevance_probabilities(self, question: str | None, chunks: Sequence[str]) -> np.ndarray:
+        """``(n,)`` relevance probabilities of the chunks for the question (uniform without a question)."""
+        if not question or not question.strip():
+            return np.full(len(chunks), 1.0 / len(chunks))
+        return relevance_probabilities(self.relevance.score(question, chunks), self.relevance.temperature)
+
+    def check(self, question: str | None, context: str | Sequence[str], answer: str, id: Any = None) -> ProvenanceResult:
+        """Check one answer; problems come back in ``result.error``, never raised."""
+        result = ProvenanceResult(id=id)
+        try:
+            chunks = split_context(context)
+            if not chunks:
+                raise ValueError("empty context: there is nothing to check the answer against; fill in 'context'")
+            if not answer or not answer.strip():
+                raise ValueError("empty answer: there is nothing to check; fill in 'response'")
+            result.claim = claim_prompt(question, answer) if self.claim == "paper" else answer.strip()
+            probs = self.relevance_probabilities(question, chunks)
+            chosen = select_top_k(probs, self.top_k) if self.top_k is not None else select_top_p(probs, self.top_p)
+            scores = self.nli.score([chunks[i] for i in chosen], [result.claim] * len(chosen), batch_size=self.batch_size)
+            supports = {int(i): float(s) for i, s in zip(chosen, scores)}
+            result.factuality, result.sources, result.best_source = combine(
+                probs, supports, top_k=self.top_k, top_p=self.top_p, aggregation=self.aggregation
+            )
+        except Exception as exc:  # one bad row must not stop the others
+            result.error = str(exc) if isinstance(exc, ValueError) else f"{exc.__class__.__name__}: {exc}"
+        return result
+
+    def check_records(self, records: Iterable[Record | RecordError]) -> Iterator[ProvenanceResult]:
+        """One result per input, in order; a :class:`RecordError` becomes a row with its error."""
+        for rec in records:
+            if isinstance(rec, RecordError):
+                yield ProvenanceResult(id=rec.record_id, error=str(rec))
+            else:
+                yield self.check(rec.question, rec.context, rec.response, id=rec.id)

@@ -1,0 +1,118 @@
+"""FOD (Algorithm 1) branch by branch on a scripted mock model with a scripted sentence scorer."""
+
+from __future__ import annotations
+
+import pytest
+
+from fod.generator import FODGenerator, _spread
+from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
+from syncheck.models import load_model
+from syncheck.scorer import Scorer
+
+
+def make_fod(rules, default_after_period=None, **kwargs) -> FODGenerator:
+    tok = make_word_tokenizer()
+    lm = load_model(ScriptedLM(tok, table(rules, default_after_period)), tok, name="scripted")
+    scorer = Scorer(lm, lid=None, alignment="lexical", aggregator=None)
+    scorer.featurizer.score_fn = score_by_text
+    return FODGenerator(scorer, max_new_tokens=40, max_sentence_tokens=8, top_p=1.0, checker=None, **kwargs)
+
+
+START = {"": {"Good": 1.0}}
+
+
+def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
+    fod = make_fod({**START, "Good.": {" Fine": 1.0}})
+    res = fod.generate("Q?", "Context text.", tau1=0.7, tau2=0.85)
+    assert res.text == "Good. Fine."
+    assert [s.score for s in res.sentences] == [0.9, 0.95]
+    assert res.trace["backtrack"] is None and res.trace["steps"] == []
+
+
+def test_backtrack_then_recovery_by_beam_search():
+    fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.3, " Meh": 0.2}})
+    res = fod.generate("Q?", "Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, seed=3)
+    assert res.trace["backtrack"]["text"] == "Bad." and res.trace["backtrack"]["sentence_index"] == 1
+    assert res.text == "Good. Fine."
+    step = res.trace["steps"][0]
+    assert len(step["candidates"]) == 6
+    for c in step["candidates"]:
+        assert c["pruned"] == (c["text"] != "Fine.")
+    assert res.trace["stop"] == "beam ended"
+    assert res.method == "fod"
+
+
+def test_all_candidates_pruned_returns_the_faithful_prefix():
+    fod = make_fod({**START, "Good.": {" Bad": 1.0}})
+    res = fod.generate("Q?", "Context text.", tau1=0.7, tau2=0.85, num_samples=4, num_beams=2)
+    assert res.text == "Good."
+    assert res.trace["stop"] == "all candidates pruned"
+    assert all(c["pruned"] for c in res.trace["steps"][0]["candidates"])
+
+
+def test_beam_search_keeps_k_best_beams_and_stops_when_one_ends():
+    rules = {
+        **START,
+        "Good.": {" Bad": 0.6, " Fine": 0.2, " Paris": 0.2},
+        "Good. Fine.": {" Paris": 1.0},     # continues
+        "Good. Paris.": {"<eos>": 1.0},     # ends right away
+        "Good. Fine. Paris.": {"<eos>": 1.0},
+    }
+    fod = make_fod(rules)
+    res = fod.generate("Q?", "Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, seed=1)
+    first = res.trace["steps"][0]
+    assert len(first["kept"]) <= 2
+    kept_means = [k["mean_score"] for k in first["kept"]]
+    assert kept_means == sorted(kept_means, reverse=True)
+    assert res.trace["stop"] == "beam ended"
+    assert res.text in ("Good. Paris.", "Good. Fine. Paris.")
+
+
+def test_backtrack_only_stops_after_backtracking():
+    fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.5}})
+    res = fod.generate("Q?", "Context text.", backtrack_only=True)
+    assert res.text == "Good." and res.method == "fod-bt" and res.trace["steps"] == []
+
+
+def test_same_seed_same_result_and_samples_run_as_one_batch():
+    rules = {**START, "Good.": {" Bad": 0.4, " Fine": 0.3, " Meh": 0.3}}
+    a = make_fod(rules).generate("Q?", "Context text.", seed=7)
+    fod = make_fod(rules)
+    b = fod.generate("Q?", "Context text.", seed=7)
+    assert a.trace == b.trace and a.text == b.text
+    assert (6, 1) in fod.scorer.lm.model.calls  # the six samples of the first step decode as one batch
+
+
+def test_backtracking_reuses_the_cache_instead_of_recomputing_the_prefix():
+    fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.5}})
+    fod.generate("Q?", "Context text.", seed=0)
+    calls = fod.scorer.lm.model.calls
+    prompt_len = max(n for _, n in calls)
+    # the long prefills happen once per prompt (with and without context); nothing re-feeds the prefix later
+    assert sum(1 for _, n in calls if n >= prompt_len - 8) == 2
+
+
+def test_argument_validation_messages():
+    fod = make_fod(START)
+    with pytest.raises(ValueError, match="num_beams <= num_samples"):
+        fod.generate("Q?", "c", num_samples=2, num_beams=3)
+
+
+def test_spread_distributes_samples_over_beams():
+    assert _spread(6, 2) == [3, 3] and _spread(7, 2) == [4, 3] and _spread(6, 1) == [6]
+
+
+def test_final_answer_goes_through_the_checker():
+    class FakeChecker:
+        def __init__(self):
+            self.calls = []
+
+        def check(self, question, context, answer):
+            self.calls.append((question, context, answer))
+            return {"factuality": 0.42}
+
+    fod = make_fod({**START, "Good.": {" Fine": 1.0}})
+    fod.checker = FakeChecker()
+    res = fod.generate("Q?", "Context text.")
+    assert fod.checker.calls == [("Q?", "Context text.", "Good. Fine.")]
+    assert res.final_check == {"factuality": 0.42} and res.to_json()["final_check"] == {"factuality": 0.42}

@@ -1,0 +1,83 @@
+"""The live engine's cache branching: select, backtrack, expand and merge give the same numbers as straight decoding."""
+
+from __future__ import annotations
+
+import torch
+
+from syncheck.live import LiveEngine, Sampling
+from syncheck.passes import prompt_pair, response_ids_and_offsets
+
+CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
+TEXT = "It was completed in 1889. It is tall."
+
+
+def started(lm, hidden=(2,)):
+    engine = LiveEngine(lm, hidden_layers=hidden)
+    w, wo, _ = prompt_pair(lm, CONTEXT, "When?", 64)
+    return engine, engine.start(w, wo)
+
+
+def force(engine, batch, ids):
+    for t in ids:
+        engine.step(batch, torch.tensor([t] * len(batch)))
+
+
+def greedy_stats(engine, batch, steps):
+    for _ in range(steps):
+        engine.step(batch, engine.choose(batch, Sampling(), None))
+    engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
+    return [(r.ids, r.logprob, r.entropy, r.kl, [h.tolist() for h in r.hidden[2]]) for r in batch.rows]
+
+
+def assert_rows_close(a, b, tol=1e-4):
+    assert a[0] == b[0]
+    for x, y in zip(a[1:], b[1:]):
+        torch.testing.assert_close(torch.tensor(x), torch.tensor(y), atol=tol, rtol=tol)
+
+
+def test_select_then_continue_equals_straight_decoding(tiny_lm):
+    ids, _ = response_ids_and_offsets(tiny_lm.tokenizer, TEXT)
+    engine, straight = started(tiny_lm)
+    force(engine, straight, ids)
+    engine.flush_kl(straight, [len(ids)])
+    engine2, b = started(tiny_lm)
+    force(engine2, b, ids[:5])
+    engine2.flush_kl(b, [5])
+    force(engine2, b, ids[5:8])  # decode past the boundary, then cut back to it
+    cut = engine2.backtrack(b, 5)
+    assert cut.rows[0].ids == ids[:5] and len(cut.rows[0].kl) == 5
+    force(engine2, cut, ids[5:])
+    engine2.flush_kl(cut, [len(ids)])
+    r, s = cut.rows[0], straight.rows[0]
+    assert r.ids == s.ids and r.text == TEXT
+    for x, y in ((r.logprob, s.logprob), (r.entropy, s.entropy), (r.kl, s.kl)):
+        torch.testing.assert_close(torch.tensor(x), torch.tensor(y), atol=1e-4, rtol=1e-4)
+
+
+def test_merged_left_padded_beams_decode_like_separate_beams(tiny_lm):
+    ids, _ = response_ids_and_offsets(tiny_lm.tokenizer, TEXT)
+    engine, b = started(tiny_lm)
+    force(engine, b, ids[:6])
+    engine.flush_kl(b, [6])
+    long_beam, short_beam = engine.select(b, 0, 6), engine.select(b, 0, 0)
+    sep_long = greedy_stats(engine, engine.expand(long_beam, 1), 5)
+    sep_short = greedy_stats(engine, engine.expand(short_beam, 1), 5)
+    merged = engine.merge([long_beam, short_beam], [2, 1])
+    assert merged.pad_with == [0, 0, 6] and merged.pad_without == [0, 0, 6]
+    rows = greedy_stats(engine, merged, 5)
+    assert_rows_close(rows[0], sep_long[0])
+    assert_rows_close(rows[1], sep_long[0])
+    assert_rows_close(rows[2], sep_short[0])
+    # a merged row selected back out continues exactly like its unmerged twin
+    nxt = engine.select(merged, 2, len(merged.rows[2].ids))
+    again = engine.select(engine.expand(short_beam, 1), 0, 0)
+    assert nxt.rows[0].ids[: len(again.rows[0].ids)] == again.rows[0].ids
+
+
+def test_stopped_rows_keep_their_tokens_while_others_continue(tiny_lm):
+    engine, b = started(tiny_lm)
+    batch = engine.expand(b, 3)
+    for step in range(4):
+        engine.step(batch, engine.choose(batch, Sampling(), None), active=[True, step < 2, True])
+    assert [len(r.ids) for r in batch.rows] == [4, 2, 4]
+    assert batch.rows[1].stale and not batch.rows[0].stale

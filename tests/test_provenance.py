@@ -1,0 +1,199 @@
+"""Provenance: selection, weights, claim, aggregation, checker and the ``syncheck check`` CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from syncheck.provenance import (
+    ProvenanceChecker,
+    aggregate,
+    claim_prompt,
+    combine,
+    relevance_probabilities,
+    select_top_k,
+    select_top_p,
+    split_context,
+)
+
+CHUNKS = ["Paris is the capital of France.", "Bananas are yellow.", "France borders Spain.", "The sky is blue."]
+
+
+class FixedRelevance:
+    """Relevance scores given per chunk text (temperature 1)."""
+
+    name, temperature = "fixed", 1.0
+
+    def __init__(self, scores: dict[str, float]):
+        self.scores = scores
+
+    def score(self, query, chunks):
+        return np.array([self.scores[c] for c in chunks])
+
+
+class FixedSupport:
+    """NLI supports given per premise text; records what it was asked."""
+
+    name = "fixed"
+
+    def __init__(self, supports: dict[str, float]):
+        self.supports, self.calls = supports, []
+
+    def score(self, premises, claims, batch_size=16):
+        self.calls.append((list(premises), list(claims)))
+        return np.array([self.supports[p] for p in premises])
+
+
+def test_top_p_picks_the_minimal_prefix_reaching_p():
+    probs = np.array([0.1, 0.5, 0.3, 0.1])
+    assert select_top_p(probs, 0.5).tolist() == [1]
+    assert select_top_p(probs, 0.75).tolist() == [1, 2]
+    assert select_top_p(probs, 0.8).tolist() == [1, 2]  # reaching p exactly is enough
+    assert select_top_p(probs, 0.81).tolist() == [0, 1, 2]  # tie between 0 and 3: the earlier chunk
+    assert select_top_p(probs, 1.0).tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError):
+        select_top_p(probs, 0.0)
+
+
+def test_top_k_and_original_order():
+    probs = np.array([0.2, 0.1, 0.7])
+    assert select_top_k(probs, 2).tolist() == [0, 2]  # chunk 2 is most relevant but stays after chunk 0
+    assert select_top_k(probs, 10).tolist() == [0, 1, 2]
+
+
+def test_weights_are_renormalised_and_sources_keep_context_order():
+    probs = np.array([0.1, 0.5, 0.3, 0.1])
+    supports = {1: 0.9, 2: 0.2}
+    factuality, sources, best = combine(probs, supports, top_p=0.75, aggregation="weighted")
+    assert [s.index for s in sources] == [1, 2]
+    assert [s.weight for s in sources] == pytest.approx([0.625, 0.375])
+    assert sum(s.weight for s in sources) == pytest.approx(1.0)
+    assert factuality == pytest.approx(0.625 * 0.9 + 0.375 * 0.2)
+    assert best == 1
+
+
+def test_each_aggregation_against_hand_values():
+    supports, weights = np.array([0.2, 0.9, 0.5]), np.array([0.5, 0.3, 0.2])
+    assert aggregate(supports, weights, "min") == pytest.approx(0.2)
+    assert aggregate(supports, weights, "max") == pytest.approx(0.9)
+    assert aggregate(supports, weights, "weighted") == pytest.approx(0.1 + 0.27 + 0.1)
+    with pytest.raises(ValueError, match="aggregation"):
+        aggregate(supports, weights, "mean")
+
+
+def test_best_source_is_the_best_supporting_selected_chunk():
+    probs = np.array([0.4, 0.3, 0.3])
+    _, _, best = combine(probs, {0: 0.1, 1: 0.8, 2: 0.8}, top_k=3, aggregation="max")
+    assert best == 1  # tie on support and weight: the earlier chunk
+    _, _, best = combine(np.array([0.2, 0.3, 0.5]), {0: 0.1, 1: 0.8, 2: 0.8}, top_k=3)
+    assert best == 2  # tie on support: the heavier source
+
+
+def test_claim_prompt_text():
+    assert claim_prompt("Who wrote Hamlet?", "Shakespeare.") == "The answer to question Who wrote Hamlet? is Shakespeare."
+    assert claim_prompt("What is the capital of France?", " Paris ") == (
+        "The answer to question What is the capital of France? is Paris."
+    )
+    assert claim_prompt(None, "Paris is big.") == "Paris is big."
+
+
+def test_relevance_probabilities_are_a_tempered_softmax():
+    p = relevance_probabilities(np.array([0.0, np.log(3.0)]))
+    assert p.tolist() == pytest.approx([0.25, 0.75])
+    assert relevance_probabilities(np.array([0.0, 0.1]), temperature=0.05).tolist() == pytest.approx(
+        [1 / (1 + np.exp(2)), 1 / (1 + np.exp(-2))]
+    )
+
+
+def test_split_context():
+    assert split_context("Paris is big. It is old.\n\nRome is older") == ["Paris is big.", "It is old.", "Rome is older"]
+    assert split_context(["chunk one", "  ", "chunk two "]) == ["chunk one", "chunk two"]
+
+
+def test_checker_end_to_end_with_hand_values():
+    relevance = FixedRelevance({CHUNKS[0]: np.log(6.0), CHUNKS[1]: 0.0, CHUNKS[2]: np.log(3.0), CHUNKS[3]: 0.0})
+    nli = FixedSupport({CHUNKS[0]: 0.9, CHUNKS[2]: 0.4})
+    checker = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, aggregation="weighted")
+    result = checker.check("What is the capital of France?", CHUNKS, "Paris", id="q1")
+    # probabilities 6/11, 1/11, 3/11, 1/11 -> TopP 0.8 keeps chunks 0 and 2 (9/11 = 0.82)
+    assert result.error is None
+    assert [s.index for s in result.sources] == [0, 2]
+    assert [s.weight for s in result.sources] == pytest.approx([2 / 3, 1 / 3])
+    assert result.factuality == pytest.approx(2 / 3 * 0.9 + 1 / 3 * 0.4)
+    assert result.best_source == 0
+    assert nli.calls == [([CHUNKS[0], CHUNKS[2]], ["The answer to question What is the capital of France? is Paris."] * 2)]
+    row = result.to_json()
+    assert set(row) == {"id", "factuality", "sources", "best_source", "error"}
+    assert row["sources"][1] == {"index": 2, "weight": pytest.approx(1 / 3), "support": pytest.approx(0.4)}
+    json.dumps(row)
+
+    answer_only = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, claim="answer")
+    assert answer_only.check("What is the capital of France?", CHUNKS, " Paris ").claim == "Paris"
+    assert nli.calls[-1][1] == ["Paris", "Paris"]
+
+    top2_min = ProvenanceChecker(relevance=relevance, nli=nli, top_k=2, aggregation="min")
+    assert top2_min.check("q?", CHUNKS, "Paris").factuality == pytest.approx(0.4)
+
+
+def test_checker_errors_come_back_in_the_result():
+    checker = ProvenanceChecker(relevance="bm25", nli="lexical")
+    assert "empty context" in checker.check("q?", [], "Paris").error
+    assert "empty answer" in checker.check("q?", CHUNKS, "  ").error
+    ok = checker.check("What is the capital of France?", " ".join(CHUNKS), "Paris is the capital.")
+    assert ok.error is None and 0.0 <= ok.factuality <= 1.0
+
+
+def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
+    from syncheck.cli import main
+
+    rows = [
+        json.dumps({"id": "a", "context": CHUNKS, "question": "What is the capital of France?", "response": "Paris"}),
+        "{not json",
+        json.dumps({"id": "c", "context": "Paris is the capital of France.", "question": "Capital?"}),
+        json.dumps({"id": "d", "context": " ".join(CHUNKS), "question": "What is yellow?", "response": "Bananas."}),
+        json.dumps({"id": "e", "context": [], "question": "q", "response": "x"}),
+    ]
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["check", str(inp), "-o", str(out), "--relevance", "bm25", "--nli", "lexical",
+                                    "--top-k", "2", "--aggregation", "max"])
+    assert res.exit_code == 0, res.output
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in got] == ["a", None, "c", "d", "e"]
+    assert [r["error"] is not None for r in got] == [False, True, True, False, True]
+    assert "not valid JSON" in got[1]["error"] and "response" in got[2]["error"] and "empty context" in got[4]["error"]
+    # claim content words: answer, question, capital, france, paris; chunk 0 has the last three
+    assert got[0]["factuality"] == pytest.approx(0.6) and got[0]["best_source"] == 0
+    assert len(got[3]["sources"]) == 2 and sum(s["weight"] for s in got[3]["sources"]) == pytest.approx(1.0)
+
+
+@pytest.mark.slow
+def test_provenance_benchmark_smoke(tmp_path):
+    from pathlib import Path
+
+    from benchmarks.provenance_halueval import SECTION, main
+
+    data = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "halueval"
+    if not (data / "qa.jsonl").exists():
+        pytest.skip(f"HaluEval not found at {data}")
+    results = tmp_path / "RESULTS.md"
+    results.write_text(f"# R\n\n{SECTION}\n\n_pending_\n\n## Next\n\nkeep me\n", encoding="utf-8")
+    text = main(["--data-dir", str(data), "--limit", "3", "--llm-limit", "2", "--llm-subsets", "qa",
+                 "--subsets", "qa,dialogue", "--bootstrap", "20", "--align-limit", "2", "--results", str(results)])
+    for needle in ("| bm25 | lexical | TopK 5 | weighted |", "| minilm | embedding | TopP 0.9 | min |",
+                   "llm-judge", "response length", "word overlap", "0.74", "align_score alone"):
+        assert needle in text
+    written = results.read_text(encoding="utf-8")
+    assert "_pending_" not in written and written.endswith("## Next\n\nkeep me\n") and "| bm25 |" in written
+
+
+def test_cli_unknown_backend_is_a_clean_error(tmp_path):
+    from syncheck.cli import main
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"id": 1, "context": "c", "response": "r"}) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["check", str(inp), "--relevance", "nope"])
+    assert res.exit_code == 1 and "unknown relevance scorer" in res.output
