@@ -196,7 +196,7 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
 
 
 def test_default_is_skipped_with_a_warning_when_the_scorer_lacks_its_features():
-    with pytest.warns(UserWarning, match="default aggregator cannot be applied.*lid_layer_14"):
+    with pytest.warns(UserWarning, match="default aggregator .* needs mean_prob, .*lid_layer_14.*aggregator=None"):
         assert resolve_aggregator("default", FakeScorer(["min_prob"])) is None
 
 

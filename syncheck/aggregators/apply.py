@@ -31,17 +31,19 @@ def default_aggregator_dir() -> Path:
 
 
 def feature_hint(name: str, trained_with: Mapping[str, Any] | None = None) -> str:
-    """How to make a scorer produce feature ``name``."""
+    """How to make a scorer produce feature ``name`` (one hint covers all ``lid_layer_<L>``)."""
     cfg = dict(trained_with or {})
     if name.startswith("lid_layer_"):
-        where = f" (it was trained with model {cfg.get('model')!r}, LID layers {cfg.get('lid_layers')})" if cfg else ""
-        return (f"{name}: enable LID (drop --no-lid; Scorer(lid='auto') or an LID reference with that layer) with the "
-                f"model the aggregator was trained for{where}")
+        where = f" (model {cfg.get('model')!r}, LID layers {cfg.get('lid_layers')})" if cfg.get("model") else ""
+        return ("lid_layer_<L>: enable LID (drop --no-lid; Scorer(lid='auto') or an LID reference with those layers) "
+                f"with the model the aggregator was trained for{where}")
     if name in ("mean_contrastive_kl", "large_kl_pos"):
-        return f"{name}: enable the without-context pass (drop --no-kl; Scorer(kl=True))"
+        return "KL features: enable the without-context pass (drop --no-kl; Scorer(kl=True))"
     if name == "align_score":
-        return f"{name}: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
-    return f"{name}: not a feature syncheck's scorer computes; retrain with `syncheck train --features ...` without it"
+        return f"align_score: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
+    if name in ("min_prob", "mean_prob", "max_entropy", "mean_entropy"):
+        return f"{name}: syncheck's Scorer always computes it; score the rows with `syncheck score` / Scorer"
+    return f"{name}: not a feature syncheck's scorer computes; retrain without it (`syncheck train --features ...`)"
 
 
 def expected_features(agg: Any) -> list[str]:
@@ -59,7 +61,7 @@ def check_features(agg: Any, produced: Sequence[str], source: str = "this scorer
     missing = [n for n in expected_features(agg) if n not in set(produced)]
     if missing:
         trained_with = getattr(agg, "meta", {}).get("scorer") if hasattr(agg, "meta") else None
-        hints = "; ".join(feature_hint(n, trained_with) for n in missing)
+        hints = "; ".join(dict.fromkeys(feature_hint(n, trained_with) for n in missing))
         raise FeatureMismatchError(
             f"the aggregator needs features {source} does not produce: {', '.join(missing)}. To fix: {hints}. "
             "Or retrain it on features you do produce (`syncheck train ... --features a,b,c`)."
@@ -170,10 +172,13 @@ def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
                           "(retrain it: python -m benchmarks.halueval.train_default)", UserWarning, stacklevel=3)
             return None
         agg = load_aggregator(default_aggregator_dir())
-        try:
-            check_features(agg, produced, "this scorer")
-        except FeatureMismatchError as exc:
-            warnings.warn(f"no faithfulness score: the default aggregator cannot be applied ({exc})", UserWarning, stacklevel=3)
+        missing = [n for n in expected_features(agg) if n not in set(produced)]
+        if missing:
+            warnings.warn(
+                f"no faithfulness score: the default aggregator (trained for {agg.meta['scorer'].get('model')!r} with "
+                f"LID, KL and alignment) needs {', '.join(missing)}, which this scorer does not produce. Pass "
+                "aggregator=None (--aggregator none) to silence this, or train one for this setup with `syncheck train`.",
+                UserWarning, stacklevel=3)
             return None
     elif isinstance(spec, (str, Path)):
         agg = load_aggregator(spec)
