@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> dict:
     records = bundled_records()[: args.limit]
     lid = load_or_build(lm)
     configs = {
-        "one pass": Scorer(lm, lid=None, alignment=None, kl=False, batch_size=args.batch_size),
-        "two passes": Scorer(lm, lid=None, alignment=None, kl=True, batch_size=args.batch_size),
+        "one pass": Scorer(lm, lid=None, alignment=None, kl=False, batch_size=args.batch_size, aggregator=None),
+        "two passes": Scorer(lm, lid=None, alignment=None, kl=True, batch_size=args.batch_size, aggregator=None),
         "full": Scorer(lm, lid=lid, alignment="lexical", kl=True, batch_size=args.batch_size),
     }
     resp_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).response) for r in records)
