@@ -69,6 +69,23 @@ def bootstrap_mean(per_record: list[list[float]], n: int = 1000, seed: int = 0) 
     return float(np.mean(flat)), float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
 
 
+class CachedJudge:
+    """The support judge, asked once per distinct (context, question, sentence): methods often share sentences."""
+
+    def __init__(self, scorer, with_question: bool) -> None:
+        self.scorer, self.with_question, self.cache = scorer, with_question, {}
+
+    def supported(self, context: str, question: str, sentences: list[str]) -> list[float]:
+        from syncheck.featurize import alignment_claim
+
+        claims = [alignment_claim(s, question) if self.with_question else s for s in sentences]
+        todo = sorted({c for c in claims if (context, c) not in self.cache})
+        if todo:
+            for c, v in zip(todo, self.scorer.score([context] * len(todo), todo)):
+                self.cache[(context, c)] = float(v >= 0.5)
+        return [self.cache[(context, c)] for c in claims]
+
+
 def build_generators(scorer, max_new_tokens: int, tau1: float):
     from fod.baselines import AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
     from fod.generator import FODGenerator
@@ -101,6 +118,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--start", type=int, default=4000, help="first QA record (away from the records the default aggregator trains on)")
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--judge", default="embedding", help="alignment scorer spec judging support (see make_alignment_scorer)")
+    ap.add_argument("--judge-with-question", action="store_true",
+                    help="the judge checks 'Question: Q / Answer: sentence' instead of the sentence alone")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--max-sentences", type=int, default=3)
@@ -110,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-beams", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     from benchmarks.halueval.pairs import build_pairs
     from features.alignment import make_alignment_scorer
@@ -122,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
     pairs = build_pairs(args.data_dir, limit=args.limit, seed=args.seed, start=args.start)
     cf = counterfactual_contexts(pairs, args.seed)
     scorer = Scorer(args.model)
-    judge = make_alignment_scorer(args.judge)
+    judge = CachedJudge(make_alignment_scorer(args.judge), args.judge_with_question)
     gens = build_generators(scorer, args.max_new_tokens, args.tau1)
     t_start = time.perf_counter()
 
@@ -137,11 +159,13 @@ def main(argv: list[str] | None = None) -> dict:
                 res = run_method(gens[m], m, p.question, context, args)
                 dt = time.perf_counter() - t
                 sents = [s.text for s in res.sentences]
-                supported = (judge.score([context] * len(sents), sents) >= 0.5).astype(float).tolist() if sents else []
+                supported = judge.supported(context, p.question, sents)
                 r = results[(setting, m)]
                 r["supported"].append(supported)
                 r["n_sentences"].append(len(sents))
                 r["abstained"].append(float(bool(res.trace.get("abstained"))))
+                if m in ("fod", "fod-bt"):
+                    r["backtracked"].append(float(res.trace.get("backtrack") is not None))
                 r["seconds"].append(dt)
                 text = res.text.lower()
                 r["entity"].append(float(target.lower() in text))
@@ -149,11 +173,11 @@ def main(argv: list[str] | None = None) -> dict:
                     r["memory"].append(float(memory.lower() in text))
 
     wall = time.perf_counter() - t_start
-    print(f"model={args.model} judge={args.judge} torch={torch.__version__} cpu={platform.machine()} "
+    print(f"model={args.model} judge={args.judge}{' (question-aware)' if args.judge_with_question else ''} torch={torch.__version__} cpu={platform.machine()} "
           f"records={len(pairs)} (counterfactual {sum(c is not None for c in cf)}) wall={wall / 60:.1f} min\n")
-    print("| setting | method | faithful sentences [95% CI] | sentences / answer | abstained | answer has context entity "
-          "| answer has memorised entity | s / answer |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| setting | method | faithful sentences [95% CI] | sentences / answer | abstained | backtracked "
+          "| answer has context entity | answer has memorised entity | s / answer |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     summary = {}
     for setting in ("original", "counterfactual"):
         for m in methods:
@@ -162,8 +186,9 @@ def main(argv: list[str] | None = None) -> dict:
                 continue
             f, lo, hi = bootstrap_mean(r["supported"], seed=args.seed)
             mem = f"{np.mean(r['memory']):.2f}" if r["memory"] else "-"
+            bt = f"{np.mean(r['backtracked']):.2f}" if r["backtracked"] else "-"
             print(f"| {setting} | {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {np.mean(r['n_sentences']):.2f} | "
-                  f"{np.mean(r['abstained']):.2f} | {np.mean(r['entity']):.2f} | {mem} | {np.mean(r['seconds']):.1f} |")
+                  f"{np.mean(r['abstained']):.2f} | {bt} | {np.mean(r['entity']):.2f} | {mem} | {np.mean(r['seconds']):.1f} |")
             summary[(setting, m)] = {"faithful": f, "ci": (lo, hi), "sentences": float(np.mean(r["n_sentences"])),
                                      "abstained": float(np.mean(r["abstained"])), "entity": float(np.mean(r["entity"]))}
     return summary

@@ -22,6 +22,7 @@ import torch
 
 from fod.results import GenerationResult
 from syncheck.live import Batch, Sampling
+from syncheck.featurize import Premise
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.scorer import Scorer
 
@@ -121,7 +122,7 @@ class FODGenerator:
         return self._finish(GenerationResult(text, list(row.sentences), method, trace, warnings=warnings), question, context)
 
     # ------------------------------------------------------------------ phases
-    def _greedy_until_unfaithful(self, batch: Batch, premise: str, tau1: float, max_sentences: int,
+    def _greedy_until_unfaithful(self, batch: Batch, premise: Premise, tau1: float, max_sentences: int,
                                  trace: dict) -> tuple[_Beam, bool]:
         row = batch.rows[0]
         greedy = Sampling()
@@ -152,7 +153,7 @@ class FODGenerator:
                 return ev
         return None
 
-    def _sample_sentences(self, beams: list[_Beam], shares: list[int], premise: str,
+    def _sample_sentences(self, beams: list[_Beam], shares: list[int], premise: Premise,
                           generator: torch.Generator) -> tuple[Batch, list[list[SentenceEvent]]]:
         """``shares[j]`` sampled next sentences of each beam ``j``, all decoded as one batch.
 
@@ -177,7 +178,7 @@ class FODGenerator:
             _require_scores(evs)
         return batch, events
 
-    def _beam_search(self, beam: _Beam, premise: str, tau2: float, num_samples: int, num_beams: int,
+    def _beam_search(self, beam: _Beam, premise: Premise, tau2: float, num_samples: int, num_beams: int,
                      max_sentences: int, generator: torch.Generator, trace: dict) -> _Beam:
         beams = [beam]
         best_ended: _Beam | None = None

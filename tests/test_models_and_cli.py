@@ -70,6 +70,22 @@ def test_score_command_writes_one_row_per_input_line_in_order(tiny_dir, tmp_path
     assert "It is 330 m tall." in result.output  # --show table
 
 
+def test_score_command_align_with_question_changes_only_align_score(tiny_dir, tmp_path):
+    inp = tmp_path / "in.jsonl"
+    write_jsonl(inp, [{"id": 1, "context": "The tower opened in 1889.", "question": "When did it open?",
+                       "response": "It opened in 1889."}])
+    rows = {}
+    for flag in ([], ["--align-with-question"]):
+        out = tmp_path / f"out{len(flag)}.jsonl"
+        result = CliRunner().invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--no-lid",
+                                           "--aggregator", "none", *flag])
+        assert result.exit_code == 0, result.output
+        rows[len(flag)] = json.loads(out.read_text(encoding="utf-8"))["sentences"][0]["features"]
+    assert rows[0]["align_score"] == 1.0  # every content word of the sentence is in the context
+    assert rows[1]["align_score"] < 1.0  # the claim now carries the question's words too
+    assert {k: v for k, v in rows[0].items() if k != "align_score"} == {k: v for k, v in rows[1].items() if k != "align_score"}
+
+
 def test_lid_reference_command_builds_a_cached_set(tiny_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("SYNCHECK_CACHE", str(tmp_path / "cache"))
     result = CliRunner().invoke(main, ["lid-reference", "--model", str(tiny_dir), "--layers", "1,3", "-k", "5"])
@@ -96,3 +112,29 @@ def test_fod_generate_cli_prints_one_json_object(tiny_dir, tmp_path):
     assert obj["final_check"] is None
     result = CliRunner().invoke(fod_main, args + ["--method", "fod"])
     assert result.exit_code != 0 and "aggregator" in str(result.exception)
+
+
+def test_model_shipped_in_parts_is_joined_in_order_once(tmp_path, monkeypatch):
+    import importlib.machinery
+    import sys
+    import types
+
+    from syncheck import models
+
+    pieces = [b"GGUF-head ", b"middle ", b"tail"]
+    for i, data in enumerate(pieces, 1):
+        path = tmp_path / f"part{i:02d}.bin"
+        path.write_bytes(data)
+        mod = types.ModuleType(f"fakepart_{i}")
+        mod.__spec__ = importlib.machinery.ModuleSpec(f"fakepart_{i}", None)
+        mod.get_part_path = lambda p=path: str(p)
+        monkeypatch.setitem(sys.modules, f"fakepart_{i}", mod)
+    monkeypatch.setenv("SYNCHECK_CACHE", str(tmp_path / "cache"))
+    spec = models.EmbeddedModel(package="fakepart_", gguf_file="joined.gguf", install="pip install fakeparts", parts=3)
+    joined = models._joined_parts("fake", spec)
+    assert joined.read_bytes() == b"".join(pieces)
+    (tmp_path / "part02.bin").write_bytes(b"changed")
+    assert models._joined_parts("fake", spec).read_bytes() == b"".join(pieces)  # cached, not re-joined
+    missing = models.EmbeddedModel(package="nosuchpart_", gguf_file="x.gguf", install="pip install nosuchparts", parts=2)
+    with pytest.raises(ModelNotFoundError, match="nosuchpart_1 is missing.*pip install nosuchparts"):
+        models._joined_parts("fake2", missing)

@@ -117,3 +117,32 @@ def test_smollm2_live_features_equal_offline_and_tokens_equal_generate():
     ids = torch.tensor([with_ids])
     out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=48, do_sample=False)
     assert out[0, len(with_ids):].tolist()[: len(gen.token_ids)] == gen.token_ids
+
+
+class RecordingAlignment:
+    """An alignment backend whose score depends on the exact claim text; remembers every claim."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.claims = []
+
+    def score(self, premises, claims, batch_size=16):
+        self.claims += list(claims)
+        return np.array([(sum(map(ord, c)) % 97) / 97 for c in claims])
+
+
+def test_question_aware_alignment_is_the_same_offline_and_live(tiny_lm):
+    align = RecordingAlignment()
+    scorer = Scorer(tiny_lm, lid=None, alignment=align, align_with_question=True, aggregator=None)
+    offline = scorer.score(CONTEXT, RESPONSE, "When was it built?")
+    assert align.claims[0] == "Question: When was it built?\nAnswer: It was completed in 1889."
+    ids, _ = response_ids_and_offsets(tiny_lm.tokenizer, RESPONSE)
+    live = Monitor(scorer).generate("When was it built?", CONTEXT, forced_ids=ids)
+    assert align.claims[len(offline.sentences):] == align.claims[: len(offline.sentences)]
+    assert_same_features(offline.sentences, live.sentences)
+    # without a question the claim is the sentence alone; without the option too
+    scorer.score(CONTEXT, "It is tall.")
+    assert align.claims[-1] == "It is tall."
+    Scorer(tiny_lm, lid=None, alignment=align, aggregator=None).score(CONTEXT, "It is tall.", "How tall?")
+    assert align.claims[-1] == "It is tall."

@@ -39,6 +39,8 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the distractor choices and of the train/test split")
     p.add_argument("--model", default="smollm2-135m", help="scoring model (alias, hub id, directory, .gguf)")
     p.add_argument("--alignment", default=None, help="align_score backend spec (default: the Scorer's default)")
+    p.add_argument("--align-with-question", action="store_true",
+                   help="align_score checks 'Question: Q / Answer: sentence' (Scorer(align_with_question=True))")
     p.add_argument("--batch-size", type=int, default=4, help="records per forward pass")
     p.add_argument("--no-embedding", action="store_true", help="skip the all-MiniLM-L6-v2 embedding baseline")
     p.add_argument("--threads", type=int, default=1,
@@ -55,6 +57,7 @@ class BenchConfig:
     alignment: str = "lexical"
     batch_size: int = 4
     embedding: bool = True
+    align_with_question: bool = False
     scoring_seconds: dict[str, float] = field(default_factory=dict)  # cold scoring time of the items loaded, per set
     _scorer: Any = field(default=None, repr=False)
 
@@ -74,19 +77,23 @@ class BenchConfig:
         limits = {k: (v if k in sets else 0) for k, v in limits.items()}
         work = Path(args.work_dir) if args.work_dir else cache_dir() / "halueval-bench"
         return cls(args.data_dir, work, limits, args.seed, args.model, args.alignment or default_alignment(),
-                   args.batch_size, not args.no_embedding)
+                   args.batch_size, not args.no_embedding, getattr(args, "align_with_question", False))
 
     def scorer_settings(self) -> dict[str, Any]:
         """What the cached features depend on (keys the cache files)."""
-        return {"model": self.model, "alignment": self.alignment, "lid": "auto", "kl": True, "embedding": self.embedding,
-                "format": 1}
+        settings = {"model": self.model, "alignment": self.alignment, "lid": "auto", "kl": True,
+                    "embedding": self.embedding, "format": 1}
+        if self.align_with_question:  # only when set, so caches written before the option existed stay valid
+            settings["align_with_question"] = True
+        return settings
 
     def scorer(self):
         """The feature scorer (no aggregator), loaded on first use."""
         if self._scorer is None:
             from syncheck.scorer import Scorer
 
-            self._scorer = Scorer(self.model, alignment=self.alignment, aggregator=None, batch_size=self.batch_size)
+            self._scorer = Scorer(self.model, alignment=self.alignment, align_with_question=self.align_with_question,
+                                  aggregator=None, batch_size=self.batch_size)
         return self._scorer
 
 

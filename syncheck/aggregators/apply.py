@@ -142,6 +142,7 @@ def scorer_config(scorer: Any) -> dict[str, Any]:
     return {
         "model": getattr(getattr(scorer, "lm", None), "name", None),
         "alignment": getattr(alignment, "name", None) if alignment is not None else None,
+        "align_with_question": bool(getattr(getattr(scorer, "featurizer", None), "align_with_question", False)),
         "lid_layers": list(lid.layers) if lid is not None else None,
         "lid_k": int(lid.k) if lid is not None else None,
         "kl": bool(getattr(scorer, "kl", False)),
@@ -195,7 +196,7 @@ def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
 
 def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
     trained = (getattr(agg, "meta", None) or {}).get("scorer") or {}
-    drift = [f"{k} {trained[k]!r} (now {current.get(k)!r})" for k in ("model", "alignment", "lid_layers")
+    drift = [f"{k} {trained[k]!r} (now {current.get(k)!r})" for k in ("model", "alignment", "align_with_question", "lid_layers")
              if trained.get(k) is not None and current.get(k) is not None and trained.get(k) != current.get(k)]
     if drift:
         warnings.warn(

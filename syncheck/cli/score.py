@@ -36,6 +36,9 @@ def _alignment_spec(value: str) -> str:
 @click.option("--alignment", default="lexical", show_default=True, callback=lambda _ctx, _param, value: _alignment_spec(value),
               help="Backend of the align_score feature: lexical, embedding[:<encoder>], llm-judge[:<model>], "
                    "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], or none.")
+@click.option("--align-with-question", is_flag=True,
+              help="align_score checks 'Question: Q / Answer: <sentence>' against the context, not the sentence alone "
+                   "(for short answers such as 'The answer is X.'; rows without a question use the sentence).")
 @click.option("--no-lid", is_flag=True, help="Skip the lid_layer_<L> features.")
 @click.option("--no-kl", is_flag=True, help="Skip the without-context pass (no KL features).")
 @click.option("--show", is_flag=True, help="Also print a per-sentence table to standard output.")
@@ -58,7 +61,7 @@ def _alignment_spec(value: str) -> str:
               help="response_score = min (the least faithful sentence decides) or mean of the sentence scores.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: keep the complete rows already in -o and score only the rest.")
-def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, no_lid, no_kl, show,
+def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, no_lid, no_kl, show,
           engine, ray_address, num_replicas, ray_batch_size, ray_cpus_per_replica, ray_gpus_per_replica,
           aggregator, response_aggregation, resume):
     """Compute SynCheck's per-sentence features for INPUT.jsonl.
@@ -74,6 +77,7 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
         device=device,
         dtype=dtype,
         alignment=None if alignment == "none" else alignment,
+        align_with_question=align_with_question,
         lid=None if no_lid else "auto",
         kl=not no_kl,
         max_length=max_length,

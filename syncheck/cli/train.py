@@ -68,8 +68,11 @@ def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] |
               help="The model SCORED was produced with (recorded in meta.json; scoring with another model warns).")
 @click.option("--alignment", default="lexical", show_default=True,
               help="The align_score backend SCORED was produced with (recorded in meta.json).")
+@click.option("--align-with-question", is_flag=True,
+              help="SCORED was produced with `syncheck score --align-with-question` (recorded in meta.json).")
 @click.option("--description", default=None, help="Free-text description of the training data, kept in meta.json.")
-def train(scored_path, labels_path, kind, output_dir, features, seed, scored_model, alignment, description):
+def train(scored_path, labels_path, kind, output_dir, features, seed, scored_model, alignment, align_with_question,
+          description):
     """Train an aggregator on the per-sentence features of SCORED.jsonl (the output of `syncheck score`)."""
     import numpy as np
 
@@ -115,7 +118,8 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
         "rows": used, "sentences": len(y), "faithful": int(sum(y)), "unfaithful": int(len(y) - sum(y)),
         "seed": seed, "description": description or "",
     }
-    scorer = {"model": scored_model, "alignment": alignment, "lid_layers": lid_layers or None}
+    scorer = {"model": scored_model, "alignment": alignment, "align_with_question": align_with_question,
+              "lid_layers": lid_layers or None}
     save_aggregator(agg, output_dir, training=training, scorer=scorer)
     click.echo(
         f"trained {kind} on {len(y)} sentences from {used} rows ({training['faithful']} faithful, "
