@@ -65,3 +65,25 @@ def test_build_writes_trainable_rows_and_resumes(tiny_lm, tmp_path):
     res = CliRunner().invoke(cli, ["train", str(out), "--kind", "lr", "-o", str(tmp_path / "agg"), "--features", "min_prob"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "agg" / "meta.json").exists()
+
+
+def test_generated_rows_and_heldout_report(tmp_path):
+    from benchmarks.halueval.train_default import generated_rows, heldout_report
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "gen.jsonl"
+    rows = []
+    for r in range(10):
+        labels = [int(v) for v in rng.integers(0, 2, 3)]
+        sents = [{"text": "x" * (5 + 3 * i), "features": {"min_prob": float(y + rng.normal(0, 0.3)), "mean_prob": 0.5}}
+                 for i, y in enumerate(labels)]
+        rows.append({"id": f"g{r}", "record": r, "sentences": sents, "sentence_labels": labels, "error": None})
+    rows.append({"id": "bad", "record": 99, "sentences": [], "sentence_labels": [1], "error": None})  # skipped
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    X, y, rec, chars = gen = generated_rows([str(path)], ["min_prob"])
+    assert X.shape == (30, 1) and len(y) == len(rec) == len(chars) == 30 and 99 not in rec
+    fixed_X = rng.normal(size=(40, 1)) + np.repeat([[0.0], [1.0]], 20, axis=0)
+    lines = heldout_report("lr", fixed_X, np.repeat([0, 1], 20), gen, ["min_prob"], seed=0)
+    assert len(lines) == 5 and "fixed + generated" in lines[-1]
+    auc_only = float(lines[3].split(":")[1].split()[0])
+    assert auc_only > 0.8  # min_prob tracks the label in this synthetic set
