@@ -38,7 +38,8 @@ def _alignment_spec(value: str) -> str:
                    "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], or none.")
 @click.option("--align-with-question", is_flag=True,
               help="align_score checks 'Question: Q / Answer: <sentence>' against the context, not the sentence alone "
-                   "(for short answers such as 'The answer is X.'; rows without a question use the sentence).")
+                   "(for short answers such as 'The answer is X.'; rows without a question use the sentence). Meant for "
+                   "model backends (llm-judge, nli, alignscore): the lexical backend would also count the question's words.")
 @click.option("--no-lid", is_flag=True, help="Skip the lid_layer_<L> features.")
 @click.option("--no-kl", is_flag=True, help="Skip the without-context pass (no KL features).")
 @click.option("--show", is_flag=True, help="Also print a per-sentence table to standard output.")
