@@ -12,8 +12,9 @@ Data: HaluEval QA records whose right answer occurs in the knowledge text
   original one.
 
 Methods: greedy, abstention (threshold tau1), reranking (S samples), CAD
-(alpha 0.5), FOD backtrack-only, FOD full (tau1 0.7, tau2 0.85, S 6, K 2: the
-paper's settings). Faithfulness = share of generated sentences the judge
+(alpha 0.5), FOD backtrack-only, FOD full (S 6, K 2: the paper's settings;
+tau1/tau2 default to the values tuned for the aggregator, see
+:mod:`syncheck.aggregators.thresholds`; the paper's are 0.7/0.85). Faithfulness = share of generated sentences the judge
 (an alignment scorer, ``--judge``) finds supported by the context (score >= 0.5),
 pooled over the answers, with a 95% bootstrap interval over records;
 informativeness = sentences per answer and the abstention rate.
@@ -124,8 +125,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--max-sentences", type=int, default=3)
-    ap.add_argument("--tau1", type=float, default=0.7)
-    ap.add_argument("--tau2", type=float, default=0.85)
+    ap.add_argument("--tau1", type=float, default=None, help="default: tuned for the aggregator, else the paper's 0.7")
+    ap.add_argument("--tau2", type=float, default=None, help="default: tuned for the aggregator, else the paper's 0.85")
     ap.add_argument("--num-samples", type=int, default=6)
     ap.add_argument("--num-beams", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -173,6 +174,10 @@ def main(argv: list[str] | None = None) -> dict:
                     r["memory"].append(float(memory.lower() in text))
 
     wall = time.perf_counter() - t_start
+    from syncheck.aggregators.thresholds import resolve_thresholds
+
+    tau1, tau2, tau_from = resolve_thresholds(scorer, args.tau1, args.tau2)
+    print(f"tau1={tau1} tau2={tau2} ({tau_from}) S={args.num_samples} K={args.num_beams}")
     print(f"model={args.model} judge={args.judge}{' (question-aware)' if args.judge_with_question else ''} torch={torch.__version__} cpu={platform.machine()} "
           f"records={len(pairs)} (counterfactual {sum(c is not None for c in cf)}) wall={wall / 60:.1f} min\n")
     print("| setting | method | faithful sentences [95% CI] | sentences / answer | abstained | backtracked "

@@ -15,6 +15,7 @@ import torch
 
 from fod.generator import FODGenerator
 from fod.results import ABSTAIN_TEXT, GenerationResult
+from syncheck.aggregators.thresholds import resolve_threshold
 from syncheck.live import Sampling
 from syncheck.records import Record
 
@@ -33,20 +34,24 @@ class GreedyGenerator(FODGenerator):
 
 
 class AbstainGenerator(GreedyGenerator):
-    """Greedy, refusing to answer when any sentence scores below ``threshold`` (paper: 0.7)."""
+    """Greedy, refusing to answer when any sentence scores below ``threshold``.
+
+    ``threshold=None`` (default) takes ``tau1`` tuned for the scorer's aggregator, else the
+    paper's 0.7 (see :mod:`syncheck.aggregators.thresholds`).
+    """
 
     method = "abstain"
 
-    def __init__(self, *args: Any, threshold: float = 0.7, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, threshold: float | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.threshold = threshold
+        self.threshold, self.threshold_from = resolve_threshold(self.scorer, "tau1", threshold)
 
     def generate(self, question, context, *, max_sentences: int = 8, **kw: Any) -> GenerationResult:
         res = super().generate(question, context, max_sentences=max_sentences)
         low = [i for i, s in enumerate(res.sentences) if s.score is not None and s.score < self.threshold]
         res.method = self.method
-        res.trace.update({"threshold": self.threshold, "abstained": bool(low), "low_sentences": low,
-                          "greedy_text": res.text})
+        res.trace.update({"threshold": self.threshold, "threshold_from": self.threshold_from, "abstained": bool(low),
+                          "low_sentences": low, "greedy_text": res.text})
         if low:
             res.trace["greedy_sentences"] = [{"text": s.text, "score": s.score} for s in res.sentences]
             res.text, res.sentences, res.final_check = ABSTAIN_TEXT, [], None

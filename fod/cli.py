@@ -26,8 +26,11 @@ def main() -> None:
 @click.option("--method", default="fod", show_default=True, type=click.Choice(["fod", "fod-bt", "greedy", "abstain", "rerank", "cad"]))
 @click.option("--model", default="smollm2-135m", show_default=True, help="Alias, hub id, local directory or .gguf file.")
 @click.option("--aggregator", default="default", show_default=True, help="Aggregator directory, 'default', or 'none' (no scores: greedy/CAD only).")
-@click.option("--tau1", default=0.7, show_default=True, type=float, help="Backtrack threshold (FOD), abstention threshold (abstain).")
-@click.option("--tau2", default=0.85, show_default=True, type=float, help="Sample pruning threshold (FOD).")
+@click.option("--tau1", default=None, type=click.FloatRange(0, 1),
+              help="Backtrack threshold (FOD), abstention threshold (abstain). Default: the value tuned for the "
+                   "aggregator (meta.json 'decoding'), else the paper's 0.7.")
+@click.option("--tau2", default=None, type=click.FloatRange(0, 1),
+              help="Sample pruning threshold (FOD). Default: the aggregator's tuned value, else the paper's 0.85.")
 @click.option("-S", "--num-samples", default=6, show_default=True, type=click.IntRange(min=1))
 @click.option("-K", "--num-beams", default=2, show_default=True, type=click.IntRange(min=1))
 @click.option("--alpha", default=0.5, show_default=True, type=float, help="CAD contrast strength.")

@@ -10,6 +10,11 @@
    ``num_beams`` beams with the highest mean sentence score. It stops when a
    kept beam ends (EOS), when nothing survives, or at ``max_sentences``.
 
+When no sentence survives at all (the very first sentence was unfaithful and
+every sample was pruned, or backtrack-only cut the answer to nothing), FOD
+abstains: the text is :data:`fod.results.ABSTAIN_TEXT` and
+``trace["abstained"]`` is true, as for the abstention baseline.
+
 The result carries a trace of every decision.
 """
 
@@ -20,7 +25,8 @@ from typing import Any
 
 import torch
 
-from fod.results import GenerationResult
+from fod.results import ABSTAIN_TEXT, GenerationResult
+from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.live import Batch, Sampling
 from syncheck.featurize import Premise
 from syncheck.monitor import Monitor, SentenceEvent
@@ -94,15 +100,21 @@ class FODGenerator:
         question: str | None,
         context,
         *,
-        tau1: float = 0.7,
-        tau2: float = 0.85,
+        tau1: float | None = None,
+        tau2: float | None = None,
         num_samples: int = 6,
         num_beams: int = 2,
         max_sentences: int = 8,
         seed: int | None = 0,
         backtrack_only: bool = False,
     ) -> GenerationResult:
-        """Run Algorithm 1. ``backtrack_only=True`` is the paper's FOD (BT): stop after backtracking."""
+        """Run Algorithm 1. ``backtrack_only=True`` is the paper's FOD (BT): stop after backtracking.
+
+        ``tau1``/``tau2`` default to the thresholds tuned for the scorer's aggregator (its
+        ``meta.json``), else the paper's 0.7/0.85 (see :mod:`syncheck.aggregators.thresholds`); the trace
+        records the values used and where they came from.
+        """
+        tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
         if not 0 < num_beams <= num_samples:
             raise ValueError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")
         if max_sentences < 1:
@@ -110,14 +122,15 @@ class FODGenerator:
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(0 if seed is None else seed)
         batch, premise, warnings = self.monitor.start(question, context, self.max_new_tokens)
-        trace: dict[str, Any] = {"tau1": tau1, "tau2": tau2, "num_samples": num_samples, "num_beams": num_beams,
-                                 "backtrack": None, "steps": []}
+        trace: dict[str, Any] = {"tau1": tau1, "tau2": tau2, "thresholds_from": source, "num_samples": num_samples,
+                                 "num_beams": num_beams, "backtrack": None, "steps": []}
 
         beam, backtracked = self._greedy_until_unfaithful(batch, premise, tau1, max_sentences, trace)
         if backtracked and not backtrack_only:
             beam = self._beam_search(beam, premise, tau2, num_samples, num_beams, max_sentences, generator, trace)
         row = beam.row
-        text = row.text[: row.sentences[-1].end] if row.sentences else ""
+        trace["abstained"] = not row.sentences
+        text = row.text[: row.sentences[-1].end] if row.sentences else ABSTAIN_TEXT
         method = "fod-bt" if backtrack_only else "fod"
         return self._finish(GenerationResult(text, list(row.sentences), method, trace, warnings=warnings), question, context)
 
@@ -223,7 +236,7 @@ class FODGenerator:
             from syncheck.provenance import ProvenanceChecker
 
             self.checker = ProvenanceChecker(device=self.scorer.lm.device)
-        if self.checker is not None and result.text:
+        if self.checker is not None and result.sentences:
             check = self.checker.check(question, context, result.text)
             result.final_check = check.to_json() if hasattr(check, "to_json") else check
         return result

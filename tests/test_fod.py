@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fod.generator import FODGenerator, _spread
+from fod.results import ABSTAIN_TEXT
 from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
@@ -26,7 +27,7 @@ def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
     res = fod.generate("Q?", "Context text.", tau1=0.7, tau2=0.85)
     assert res.text == "Good. Fine."
     assert [s.score for s in res.sentences] == [0.9, 0.95]
-    assert res.trace["backtrack"] is None and res.trace["steps"] == []
+    assert res.trace["backtrack"] is None and res.trace["steps"] == [] and res.trace["abstained"] is False
 
 
 def test_backtrack_then_recovery_by_beam_search():
@@ -48,6 +49,23 @@ def test_all_candidates_pruned_returns_the_faithful_prefix():
     assert res.text == "Good."
     assert res.trace["stop"] == "all candidates pruned"
     assert all(c["pruned"] for c in res.trace["steps"][0]["candidates"])
+
+
+@pytest.mark.parametrize("backtrack_only", [False, True])
+def test_abstains_when_nothing_survives_from_the_first_sentence(backtrack_only):
+    fod = make_fod({"": {"Bad": 1.0}, "Bad.": {"<eos>": 1.0}})
+
+    class NoCheck:
+        def check(self, *args):
+            raise AssertionError("an abstention must not be sent to the final-answer checker")
+
+    fod.checker = NoCheck()
+    res = fod.generate("Q?", "Context text.", tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
+                       backtrack_only=backtrack_only)
+    assert res.text == ABSTAIN_TEXT and res.sentences == [] and res.final_check is None
+    assert res.trace["abstained"] is True and res.trace["backtrack"]["sentence_index"] == 0
+    if not backtrack_only:
+        assert res.trace["stop"] == "all candidates pruned"
 
 
 def test_beam_search_keeps_k_best_beams_and_stops_when_one_ends():
@@ -116,3 +134,14 @@ def test_final_answer_goes_through_the_checker():
     res = fod.generate("Q?", "Context text.")
     assert fod.checker.calls == [("Q?", "Context text.", "Good. Fine.")]
     assert res.final_check == {"factuality": 0.42} and res.to_json()["final_check"] == {"factuality": 0.42}
+
+
+def test_thresholds_default_to_the_aggregators_tuned_values():
+    from types import SimpleNamespace
+
+    fod = make_fod({**START, "Good.": {" Bad": 1.0}})
+    assert fod.generate("Q?", "Context text.").trace["thresholds_from"] == "paper"  # 0.7: "Bad." (0.2) backtracks
+    fod.scorer.aggregator = SimpleNamespace(meta={"decoding": {"tau1": 0.1, "tau2": 0.15}})
+    res = fod.generate("Q?", "Context text.")
+    assert (res.trace["tau1"], res.trace["tau2"], res.trace["thresholds_from"]) == (0.1, 0.15, "aggregator")
+    assert res.trace["backtrack"] is None and res.text == "Good. Bad."

@@ -83,7 +83,8 @@ def test_generated_rows_and_heldout_report(tmp_path):
     X, y, rec, chars = gen = generated_rows([str(path)], ["min_prob"])
     assert X.shape == (30, 1) and len(y) == len(rec) == len(chars) == 30 and 99 not in rec
     fixed_X = rng.normal(size=(40, 1)) + np.repeat([[0.0], [1.0]], 20, axis=0)
-    lines = heldout_report("lr", fixed_X, np.repeat([0, 1], 20), gen, ["min_prob"], seed=0)
+    lines, oof = heldout_report("lr", fixed_X, np.repeat([0, 1], 20), gen, ["min_prob"], seed=0)
     assert len(lines) == 5 and "fixed + generated" in lines[-1]
+    assert oof.shape == (30,) and np.all((oof >= 0) & (oof <= 1))
     auc_only = float(lines[3].split(":")[1].split()[0])
     assert auc_only > 0.8  # min_prob tracks the label in this synthetic set

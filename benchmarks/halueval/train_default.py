@@ -63,31 +63,30 @@ def generated_rows(paths: Sequence[str], names: Sequence[str]) -> tuple[np.ndarr
 
 
 def heldout_report(kind: str, X_fixed: np.ndarray, y_fixed: np.ndarray, gen: tuple, names: Sequence[str],
-                   seed: int, folds: int = 5) -> list[str]:
+                   seed: int, folds: int = 5) -> tuple[list[str], np.ndarray | None]:
     """AUROC on generated sentences of records held out of training (grouped K-fold), beside trivial baselines.
 
     Rows: sentence length (the trivial baseline, oriented shorter = supported), and the aggregator trained on
-    the fixed sets only, on the generated train folds only, and on both.
+    the fixed sets only, on the generated train folds only, and on both. Returns the report lines and the
+    out-of-fold scores of "fixed + generated" (the shipped recipe; ``None`` when the check was skipped).
     """
-    from sklearn.model_selection import GroupKFold
-
     from benchmarks.stats import bootstrap_auroc
     from syncheck.aggregators import make_aggregator
+    from syncheck.aggregators.thresholds import out_of_fold_scores
 
     X, y, rec, chars = gen
     if len(set(y.tolist())) < 2 or len(set(rec.tolist())) < folds:
-        return ["held-out check skipped: the generated set needs both labels and >= 5 records"]
-    fixed = make_aggregator(kind, feature_names=list(names), random_state=seed).fit(X_fixed, y_fixed)
-    preds = {"fixed sets only": np.zeros(len(y)), "generated only": np.zeros(len(y)), "fixed + generated": np.zeros(len(y))}
-    for tr, te in GroupKFold(n_splits=folds).split(X, y, rec):
-        preds["fixed sets only"][te] = fixed.predict_proba(X[te])[:, 1]
-        if len(set(y[tr].tolist())) < 2:
-            continue
-        only = make_aggregator(kind, feature_names=list(names), random_state=seed).fit(X[tr], y[tr])
-        both = make_aggregator(kind, feature_names=list(names), random_state=seed).fit(
-            np.vstack([X_fixed, X[tr]]), np.concatenate([y_fixed, y[tr]]))
-        preds["generated only"][te] = only.predict_proba(X[te])[:, 1]
-        preds["fixed + generated"][te] = both.predict_proba(X[te])[:, 1]
+        return ["held-out check skipped: the generated set needs both labels and >= 5 records"], None
+
+    def make():
+        return make_aggregator(kind, feature_names=list(names), random_state=seed)
+
+    fixed = make().fit(X_fixed, y_fixed)
+    preds = {
+        "fixed sets only": fixed.predict_proba(X)[:, 1],
+        "generated only": out_of_fold_scores(make, X, y, rec, folds=folds),
+        "fixed + generated": out_of_fold_scores(make, X, y, rec, folds=folds, extra=(X_fixed, y_fixed)),
+    }
     lines = [f"held-out generated sentences: n={len(y)} ({int(y.sum())} supported) from {len(set(rec.tolist()))} records, "
              f"{folds}-fold grouped by record; AUROC [95% CI], score spread (10th-90th percentile):"]
     rows = {"sentence length (shorter = supported)": -chars, **preds}
@@ -95,7 +94,7 @@ def heldout_report(kind: str, X_fixed: np.ndarray, y_fixed: np.ndarray, gen: tup
         auc, lo, hi = bootstrap_auroc(y, score, groups=rec, seed=seed)
         spread = f"{np.percentile(score, 10):.2f}-{np.percentile(score, 90):.2f}" if name in preds else "-"
         lines.append(f"  {name}: {auc:.3f} [{lo:.3f}, {hi:.3f}]  spread {spread}")
-    return lines
+    return lines, preds["fixed + generated"]
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
@@ -109,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     args = p.parse_args(argv)
     if args.limit is None:  # more training records than the benchmark run reads: the split keeps them off its test side
         args.limit = DEFAULT_TRAINING_LIMIT
+    from syncheck.aggregators.thresholds import tune_thresholds
     from syncheck.aggregators import make_aggregator, save_aggregator, scorer_config
 
     cfg = BenchConfig.from_args(args, sets=DEFAULT_TRAINING_SETS)
@@ -119,9 +119,16 @@ def main(argv: Sequence[str] | None = None) -> Path:
     X, y = training_data(items, names)
     gen = generated_rows(args.generated, names)
     gen_X, gen_y = gen[0], gen[1]
+    decoding = None
     if len(gen_y):
-        for line in heldout_report(args.kind, X, y, gen, names, args.seed):
+        lines, oof = heldout_report(args.kind, X, y, gen, names, args.seed)
+        for line in lines:
             print(line, file=sys.stderr)
+        if oof is not None:
+            decoding = tune_thresholds(gen_y, oof)
+            decoding["data"] = "out-of-fold scores of the generated sentences (5-fold grouped by record)"
+            print(f"decoding thresholds for FOD: tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f} "
+                  f"({decoding['rule']})", file=sys.stderr)
         X, y = np.vstack([X, gen_X]), np.concatenate([y, gen_y])
     agg = make_aggregator(args.kind, feature_names=names, random_state=args.seed).fit(X, y)
     training = {
@@ -135,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "sentences": int(len(y)), "faithful": int(np.sum(y)), "unfaithful": int(len(y) - np.sum(y)),
         "command": "python -m benchmarks.halueval.train_default " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    out = save_aggregator(agg, args.out, training=training, scorer=scorer_config(scorer))
+    out = save_aggregator(agg, args.out, training=training, scorer=scorer_config(scorer), decoding=decoding)
     print(f"trained {args.kind} on {len(y)} sentences ({training['faithful']} faithful); threshold {agg.threshold_:.3f}; "
           f"wrote {out}", file=sys.stderr)
     return out

@@ -61,6 +61,7 @@ def save_aggregator(
     *,
     training: Mapping[str, Any] | None = None,
     scorer: Mapping[str, Any] | None = None,
+    decoding: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a fitted aggregator to directory ``path`` (created if needed); returns it.
 
@@ -68,6 +69,8 @@ def save_aggregator(
         training: a JSON-able description of the training data (source, sizes, split, seed).
         scorer: the scorer configuration its features came from (see
             :func:`syncheck.aggregators.apply.scorer_config`).
+        decoding: thresholds tuned for decoding with this aggregator (``tau1``, ``tau2`` and how they
+            were chosen; see :mod:`syncheck.aggregators.thresholds`); FOD and abstention use them when not given any.
     """
     if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
         raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")
@@ -90,6 +93,8 @@ def save_aggregator(
         "scorer": dict(scorer or {}),
         "versions": library_versions(),
     }
+    if decoding:
+        meta["decoding"] = dict(decoding)
     scaler = {"mean": agg.scaler_mean_.tolist(), "scale": agg.scaler_scale_.tolist()}
     if isinstance(agg, LogisticAggregator):
         _write_json(out / "model.json", {"scaler": scaler, "coef": agg.coef_.tolist(), "intercept": agg.intercept_})

@@ -10,6 +10,12 @@ without it, from fields of the SCORED rows themselves. Either way a row holds
   sentence of that response, in order (the count must match the scored row).
 
 Rows of SCORED with an ``error``, and rows without a label, are skipped (and counted).
+
+``--tune-decoding`` (for SCORED rows that are the monitored model's own
+answers, e.g. from ``benchmarks.halueval.generated_set``): also choose FOD's
+``tau1``/``tau2`` for this aggregator from out-of-fold scores (5 folds grouped
+by each row's ``record`` field, else its ``id``) and store them in meta.json;
+``fod`` then uses them when not given thresholds.
 """
 
 from __future__ import annotations
@@ -71,8 +77,11 @@ def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] |
 @click.option("--align-with-question", is_flag=True,
               help="SCORED was produced with `syncheck score --align-with-question` (recorded in meta.json).")
 @click.option("--description", default=None, help="Free-text description of the training data, kept in meta.json.")
+@click.option("--tune-decoding", is_flag=True,
+              help="SCORED holds the model's own answers: also tune FOD's tau1/tau2 for this aggregator on "
+                   "out-of-fold scores (grouped by 'record' or 'id') and store them in meta.json.")
 def train(scored_path, labels_path, kind, output_dir, features, seed, scored_model, alignment, align_with_question,
-          description):
+          description, tune_decoding):
     """Train an aggregator on the per-sentence features of SCORED.jsonl (the output of `syncheck score`)."""
     import numpy as np
 
@@ -82,6 +91,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     label_rows = {str(r.get("id")): r for r in _read_jsonl(labels_path)} if labels_path else None
     sent_feats: list[dict[str, float]] = []
     y: list[int] = []
+    groups: list[str] = []
     skipped_error = skipped_unlabelled = used = 0
     for row in scored:
         rid = str(row.get("id"))
@@ -96,6 +106,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
         used += 1
         sent_feats += [s["features"] for s in row["sentences"]]
         y += labels
+        groups += [str(row.get("record", rid))] * len(labels)
     if not y:
         raise click.ClickException(
             f"no labelled sentences: {skipped_unlabelled} rows without a label, {skipped_error} with errors. "
@@ -111,7 +122,20 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     if len(set(y)) < 2:
         raise click.ClickException(f"all {len(y)} labelled sentences have label {y[0]}; an aggregator needs both 0 and 1")
     X = np.asarray([[f[n] for n in names] for f in sent_feats], dtype=np.float64)
-    agg = make_aggregator(kind, feature_names=names, random_state=seed).fit(X, np.asarray(y))
+    def make():
+        return make_aggregator(kind, feature_names=names, random_state=seed)
+
+    agg = make().fit(X, np.asarray(y))
+    decoding = None
+    if tune_decoding:
+        from syncheck.aggregators.thresholds import out_of_fold_scores, tune_thresholds
+
+        try:
+            oof = out_of_fold_scores(make, X, np.asarray(y), groups)
+            decoding = tune_thresholds(y, oof)
+        except ValueError as exc:
+            raise click.ClickException(f"--tune-decoding: {exc}") from None
+        decoding["data"] = f"out-of-fold scores of the {len(y)} training sentences (5 folds grouped by record/id)"
     lid_layers = sorted(int(n.rsplit("_", 1)[1]) for n in names if n.startswith("lid_layer_"))
     training = {
         "source": str(scored_path), "labels": str(labels_path) if labels_path else "fields of the scored rows",
@@ -120,10 +144,12 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     }
     scorer = {"model": scored_model, "alignment": alignment, "align_with_question": align_with_question,
               "lid_layers": lid_layers or None}
-    save_aggregator(agg, output_dir, training=training, scorer=scorer)
+    save_aggregator(agg, output_dir, training=training, scorer=scorer, decoding=decoding)
     click.echo(
         f"trained {kind} on {len(y)} sentences from {used} rows ({training['faithful']} faithful, "
         f"{training['unfaithful']} unfaithful; skipped {skipped_error} error and {skipped_unlabelled} unlabelled rows); "
         f"threshold {agg.threshold_:.3f}; features {', '.join(names)}; wrote {output_dir}",
         err=True,
     )
+    if decoding is not None:
+        click.echo(f"decoding thresholds for FOD: tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}", err=True)
