@@ -27,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import random
 import time
@@ -70,6 +71,27 @@ def bootstrap_mean(per_record: list[list[float]], n: int = 1000, seed: int = 0) 
     return float(np.mean(flat)), float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
 
 
+def bootstrap_paired_difference(base: list[list[float]], other: list[list[float]], n: int = 1000,
+                                seed: int = 0) -> tuple[float, float, float]:
+    """Pooled mean of ``other`` minus pooled mean of ``base`` (the same records, in the same order), with a 95%
+    interval from resampling records jointly for both (a paired bootstrap: narrower than comparing two intervals)."""
+    if len(base) != len(other):
+        raise ValueError(f"paired lists differ in length: {len(base)} vs {len(other)}")
+
+    def pooled(lists, idx):
+        vals = [v for i in idx for v in lists[i]]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    every = np.arange(len(base))
+    diff = pooled(other, every) - pooled(base, every)
+    rng = np.random.default_rng(seed)
+    stats = [pooled(other, idx) - pooled(base, idx) for idx in (rng.integers(0, len(base), len(base)) for _ in range(n))]
+    stats = [d for d in stats if np.isfinite(d)]
+    if not stats or not np.isfinite(diff):
+        return float("nan"), float("nan"), float("nan")
+    return diff, float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
+
+
 class CachedJudge:
     """The support judge, asked once per distinct (context, question, sentence): methods often share sentences."""
 
@@ -87,11 +109,12 @@ class CachedJudge:
         return [self.cache[(context, c)] for c in claims]
 
 
-def build_generators(scorer, max_new_tokens: int, tau1: float):
+def build_generators(scorer, max_new_tokens: int, tau1: float | None, temperature: float = 1.0):
     from fod.baselines import AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
     from fod.generator import FODGenerator
 
-    kw = {"max_new_tokens": max_new_tokens, "checker": None}  # the judge below checks faithfulness
+    kw = {"max_new_tokens": max_new_tokens, "checker": None,  # the judge below checks faithfulness
+          "temperature": temperature}  # of the sampled candidates (FOD's beam search, reranking)
     return {
         "greedy": GreedyGenerator(scorer, **kw),
         "abstain": AbstainGenerator(scorer, threshold=tau1, **kw),
@@ -130,6 +153,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-samples", type=int, default=6)
     ap.add_argument("--num-beams", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of FOD's and reranking's samples")
+    ap.add_argument("--out", default=None, help="also write one JSON line per answer (text, sentences, judgements, trace)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -146,10 +171,11 @@ def main(argv: list[str] | None = None) -> dict:
     cf = counterfactual_contexts(pairs, args.seed)
     scorer = Scorer(args.model)
     judge = CachedJudge(make_alignment_scorer(args.judge), args.judge_with_question)
-    gens = build_generators(scorer, args.max_new_tokens, args.tau1)
+    gens = build_generators(scorer, args.max_new_tokens, args.tau1, args.temperature)
     t_start = time.perf_counter()
 
     results: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
     for p, c in zip(pairs, cf):
         settings = [("original", p.context, p.answer, None)]
         if c is not None:
@@ -172,17 +198,25 @@ def main(argv: list[str] | None = None) -> dict:
                 r["entity"].append(float(target.lower() in text))
                 if memory is not None:
                     r["memory"].append(float(memory.lower() in text))
+                if out is not None:
+                    out.write(json.dumps({"record": p.record, "setting": setting, "method": m,
+                                          "question": p.question, "target": target, "text": res.text,
+                                          "sentences": [{"text": s.text, "score": s.score} for s in res.sentences],
+                                          "supported": supported, "seconds": dt,
+                                          "trace": res.trace}, ensure_ascii=False, default=str) + "\n")
+    if out is not None:
+        out.close()
 
     wall = time.perf_counter() - t_start
     from syncheck.aggregators.thresholds import resolve_thresholds
 
     tau1, tau2, tau_from = resolve_thresholds(scorer, args.tau1, args.tau2)
-    print(f"tau1={tau1} tau2={tau2} ({tau_from}) S={args.num_samples} K={args.num_beams}")
+    print(f"tau1={tau1} tau2={tau2} ({tau_from}) S={args.num_samples} K={args.num_beams} temperature={args.temperature}")
     print(f"model={args.model} judge={args.judge}{' (question-aware)' if args.judge_with_question else ''} torch={torch.__version__} cpu={platform.machine()} "
           f"records={len(pairs)} (counterfactual {sum(c is not None for c in cf)}) wall={wall / 60:.1f} min\n")
-    print("| setting | method | faithful sentences [95% CI] | sentences / answer | abstained | backtracked "
-          "| answer has context entity | answer has memorised entity | s / answer |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| setting | method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | sentences / answer | abstained "
+          "| backtracked | answer has context entity | answer has memorised entity | s / answer |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     summary = {}
     for setting in ("original", "counterfactual"):
         for m in methods:
@@ -192,7 +226,12 @@ def main(argv: list[str] | None = None) -> dict:
             f, lo, hi = bootstrap_mean(r["supported"], seed=args.seed)
             mem = f"{np.mean(r['memory']):.2f}" if r["memory"] else "-"
             bt = f"{np.mean(r['backtracked']):.2f}" if r["backtracked"] else "-"
-            print(f"| {setting} | {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {np.mean(r['n_sentences']):.2f} | "
+            base = results.get((setting, "greedy"))
+            vs = "-"
+            if base and m != "greedy":
+                d, dlo, dhi = bootstrap_paired_difference(base["supported"], r["supported"], seed=args.seed)
+                vs = f"{d:+.3f} [{dlo:+.3f}, {dhi:+.3f}]"
+            print(f"| {setting} | {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {vs} | {np.mean(r['n_sentences']):.2f} | "
                   f"{np.mean(r['abstained']):.2f} | {bt} | {np.mean(r['entity']):.2f} | {mem} | {np.mean(r['seconds']):.1f} |")
             summary[(setting, m)] = {"faithful": f, "ci": (lo, hi), "sentences": float(np.mean(r["n_sentences"])),
                                      "abstained": float(np.mean(r["abstained"])), "entity": float(np.mean(r["entity"]))}

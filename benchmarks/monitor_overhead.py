@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
         from fod.generator import FODGenerator
 
         fod, greedy = FODGenerator(scorer, max_new_tokens=args.tokens), GreedyGenerator(scorer, max_new_tokens=args.tokens)
-        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6 K=2, tau1=1.01 (always backtracks)": []})
+        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6 K=2, tau1=1.0 (always backtracks)": []})
         backtracked = []
     prompt_tokens = []
     tokens = []
@@ -88,11 +88,11 @@ def main(argv: list[str] | None = None) -> dict:
             if args.fod:
                 t_g, _ = _timed(lambda: greedy.generate(q, CONTEXT))
                 t_f, res = _timed(lambda: fod.generate(q, CONTEXT, num_samples=6, num_beams=2, seed=0))
-                t_w, _ = _timed(lambda: fod.generate(q, CONTEXT, tau1=1.01, num_samples=6, num_beams=2, seed=0))
+                t_w, _ = _timed(lambda: fod.generate(q, CONTEXT, tau1=1.0, num_samples=6, num_beams=2, seed=0))
                 backtracked.append(res.trace["backtrack"] is not None)
                 times["greedy (FOD interface)"].append(t_g)
                 times["FOD S=6 K=2"].append(t_f)
-                times["FOD S=6 K=2, tau1=1.01 (always backtracks)"].append(t_w)
+                times["FOD S=6 K=2, tau1=1.0 (always backtracks)"].append(t_w)
 
     base = sum(times["generate"])
     print(f"model={args.model} torch={torch.__version__} threads={torch.get_num_threads()} "
@@ -110,10 +110,14 @@ def main(argv: list[str] | None = None) -> dict:
     if args.fod:
         g = sum(times["greedy (FOD interface)"])
         r = sum(times["FOD S=6 K=2"]) / g
-        w = sum(times["FOD S=6 K=2, tau1=1.01 (always backtracks)"]) / g
+        w = sum(times["FOD S=6 K=2, tau1=1.0 (always backtracks)"]) / g
         summary.update(fod_vs_greedy=r, fod_forced_backtrack_vs_greedy=w)
-        print(f"\nFOD (S=6, K=2, tau1=0.7) / greedy: {r:.2f}x (backtracked in {sum(backtracked)} of {len(backtracked)} runs)")
-        print(f"FOD (S=6, K=2) forced to backtrack at the first sentence / greedy: {w:.2f}x")
+        from syncheck.aggregators.thresholds import resolve_thresholds
+
+        tau1, tau2, src = resolve_thresholds(scorer)
+        summary.update(tau1=tau1, tau2=tau2)
+        print(f"\nFOD (S=6, K=2, tau1={tau1}, tau2={tau2} from {src}) / greedy: {r:.2f}x (backtracked in {sum(backtracked)} of {len(backtracked)} runs)")
+        print(f"FOD (S=6, K=2, tau2={tau2}) forced to backtrack at the first sentence (tau1=1.0) / greedy: {w:.2f}x")
     return summary
 
 

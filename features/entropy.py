@@ -14,16 +14,17 @@ import numpy as np
 import torch
 
 
-def normalized_entropy(logits: torch.Tensor) -> torch.Tensor:
+def normalized_entropy(logits: torch.Tensor, *, log_probs: bool = False) -> torch.Tensor:
     """Normalised entropy of each next-token distribution.
 
     Args:
-        logits: ``(..., V)`` logits.
+        logits: ``(..., V)`` logits, or log-probabilities when ``log_probs=True``
+            (already normalised: the log-softmax is skipped).
 
     Returns:
         ``(...)`` float32 in ``[0, 1]``.
     """
-    logp = torch.log_softmax(logits.float(), dim=-1)
+    logp = logits.float() if log_probs else torch.log_softmax(logits.float(), dim=-1)
     ent = -(logp.exp() * logp).sum(-1)
     return (ent / math.log(logits.shape[-1])).clamp_(0.0, 1.0)
 

@@ -81,6 +81,9 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
     for s in result.sentences:
         score = "  n/a" if s.score is None else f"{s.score:.2f}"
         click.echo(f"[{score}] {s.text}")
+    if "tau1" in result.trace:
+        click.echo(f"\nthresholds: tau1 {result.trace['tau1']:.2f}, tau2 {result.trace['tau2']:.2f} "
+                   f"({result.trace.get('thresholds_from')})", err=True)
     if result.trace.get("backtrack"):
         bt = result.trace["backtrack"]
         click.echo(f"\nbacktracked before sentence {bt['sentence_index'] + 1} (score {bt['score']:.2f}): {bt['text']}", err=True)

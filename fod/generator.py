@@ -6,9 +6,10 @@
    sentence boundary (the prefix is never recomputed).
 3. Sentence-level beam search from there: each step samples ``num_samples``
    next sentences spread over the ``num_beams`` beams (each beam's samples run
-   as one batch), drops every sample scoring below ``tau2``, and keeps the
-   ``num_beams`` beams with the highest mean sentence score. It stops when a
-   kept beam ends (EOS), when nothing survives, or at ``max_sentences``.
+   as one batch), drops every sample scoring below ``tau2`` (and repeats of an
+   identical sample), and keeps the ``num_beams`` beams with the highest mean
+   sentence score. It stops when a kept beam ends (EOS), when nothing
+   survives, or at ``max_sentences``.
 
 When no sentence survives at all (the very first sentence was unfaithful and
 every sample was pruned, or backtrack-only cut the answer to nothing), FOD
@@ -201,6 +202,7 @@ class FODGenerator:
                 return beams[0]
             step: dict[str, Any] = {"candidates": [], "kept": []}
             survivors: list[tuple[float, _Beam, bool]] = []
+            seen: set[tuple[int, ...]] = set()  # identical samples would fill the K beams with one continuation
             shares = _spread(num_samples, len(beams))
             owner = [b for b, n in enumerate(shares) for _ in range(n)]
             batch, events = self._sample_sentences(beams, shares, premise, generator)
@@ -215,6 +217,11 @@ class FODGenerator:
                 if pruned or (not evs and not ended):
                     continue
                 end = evs[-1].tokens[1] if evs else row.kl_done
+                key = (*row.ids[:end], -1 if ended else -2)
+                cand["duplicate"] = key in seen
+                if key in seen:
+                    continue
+                seen.add(key)
                 new = _Beam(self.engine.select(batch, i, end)) if not ended else _Beam(_ended_view(batch, i))
                 survivors.append((new.mean_score, new, ended))
             survivors.sort(key=lambda x: -x[0])

@@ -233,7 +233,7 @@ class LiveEngine:
         ended rows are fed a pad token so the batch stays aligned; whatever they
         accumulate past their real length is cut away when they are selected.
         """
-        ent = normalized_entropy(batch.next_logp)
+        ent = normalized_entropy(batch.next_logp, log_probs=True)
         feed, appended, positions = [], [], []
         for i, row in enumerate(batch.rows):
             tok = int(tokens[i])

@@ -77,7 +77,7 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         prev = batch.next_logp[0]
         row.ids.append(token)
         row.logprob.append(float(prev[token]))
-        row.entropy.append(float(normalized_entropy(prev)))
+        row.entropy.append(float(normalized_entropy(prev, log_probs=True)))
         row.logp_rows.append(prev)
         row.text, row.offsets = decode_offsets(self.monitor.scorer.lm.tokenizer, row.ids, len(row.ids) - 1, row.offsets)
         for layer in self.monitor.engine.hidden_layers:

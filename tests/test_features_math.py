@@ -99,3 +99,11 @@ def test_sign_conventions_are_declared_for_every_feature():
     assert feature_sign("lid_layer_15") == -1
     with pytest.raises(KeyError):
         feature_sign("nope")
+
+
+def test_normalized_entropy_of_log_probs_skips_the_softmax_and_agrees():
+    logits = torch.randn(4, 30) * 3
+    logp = torch.log_softmax(logits, -1)
+    assert torch.allclose(normalized_entropy(logp, log_probs=True), normalized_entropy(logits), atol=1e-6)
+    # unnormalised logits passed as log-probabilities give a different (wrong) value: the flag matters
+    assert not torch.allclose(normalized_entropy(logits + 5, log_probs=True), normalized_entropy(logits), atol=1e-3)

@@ -145,3 +145,14 @@ def test_thresholds_default_to_the_aggregators_tuned_values():
     res = fod.generate("Q?", "Context text.")
     assert (res.trace["tau1"], res.trace["tau2"], res.trace["thresholds_from"]) == (0.1, 0.15, "aggregator")
     assert res.trace["backtrack"] is None and res.text == "Good. Bad."
+
+
+def test_identical_samples_take_one_beam_not_all():
+    rules = {**START, "Good.": {" Bad": 0.6, " Fine": 0.4}, "Good. Fine.": {" Paris": 1.0},
+             "Good. Fine. Paris.": {"<eos>": 1.0}}
+    res = make_fod(rules).generate("Q?", "Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, seed=0)
+    first = res.trace["steps"][0]
+    fine = [c for c in first["candidates"] if c["text"] == "Fine."]
+    assert len(fine) >= 2 and sum(c["duplicate"] for c in fine) == len(fine) - 1
+    assert [k["text"] for k in first["kept"]] == ["Good. Fine."]
+    assert res.text == "Good. Fine. Paris."
