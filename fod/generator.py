@@ -28,8 +28,8 @@ import torch
 
 from fod.results import ABSTAIN_TEXT, GenerationResult
 from syncheck.aggregators.thresholds import resolve_thresholds
-from syncheck.live import Batch, Sampling
 from syncheck.featurize import Premise
+from syncheck.live import Batch, Sampling
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.scorer import Scorer
 

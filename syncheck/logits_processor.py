@@ -29,10 +29,10 @@ import torch
 from transformers import LogitsProcessor
 
 from features.entropy import normalized_entropy
+from syncheck.featurize import Premise
 from syncheck.live import Batch, Row
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.passes import _decoder_layers, decode_offsets, prompt_pair
-from syncheck.featurize import Premise
 from syncheck.prompts import format_context
 
 

@@ -48,7 +48,9 @@ def resolve_threshold(scorer: Any, name: str, given: float | None = None) -> tup
         tuned = aggregator_decoding(scorer).get(name)
         value, source = (float(tuned), "aggregator") if tuned is not None else (paper[name], "paper")
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a faithfulness probability in [0, 1], got {value}")
+        where = "the aggregator's meta.json 'decoding' block" if source == "aggregator" else "the value given"
+        raise ValueError(f"{name} must be a faithfulness probability in [0, 1], got {value} from {where}; "
+                         f"pass {name} between 0 and 1")
     return value, source
 
 
@@ -86,14 +88,16 @@ def out_of_fold_scores(
     groups = np.asarray(groups)
     n_groups = len(set(groups.tolist()))
     if n_groups < 2:
-        raise ValueError(f"out-of-fold scores need rows from >= 2 groups (records), got {n_groups}")
+        raise ValueError(f"out-of-fold scores need rows from >= 2 groups (records), got {n_groups}: add rows from "
+                         "more records, or give each row its own 'record'/'id'")
     out = np.full(len(y), np.nan)
     for tr, te in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
         X_tr, y_tr = X[tr], y[tr]
         if extra is not None:
             X_tr, y_tr = np.vstack([extra[0], X_tr]), np.concatenate([extra[1], y_tr])
         if len(set(y_tr.tolist())) < 2:
-            raise ValueError("a training fold holds one label only; add rows of both labels or use fewer folds")
+            raise ValueError("a training fold holds one label only: add labelled rows of both kinds from more "
+                             "records (groups), so that every fold trains on faithful and unfaithful sentences")
         out[te] = make().fit(X_tr, y_tr).predict_proba(X[te])[:, 1]
     return out
 

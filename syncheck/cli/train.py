@@ -122,6 +122,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     if len(set(y)) < 2:
         raise click.ClickException(f"all {len(y)} labelled sentences have label {y[0]}; an aggregator needs both 0 and 1")
     X = np.asarray([[f[n] for n in names] for f in sent_feats], dtype=np.float64)
+
     def make():
         return make_aggregator(kind, feature_names=names, random_state=seed)
 
