@@ -5,7 +5,10 @@ Offline scoring and the live monitor both use :func:`split_sentences` and
 
 Splitting uses ``nupunkt`` (a Punkt implementation with a pre-trained English
 model that works offline): it keeps "Dr.", "U.S.", "i.e.", "Fig. 2", "$3.5"
-and "[1]" citations inside their sentences.
+and "[1]" citations inside their sentences. A line break always ends a
+sentence: a bullet or numbered list item, a heading or a table row is a unit
+of its own even without final punctuation (Punkt alone would run a whole list
+into one sentence).
 """
 
 from __future__ import annotations
@@ -33,20 +36,24 @@ def _splitter():
 
 
 def split_sentences(text: str) -> list[Span]:
-    """Split ``text`` into sentences.
+    """Split ``text`` into sentences: at line breaks, then by Punkt within each line.
 
     Returns spans in order, non-overlapping, each stripped of leading and
     trailing whitespace (so whitespace between sentences belongs to none).
     A text with no sentence boundary is one sentence; a blank text has none.
     """
     spans: list[Span] = []
-    for start, end in _splitter()(text):
-        chunk = text[start:end]
-        stripped = chunk.strip()
-        if not stripped:
-            continue
-        s = start + (len(chunk) - len(chunk.lstrip()))
-        spans.append(Span(stripped, s, s + len(stripped)))
+    offset = 0
+    for line in text.split("\n"):
+        if line.strip():
+            for start, end in _splitter()(line):
+                chunk = line[start:end]
+                stripped = chunk.strip()
+                if not stripped:
+                    continue
+                s = offset + start + (len(chunk) - len(chunk.lstrip()))
+                spans.append(Span(stripped, s, s + len(stripped)))
+        offset += len(line) + 1
     return spans
 
 

@@ -23,6 +23,18 @@ SENTENCE_FEATURE_SIGNS: dict[str, int] = {
     "mean_contrastive_kl": +1,
     "large_kl_pos": +1,
     "align_score": +1,
+    # context grounding of the chosen tokens (features.grounding)
+    "pmi_min": +1,
+    "pmi_mean": +1,
+    "pmi_negative_share": -1,
+    # string-only checks against the context (features.specifics, features.novelty)
+    "unsupported_specifics": -1,
+    "novel_bigram_share": -1,
+    # attention to the context (features.lookback)
+    "lookback_ratio": +1,
+    # learned from vectors by a probe stored with the aggregator (syncheck.probes): P(faithful)
+    "hidden_probe": +1,
+    "lookback_lens": +1,
 }
 
 
@@ -53,7 +65,13 @@ class TokenStats:
             each position; ``None`` when no without-context pass was run.
         hidden: ``{layer: (T, d)}`` float32 hidden states of each token (output
             of decoder layer ``layer``, ``0`` = embeddings) in the with-context
-            pass. Only the layers that LID needs are kept.
+            pass. Only the layers that LID and the hidden-state probe need are kept.
+        logprob_without: ``(T,)`` float, log-probability (nats) of each token
+            under the without-context distribution; ``None`` when no
+            without-context pass was run.
+        lookback: ``(T, n_layers * n_heads)`` float in ``[0, 1]``, the lookback
+            ratio of every attention head (layer-major) when the token was
+            predicted (:mod:`features.lookback`); ``None`` when not recorded.
     """
 
     token_ids: np.ndarray
@@ -62,12 +80,15 @@ class TokenStats:
     entropy: np.ndarray
     kl: np.ndarray | None = None
     hidden: dict[int, np.ndarray] = field(default_factory=dict)
+    logprob_without: np.ndarray | None = None
+    lookback: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)
         arrays = {"offsets": self.offsets, "logprob": self.logprob, "entropy": self.entropy}
-        if self.kl is not None:
-            arrays["kl"] = self.kl
+        for name in ("kl", "logprob_without", "lookback"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         arrays.update({f"hidden[{k}]": v for k, v in self.hidden.items()})
         for name, arr in arrays.items():
             if len(arr) != n:
