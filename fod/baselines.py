@@ -108,7 +108,8 @@ class CADGenerator(FODGenerator):
         from syncheck.passes import decode_text, prompt_pair
 
         lm = self.scorer.lm
-        with_ids, without_ids, warnings = prompt_pair(lm, context, question, self.max_new_tokens, self.scorer.max_length)
+        pair = prompt_pair(lm, context, question, self.max_new_tokens, self.scorer.max_length)
+        with_ids, without_ids, warnings = pair.with_context, pair.without_context, pair.warnings
         dev = lm.device
         out_w = lm.model(input_ids=torch.tensor([with_ids], device=dev), use_cache=True, logits_to_keep=1)
         out_o = lm.model(input_ids=torch.tensor([without_ids], device=dev), use_cache=True, logits_to_keep=1)

@@ -56,7 +56,9 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
     if check:
         from syncheck.provenance import ProvenanceChecker
 
-        checker = ProvenanceChecker(device=device)
+        from fod.generator import FINAL_CHECK_TOP_K
+
+        checker = ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
     common = {"checker": checker, "max_new_tokens": max_new_tokens}
     if method in ("fod", "fod-bt"):
         gen = METHODS["fod"](scorer, **common)

@@ -2,24 +2,32 @@
 
 Both callers hand over, for each sentence, its span, its token range and the
 :class:`TokenStats` of its response; :class:`SentenceFeaturizer` computes the
-Table-4 features, the alignment score (batched over all sentences given) and,
-when a sentence model is configured, the faithfulness score.
+scalar features (Table-4 names, PMI, lookback ratio), the string checks
+against the context (unsupported specifics, novel bigrams), the alignment
+score (batched over all sentences given), the probe vectors and probe scores,
+and, when a sentence model is configured, the faithfulness score.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
-from features.sentence import sentence_features
+from features.novelty import novel_ngram_share
+from features.sentence import sentence_features, sentence_vectors
 from features.sentences import Span
+from features.specifics import unsupported_specifics
 from features.stats import TokenStats
 from syncheck.lid_reference import LIDReference
+from syncheck.probes import LinearProbe
 from syncheck.results import ScoredSentence
+
+#: The string checks against the context, computed when ``text_checks`` is on.
+TEXT_CHECK_FEATURES = ("unsupported_specifics", "novel_bigram_share")
 
 
 class SentenceScoreModel(Protocol):
@@ -70,6 +78,11 @@ class SentenceFeaturizer:
         align_with_question: the alignment claim is :func:`alignment_claim`
             (question + sentence) instead of the sentence alone.
         kl_threshold: nats for ``large_kl_pos``.
+        text_checks: compute ``unsupported_specifics`` and ``novel_bigram_share``.
+        vector_layers: hidden layers pooled into each sentence's ``"hidden"`` vector
+            (for the hidden-state probe); empty for none.
+        keep_vectors: keep the vectors on each :class:`ScoredSentence` (to train probes).
+        probes: probes adding their feature (``hidden_probe``, ``lookback_lens``) before the aggregator.
         model: an aggregator giving ``score``; ``None`` leaves scores unset.
         score_fn: research/test hook replacing ``model``: ``(text, features) -> score``.
     """
@@ -78,12 +91,18 @@ class SentenceFeaturizer:
     alignment: AlignmentScorer | None = None
     align_with_question: bool = False
     kl_threshold: float = LARGE_KL_THRESHOLD
+    text_checks: bool = True
+    vector_layers: list[int] = field(default_factory=list)
+    keep_vectors: bool = False
+    probes: list[LinearProbe] = field(default_factory=list)
     model: SentenceScoreModel | None = None
     score_fn: Callable[[str, dict[str, float]], float] | None = None
 
     @property
     def hidden_layers(self) -> list[int]:
-        return self.lid.layers if self.lid is not None else []
+        """Layers whose hidden states the passes must capture (LID and the probe vectors)."""
+        lid_layers = self.lid.layers if self.lid is not None else []
+        return sorted(set(lid_layers) | set(self.vector_layers))
 
     def featurize(self, items: Sequence[SentenceItem]) -> list[ScoredSentence]:
         out: list[ScoredSentence] = []
@@ -96,13 +115,25 @@ class SentenceFeaturizer:
                 lid_k=self.lid.k if self.lid is not None else 0,
                 kl_threshold=self.kl_threshold,
             )
-            out.append(ScoredSentence(it.span.text, it.span.start, it.span.end, feats))
+            if self.text_checks:
+                feats["unsupported_specifics"] = unsupported_specifics(it.premise.context, it.span.text)
+                feats["novel_bigram_share"] = novel_ngram_share(it.premise.context, it.span.text, 2)
+            sent = ScoredSentence(it.span.text, it.span.start, it.span.end, feats)
+            if self.keep_vectors or self.probes:
+                sent.vectors = sentence_vectors(it.stats, it.t0, it.t1, self.vector_layers)
+            out.append(sent)
         if self.alignment is not None and items:
             claims = [alignment_claim(s.text, it.premise.question) if self.align_with_question else s.text
                       for it, s in zip(items, out)]
             scores = self.alignment.score([it.premise.context for it in items], claims)
             for s, a in zip(out, scores):
                 s.features["align_score"] = float(a)
+        for probe in self.probes:
+            for s, p in zip(out, probe.score_vectors([s.vectors for s in out])):
+                s.features[probe.name] = float(p)
+        if not self.keep_vectors:
+            for s in out:
+                s.vectors = {}
         if self.score_fn is not None:
             for s in out:
                 s.score = float(self.score_fn(s.text, s.features))

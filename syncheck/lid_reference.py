@@ -127,7 +127,7 @@ def build_reference(
 
 def load_or_build(lm: LoadedModel, layers: Sequence[int] | None = None) -> LIDReference:
     """The cached reference set for ``lm``, built from the bundled corpus if missing or for other layers."""
-    num_layers = int(getattr(lm.model.config, "num_hidden_layers"))
+    num_layers = lm.num_layers
     layers = list(layers) if layers else default_lid_layers(num_layers)
     path = reference_path(lm)
     if path.exists():

@@ -4,17 +4,21 @@ A :class:`Batch` holds ``B`` hypotheses that share a prefix length: one
 with-context KV cache and one without-context KV cache, both ``(B, ...)``.
 Each :meth:`LiveEngine.step` picks one token per row (greedy, sampling or
 forced), records its log-probability and normalised entropy under the
-with-context distribution, and feeds it (capturing the hidden states LID needs).
+with-context distribution (and, when asked, each head's lookback ratio at the
+forward that produced that distribution), and feeds it (capturing the hidden
+states LID and the probe need).
 
 The without-context pass does not run in lockstep. It is deferred to sentence
 ends: :meth:`LiveEngine.flush_kl` feeds the sentence's tokens to the
 without-context cache in one teacher-forced forward, which yields all their
 without-context distributions at about the cost of one decode step, and the
-KL of each token against the with-context distribution kept since then.
+KL of each token against the with-context distribution kept since then, and
+the token's log-probability without the context (for its PMI).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -30,8 +34,10 @@ from transformers.generation.logits_process import (
 
 from features.context_influence import contrastive_kl
 from features.entropy import normalized_entropy
+from features.lookback import lookback_ratios
 from features.sentences import Span, assign_tokens, split_sentences
 from features.stats import TokenStats
+from syncheck.attention import record_lookback
 from syncheck.kv import cache_length, concat_left_padded, expand, select_rows
 from syncheck.models import LoadedModel
 from syncheck.passes import capture_hidden, decode_offsets
@@ -71,7 +77,9 @@ class Row:
     logprob: list[float] = field(default_factory=list)
     entropy: list[float] = field(default_factory=list)
     kl: list[float] = field(default_factory=list)  # for tokens [0, kl_done)
+    logprob_without: list[float] = field(default_factory=list)  # for tokens [0, kl_done)
     hidden: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    lookback: list[np.ndarray] = field(default_factory=list)  # (n_layers * H,) ratios per token (when recorded)
     logp_rows: list[torch.Tensor] = field(default_factory=list)  # with-context log-probs for tokens [kl_done, len(ids))
     without_next: torch.Tensor | None = None  # (V,) without-context log-probs predicting token kl_done
     kl_done: int = 0
@@ -82,8 +90,10 @@ class Row:
     emitted_chars: int = 0
     ended: bool = False  # produced EOS
     stale: bool = False  # was fed padding: its next-token distribution in the batch is no longer its own
-    #: ``{token position: (with-context, without-context) log-probs predicting it}`` at flushed sentence boundaries
-    boundaries: dict[int, tuple[torch.Tensor | None, torch.Tensor | None]] = field(default_factory=dict)
+    has_without: bool = True  # the without-context pass runs (KL and PMI)
+    #: ``{token position: (with-context log-probs, without-context log-probs, lookback ratios) predicting it}``
+    #: at flushed sentence boundaries
+    boundaries: dict[int, tuple[torch.Tensor | None, torch.Tensor | None, np.ndarray | None]] = field(default_factory=dict)
 
     def stats(self, upto: int | None = None) -> TokenStats:
         """:class:`TokenStats` of tokens ``[0, upto)`` (KL must already be flushed that far)."""
@@ -95,8 +105,10 @@ class Row:
             offsets=self.offsets[:n],
             logprob=np.asarray(self.logprob[:n], dtype=np.float64),
             entropy=np.asarray(self.entropy[:n], dtype=np.float64),
-            kl=np.asarray(self.kl[:n], dtype=np.float64),
+            kl=np.asarray(self.kl[:n], dtype=np.float64) if self.has_without else None,
             hidden={k: np.stack(v[:n]) if n else np.zeros((0, 0), np.float32) for k, v in self.hidden.items()},
+            logprob_without=np.asarray(self.logprob_without[:n], dtype=np.float64) if self.has_without else None,
+            lookback=np.stack(self.lookback[:n]) if self.lookback and n else None,
         )
 
     def pending_sentences(self, final: bool) -> list[tuple[Span, int, int]]:
@@ -119,10 +131,11 @@ class Row:
         """An independent copy (tensors are shared: they are never modified in place)."""
         return Row(
             ids=list(self.ids), logprob=list(self.logprob), entropy=list(self.entropy), kl=list(self.kl),
-            hidden={k: list(v) for k, v in self.hidden.items()}, logp_rows=list(self.logp_rows),
+            logprob_without=list(self.logprob_without), hidden={k: list(v) for k, v in self.hidden.items()},
+            lookback=list(self.lookback), logp_rows=list(self.logp_rows),
             without_next=self.without_next, kl_done=self.kl_done, offsets=self.offsets.copy(), text=self.text,
             sentences=list(self.sentences), emitted_tokens=self.emitted_tokens, emitted_chars=self.emitted_chars,
-            ended=self.ended, stale=self.stale, boundaries=dict(self.boundaries),
+            ended=self.ended, stale=self.stale, has_without=self.has_without, boundaries=dict(self.boundaries),
         )
 
     def mark_emitted(self, t1: int, char_end: int) -> None:
@@ -149,6 +162,8 @@ class Batch:
     prompt_len_without: int
     pad_with: list[int] = field(default_factory=list)
     pad_without: list[int] = field(default_factory=list)
+    context_span: tuple[int, int] | None = None  # token range of the context in ``prompt`` (lookback is recorded)
+    next_lookback: np.ndarray | None = None  # (B, n_layers * H) lookback ratios of the forward giving ``next_logp``
 
     def __post_init__(self) -> None:
         self.pad_with = self.pad_with or [0] * len(self.rows)
@@ -179,14 +194,17 @@ class LiveEngine:
 
     Args:
         lm: the model.
-        hidden_layers: layers whose hidden states are kept per token (for LID).
+        hidden_layers: layers whose hidden states are kept per token (for LID and the hidden-state probe).
         kl: run the without-context pass (deferred to sentence ends).
+        lookback: record each head's lookback ratio per token (the model's attention must be switched
+            with :func:`syncheck.attention.enable_lookback`).
     """
 
-    def __init__(self, lm: LoadedModel, hidden_layers: Sequence[int] = (), kl: bool = True) -> None:
+    def __init__(self, lm: LoadedModel, hidden_layers: Sequence[int] = (), kl: bool = True, lookback: bool = False) -> None:
         self.lm = lm
         self.hidden_layers = list(hidden_layers)
         self.kl = kl
+        self.lookback = lookback
         eos = lm.model.generation_config.eos_token_id if lm.model.generation_config is not None else None
         if eos is None:
             eos = lm.tokenizer.eos_token_id
@@ -198,22 +216,39 @@ class LiveEngine:
     @torch.inference_mode()
     def prefill(self, prompt: Sequence[int]) -> tuple[DynamicCache, torch.Tensor]:
         """One prompt into a fresh cache; returns it and the ``(1, V)`` log-probs of the first response token."""
-        ids = torch.tensor([list(prompt)], device=self.lm.device)
-        out = self.lm.model(input_ids=ids, use_cache=True, logits_to_keep=1)
-        return out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1)
+        cache, logp, _ = self._prefill(prompt, None)
+        return cache, logp
 
-    def start(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None) -> Batch:
-        """Prefill both prompts (each on its own, never padded to the other) into a one-row batch."""
-        with_cache, next_logp = self.prefill(prompt_with)
-        row = Row(hidden={layer: [] for layer in self.hidden_layers})
+    def _prefill(self, prompt: Sequence[int], context_span: tuple[int, int] | None):
+        """:meth:`prefill`, plus the ``(1, n_layers * H)`` lookback ratios of the last position when
+        ``context_span`` is given."""
+        ids = torch.tensor([list(prompt)], device=self.lm.device)
+        recording = (record_lookback(self.lm.model, [context_span], [len(prompt)], 1) if context_span is not None
+                     else contextlib.nullcontext(None))
+        with torch.inference_mode(), recording as rec:
+            out = self.lm.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        ratios = lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None
+        return out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1), ratios
+
+    def start(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None,
+              context_span: tuple[int, int] | None = None) -> Batch:
+        """Prefill both prompts (each on its own, never padded to the other) into a one-row batch.
+
+        ``context_span``: the context's token range in ``prompt_with``; needed when the engine records lookback.
+        """
+        if self.lookback and context_span is None:
+            raise ValueError("lookback=True needs the context's token span in the prompt (PromptPair.context_span)")
+        with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None)
+        row = Row(hidden={layer: [] for layer in self.hidden_layers}, has_without=self.kl)
         without_cache = None
         if self.kl:
             if prompt_without is None:
                 raise ValueError("kl=True needs the without-context prompt")
             without_cache, without_next = self.prefill(prompt_without)
             row.without_next = without_next[0]
-        row.boundaries[0] = (next_logp[0], row.without_next)
-        return Batch([row], with_cache, without_cache, next_logp, list(prompt_with), len(prompt_without or []))
+        row.boundaries[0] = (next_logp[0], row.without_next, ratios[0] if ratios is not None else None)
+        return Batch([row], with_cache, without_cache, next_logp, list(prompt_with), len(prompt_without or []),
+                     context_span=context_span if self.lookback else None, next_lookback=ratios)
 
     # -------------------------------------------------------------- token steps
     def choose(self, batch: Batch, sampling: Sampling, generator: torch.Generator | None) -> torch.Tensor:
@@ -246,6 +281,8 @@ class LiveEngine:
                 row.logprob.append(float(batch.next_logp[i, tok]))
                 row.entropy.append(float(ent[i]))
                 row.logp_rows.append(batch.next_logp[i])
+                if batch.next_lookback is not None:
+                    row.lookback.append(batch.next_lookback[i])
                 row.text, row.offsets = decode_offsets(self.lm.tokenizer, row.ids, len(row.ids) - 1, row.offsets)
             else:
                 row.stale = True
@@ -257,11 +294,18 @@ class LiveEngine:
         kwargs = {}
         if any(batch.pad_with):
             kwargs["attention_mask"] = _mask(batch.pad_with, cache_length(batch.with_cache), 1, dev)
-        with capture_hidden(self.lm.model, self.hidden_layers) as hidden:
+        recording = contextlib.nullcontext(None)
+        if batch.context_span is not None:
+            c0, c1 = batch.context_span
+            recording = record_lookback(self.lm.model, [(p + c0, p + c1) for p in batch.pad_with],
+                                        [p + batch.prompt_len for p in batch.pad_with], 1)
+        with capture_hidden(self.lm.model, self.hidden_layers) as hidden, recording as rec:
             out = self.lm.model(input_ids=ids, position_ids=torch.tensor(positions, device=dev).unsqueeze(-1),
                                 past_key_values=batch.with_cache, use_cache=True, **kwargs)
         batch.with_cache = out.past_key_values
         batch.next_logp = torch.log_softmax(out.logits[:, -1].float(), -1)
+        if rec is not None:
+            batch.next_lookback = lookback_ratios(rec.stacked()[:, -1].cpu().numpy())
         for i, row in enumerate(batch.rows):
             if appended[i]:
                 for layer in self.hidden_layers:
@@ -281,8 +325,8 @@ class LiveEngine:
         if not self.kl:
             for i, (row, k) in enumerate(zip(batch.rows, n)):
                 if k > 0:
-                    row.boundaries[row.kl_done + k] = (self._with_next(batch, i, k), None)
-                    row.kl.extend([0.0] * k)
+                    with_next, lookback_next = self._with_next(batch, i, k)
+                    row.boundaries[row.kl_done + k] = (with_next, None, lookback_next)
                     row.logp_rows = row.logp_rows[k:]
                     row.kl_done += k
             return
@@ -309,20 +353,27 @@ class LiveEngine:
             without = torch.cat([row.without_next.unsqueeze(0), logp[i, : k - 1]], 0)
             with_rows = torch.stack(row.logp_rows[:k])
             row.kl.extend(contrastive_kl(with_rows, without).cpu().tolist())
+            chosen = torch.tensor(row.ids[row.kl_done : row.kl_done + k], device=without.device)
+            row.logprob_without.extend(without.gather(-1, chosen[:, None])[:, 0].cpu().tolist())
             row.without_next = logp[i, k - 1]
-            row.boundaries[row.kl_done + k] = (self._with_next(batch, i, k), row.without_next)
+            with_next, lookback_next = self._with_next(batch, i, k)
+            row.boundaries[row.kl_done + k] = (with_next, row.without_next, lookback_next)
             row.logp_rows = row.logp_rows[k:]
             row.kl_done += k
 
     @staticmethod
-    def _with_next(batch: Batch, i: int, k: int) -> torch.Tensor | None:
-        """With-context log-probs predicting row ``i``'s token ``kl_done + k`` (None if the row ended there)."""
+    def _with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.ndarray | None]:
+        """With-context log-probs (and lookback ratios, when recorded) predicting row ``i``'s token ``kl_done + k``.
+
+        ``(None, None)`` if the row ended there.
+        """
         row = batch.rows[i]
+        at = row.kl_done + k
         if len(row.logp_rows) > k:
-            return row.logp_rows[k]
+            return row.logp_rows[k], (row.lookback[at] if len(row.lookback) > at else None)
         if row.ended or row.stale:
-            return None
-        return batch.next_logp[i]
+            return None, None
+        return batch.next_logp[i], (batch.next_lookback[i] if batch.next_lookback is not None else None)
 
     # -------------------------------------------------------------- branching
     def select(self, batch: Batch, i: int, length: int) -> Batch:
@@ -338,7 +389,7 @@ class LiveEngine:
                 f"token {length} is not a flushed sentence boundary of row {i} (boundaries: {sorted(row.boundaries)}); "
                 "call flush_kl up to it first"
             )
-        with_next, without_next = row.boundaries[length]
+        with_next, without_next, lookback_next = row.boundaries[length]
         if with_next is None:
             raise ValueError(f"row {i} ended at token {length}; it cannot be continued")
         char_end = int(row.offsets[length - 1][1]) if length else 0
@@ -347,7 +398,10 @@ class LiveEngine:
             logprob=row.logprob[:length],
             entropy=row.entropy[:length],
             kl=row.kl[:length],
+            logprob_without=row.logprob_without[:length],
             hidden={k: v[:length] for k, v in row.hidden.items()},
+            lookback=row.lookback[:length],
+            has_without=row.has_without,
             without_next=without_next,
             kl_done=length,
             offsets=row.offsets[:length],
@@ -361,7 +415,9 @@ class LiveEngine:
         if batch.without_cache is not None:
             without = select_rows(batch.without_cache, [i], batch.prompt_len_without + length, start=batch.pad_without[i])
         with_cache = select_rows(batch.with_cache, [i], batch.prompt_len + length, start=batch.pad_with[i])
-        return Batch([new], with_cache, without, with_next.unsqueeze(0), batch.prompt, batch.prompt_len_without)
+        return Batch([new], with_cache, without, with_next.unsqueeze(0), batch.prompt, batch.prompt_len_without,
+                     context_span=batch.context_span,
+                     next_lookback=lookback_next[None] if lookback_next is not None else None)
 
     def backtrack(self, batch: Batch, length: int) -> Batch:
         """Cut a one-row batch back to sentence boundary ``length``, reusing both caches."""
@@ -387,5 +443,8 @@ class LiveEngine:
             wo = [expand(b.without_cache, c) for b, c in zip(batches, copies)]
             without_cache, pad_without = concat_left_padded(wo) if len(batches) > 1 else (wo[0], [])
         next_logp = torch.cat([b.next_logp.expand(c, -1) for b, c in zip(batches, copies)], 0).clone()
+        next_lookback = None
+        if batches[0].next_lookback is not None:
+            next_lookback = np.concatenate([np.repeat(b.next_lookback, c, axis=0) for b, c in zip(batches, copies)])
         return Batch(rows, with_cache, without_cache, next_logp, batches[0].prompt, batches[0].prompt_len_without,
-                     pad_with, pad_without)
+                     pad_with, pad_without, context_span=batches[0].context_span, next_lookback=next_lookback)

@@ -51,12 +51,16 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         self.monitor = monitor
         self.callback = callback
         lm = monitor.scorer.lm
-        with_ids, without_ids, self.warnings = prompt_pair(lm, context, question, max_new_tokens, monitor.scorer.max_length)
+        if monitor.engine.lookback:
+            raise ValueError("SynCheckLogitsProcessor cannot record lookback ratios inside model.generate; use "
+                             "Monitor.stream / Monitor.generate, or a Scorer built with lookback=False")
+        pair = prompt_pair(lm, context, question, max_new_tokens, monitor.scorer.max_length)
+        with_ids, without_ids, self.warnings = pair.with_context, pair.without_context, pair.warnings
         self.input_ids = torch.tensor([with_ids], device=lm.device)
         self.premise = Premise(format_context(context), question)
         engine = monitor.engine
         without_cache, without_next = engine.prefill(without_ids) if engine.kl else (None, None)
-        row = Row(hidden={layer: [] for layer in engine.hidden_layers},
+        row = Row(hidden={layer: [] for layer in engine.hidden_layers}, has_without=engine.kl,
                   without_next=without_next[0] if without_next is not None else None)
         self.batch = Batch([row], with_cache=None, without_cache=without_cache, next_logp=None,
                            prompt=list(with_ids), prompt_len_without=len(without_ids))

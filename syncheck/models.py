@@ -79,6 +79,17 @@ class LoadedModel:
         return next(self.model.parameters()).device
 
     @property
+    def num_layers(self) -> int:
+        """Number of decoder layers (read from the config, never assumed)."""
+        cfg = self.model.config
+        cfg = getattr(cfg, "text_config", None) or cfg
+        for attr in ("num_hidden_layers", "n_layer", "num_layers"):
+            value = getattr(cfg, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        raise ValueError(f"cannot read the number of layers from {type(self.model.config).__name__}")
+
+    @property
     def max_length(self) -> int:
         """The model's context window in tokens."""
         cfg = self.model.config

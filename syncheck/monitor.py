@@ -59,7 +59,7 @@ class Monitor:
 
     def __init__(self, scorer: Scorer, *, lockstep: bool = False) -> None:
         self.scorer = scorer
-        self.engine = LiveEngine(scorer.lm, scorer.featurizer.hidden_layers, kl=scorer.kl)
+        self.engine = LiveEngine(scorer.lm, scorer.featurizer.hidden_layers, kl=scorer.kl, lookback=scorer.lookback)
         #: run the without-context forward at every token instead of once per sentence
         #: (same features; kept to measure the two designs side by side)
         self.lockstep = lockstep
@@ -67,9 +67,9 @@ class Monitor:
     # ------------------------------------------------------------------ building blocks (FOD uses these)
     def start(self, question: str | None, context, max_new_tokens: int) -> tuple[Batch, Premise, list[str]]:
         """Prefill both prompts; returns the one-row batch, the alignment premise and warnings."""
-        with_ids, without_ids, warnings = prompt_pair(self.scorer.lm, context, question, max_new_tokens, self.scorer.max_length)
-        batch = self.engine.start(with_ids, without_ids if self.scorer.kl else None)
-        return batch, Premise(format_context(context), question), warnings
+        pair = prompt_pair(self.scorer.lm, context, question, max_new_tokens, self.scorer.max_length)
+        batch = self.engine.start(pair.with_context, pair.without_context if self.scorer.kl else None, pair.context_span)
+        return batch, Premise(format_context(context), question), pair.warnings
 
     def score_finished(self, batch: Batch, premise: Premise, final: Sequence[bool] | bool = False,
                        first_only: bool = False) -> list[list[SentenceEvent]]:

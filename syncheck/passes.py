@@ -9,6 +9,7 @@ response``. Rows are left-padded, so every response ends at the last column and
 
 from __future__ import annotations
 
+import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -19,9 +20,11 @@ import torch
 from features.context_influence import contrastive_kl
 from features.entropy import normalized_entropy
 from features.likelihood import token_logprobs
+from features.lookback import lookback_ratios
 from features.stats import TokenStats
+from syncheck.attention import record_lookback
 from syncheck.models import LoadedModel
-from syncheck.prompts import build_prompt, format_context, prompt_ids
+from syncheck.prompts import build_prompt, context_token_span, format_context, prompt_ids
 
 
 class ResponseTooLongError(ValueError):
@@ -37,6 +40,17 @@ class EncodedRecord:
     response: list[int]
     offsets: np.ndarray  # (T, 2) character spans of the response tokens
     warnings: list[str] = field(default_factory=list)
+    context_span: tuple[int, int] = (0, 0)  # token range of the context inside ``with_context``
+
+
+@dataclass
+class PromptPair:
+    """The two prompts of a record, as token ids, and where the context sits in the first."""
+
+    with_context: list[int]
+    without_context: list[int]
+    warnings: list[str]
+    context_span: tuple[int, int]  # token index range [start, end) of the context inside ``with_context``
 
 
 def response_ids_and_offsets(tokenizer, response: str) -> tuple[list[int], np.ndarray]:
@@ -83,7 +97,7 @@ def prompt_pair(
     question: str | None,
     reserve: int,
     limit: int | None = None,
-) -> tuple[list[int], list[int], list[str]]:
+) -> PromptPair:
     """Token ids of the with- and without-context prompts, leaving ``reserve`` tokens for the response.
 
     The context is truncated (its end dropped) when the with-context prompt
@@ -101,20 +115,23 @@ def prompt_pair(
             f"the model window of {limit} tokens; split the response or use a model with a longer window"
         )
     ctx_text = format_context(context)
-    with_ids = prompt_ids(tok, build_prompt(tok, question, ctx_text))
+    prompt = build_prompt(tok, question, ctx_text)
+    with_ids = prompt_ids(tok, prompt)
     warnings: list[str] = []
     if len(with_ids) + reserve > limit:
         ctx_ids = list(tok(ctx_text, add_special_tokens=False)["input_ids"])
         keep = len(ctx_ids)
         while len(with_ids) + reserve > limit and keep > 0:
             keep = max(0, keep - (len(with_ids) + reserve - limit) - 4)
-            cut = tok.decode(ctx_ids[:keep], skip_special_tokens=True)
-            with_ids = prompt_ids(tok, build_prompt(tok, question, cut))
+            ctx_text = tok.decode(ctx_ids[:keep], skip_special_tokens=True)
+            prompt = build_prompt(tok, question, ctx_text)
+            with_ids = prompt_ids(tok, prompt)
         warnings.append(
             f"context truncated from {len(ctx_ids)} to {keep} tokens (its end was dropped) to fit the model window "
             f"of {limit} tokens; features of sentences that rely on the dropped part are unreliable"
         )
-    return with_ids, without, warnings
+    span = context_token_span(tok, prompt, ctx_text)
+    return PromptPair(with_ids, without, warnings, span)
 
 
 def encode_record(
@@ -133,8 +150,9 @@ def encode_record(
             response exceed ``max_length``.
     """
     resp_ids, offsets = response_ids_and_offsets(lm.tokenizer, response)
-    with_ids, without, warnings = prompt_pair(lm, context, question, len(resp_ids), max_length)
-    return EncodedRecord(with_ids, without if with_kl else None, resp_ids, offsets, warnings)
+    pair = prompt_pair(lm, context, question, len(resp_ids), max_length)
+    return EncodedRecord(pair.with_context, pair.without_context if with_kl else None, resp_ids, offsets, pair.warnings,
+                         pair.context_span)
 
 
 def _decoder_layers(model) -> Sequence[torch.nn.Module] | None:
@@ -176,13 +194,23 @@ def capture_hidden(model, layers: Sequence[int], last: int | None = None) -> Ite
             h.remove()
 
 
+@dataclass
+class ForwardOutput:
+    """One row of :func:`forward_response`."""
+
+    logits: torch.Tensor  # (T, V) float32, predicting each response token
+    hidden: dict[int, torch.Tensor]  # {layer: (T, d) float32} hidden states of the response tokens
+    lookback: torch.Tensor | None = None  # (T, n_layers * H, 2) context / response attention masses
+
+
 @torch.inference_mode()
 def forward_response(
     lm: LoadedModel,
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
     hidden_layers: Sequence[int] = (),
-) -> list[tuple[torch.Tensor, dict[int, torch.Tensor]]]:
+    context_spans: Sequence[tuple[int, int]] | None = None,
+) -> list[ForwardOutput]:
     """One batched, left-padded forward over ``prompt + response`` rows.
 
     Args:
@@ -190,10 +218,10 @@ def forward_response(
         responses: ``B`` response id lists, each non-empty.
         hidden_layers: hidden-state indices to keep (``L`` = output of decoder
             layer ``L``, 1-based as in ``output_hidden_states``).
-
-    Returns:
-        Per row: ``(logits (T, V) float32`` predicting each response token,
-        ``{layer: (T, d) float32}`` hidden states of the response tokens``)``.
+        context_spans: per row, the context's token range in its prompt; when
+            given, the attention masses on the context and on the response are
+            recorded for every position predicting a response token (the model's
+            attention must be switched with :func:`syncheck.attention.enable_lookback`).
     """
     model = lm.model
     device = lm.device
@@ -209,8 +237,13 @@ def forward_response(
         ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
         mask[i, width - len(r):] = 1
     position_ids = (mask.cumsum(-1) - 1).clamp_(min=0)
+    pads = [width - len(r) for r in rows]
 
-    with capture_hidden(model, hidden_layers, last=keep) as captured:
+    lookback = contextlib.nullcontext(None)
+    if context_spans is not None:
+        lookback = record_lookback(model, [(p + a, p + b) for p, (a, b) in zip(pads, context_spans)],
+                                   [p + len(pr) for p, pr in zip(pads, prompts)], keep)
+    with capture_hidden(model, hidden_layers, last=keep) as captured, lookback as recorded:
         out = model(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
@@ -221,13 +254,16 @@ def forward_response(
         )
         if hidden_layers and _decoder_layers(model) is None:
             captured.update({layer: out.hidden_states[layer][:, -keep:].float() for layer in hidden_layers})
+    masses = recorded.stacked() if recorded is not None else None
     logits = out.logits[:, -keep:]
     result = []
     for i, resp in enumerate(responses):
         t = len(resp)
-        row_logits = logits[i, keep - t - 1 : keep - 1].float()
-        row_hidden = {layer: h[i, keep - t :] for layer, h in captured.items()}
-        result.append((row_logits, row_hidden))
+        result.append(ForwardOutput(
+            logits=logits[i, keep - t - 1 : keep - 1].float(),
+            hidden={layer: h[i, keep - t :] for layer, h in captured.items()},
+            lookback=masses[i, keep - t - 1 : keep - 1] if masses is not None else None,
+        ))
     return result
 
 
@@ -235,31 +271,37 @@ def token_stats(
     lm: LoadedModel,
     encoded: Sequence[EncodedRecord],
     hidden_layers: Sequence[int] = (),
+    lookback: bool = False,
 ) -> list[TokenStats]:
-    """Statistics for a batch of encoded records (two batched forwards when KL is wanted)."""
+    """Statistics for a batch of encoded records (two batched forwards when KL is wanted).
+
+    ``lookback``: record each head's attention to the context (:mod:`features.lookback`).
+    """
     if any(not e.response for e in encoded):
         raise ValueError("every record needs at least one response token")
     responses = [e.response for e in encoded]
-    with_out = forward_response(lm, [e.with_context for e in encoded], responses, hidden_layers)
+    spans = [e.context_span for e in encoded] if lookback else None
+    with_out = forward_response(lm, [e.with_context for e in encoded], responses, hidden_layers, spans)
     want_kl = [e.without_context is not None for e in encoded]
-    without_out: list = [None] * len(encoded)
+    without_out: list[ForwardOutput | None] = [None] * len(encoded)
     idx = [i for i, w in enumerate(want_kl) if w]
     if idx:
         outs = forward_response(lm, [encoded[i].without_context for i in idx], [responses[i] for i in idx])
         for i, o in zip(idx, outs):
             without_out[i] = o
     stats = []
-    for e, (logits, hidden), wo in zip(encoded, with_out, without_out):
-        target = torch.tensor(e.response, dtype=torch.long, device=logits.device)
-        kl = contrastive_kl(logits, wo[0]).cpu().numpy() if wo is not None else None
+    for e, w, wo in zip(encoded, with_out, without_out):
+        target = torch.tensor(e.response, dtype=torch.long, device=w.logits.device)
         stats.append(
             TokenStats(
                 token_ids=np.asarray(e.response, dtype=np.int64),
                 offsets=e.offsets,
-                logprob=token_logprobs(logits, target).cpu().numpy(),
-                entropy=normalized_entropy(logits).cpu().numpy(),
-                kl=kl,
-                hidden={k: v.cpu().numpy() for k, v in hidden.items()},
+                logprob=token_logprobs(w.logits, target).cpu().numpy(),
+                entropy=normalized_entropy(w.logits).cpu().numpy(),
+                kl=contrastive_kl(w.logits, wo.logits).cpu().numpy() if wo is not None else None,
+                hidden={k: v.cpu().numpy() for k, v in w.hidden.items()},
+                logprob_without=token_logprobs(wo.logits, target).cpu().numpy() if wo is not None else None,
+                lookback=lookback_ratios(w.lookback.cpu().numpy()).astype(np.float32) if w.lookback is not None else None,
             )
         )
     return stats

@@ -20,12 +20,15 @@ def format_context(context: str | Sequence[str]) -> str:
     return "\n\n".join(f"[{i}] {chunk.strip()}" for i, chunk in enumerate(context, 1))
 
 
+CONTEXT_HEADER = "Context:\n"
+
+
 def user_message(question: str | None, context: str | None) -> str:
     """The user turn: ``Context:`` block (only when ``context`` is given) then the question."""
     question_block = f"Question: {(question or DEFAULT_QUESTION).strip()}"
     if context is None:
         return question_block
-    return f"Context:\n{context}\n\n{question_block}"
+    return f"{CONTEXT_HEADER}{context}\n\n{question_block}"
 
 
 def build_prompt(tokenizer, question: str | None, context: str | None) -> str:
@@ -55,3 +58,28 @@ def prompt_ids(tokenizer, prompt: str) -> list[int]:
     """
     templated = bool(getattr(tokenizer, "chat_template", None))
     return list(tokenizer(prompt, add_special_tokens=not templated)["input_ids"])
+
+
+def context_token_span(tokenizer, prompt: str, context: str) -> tuple[int, int]:
+    """Token index range ``[start, end)`` of ``context`` inside ``prompt_ids(tokenizer, prompt)``.
+
+    The tokens overlapping the context's characters; ``(n, n)`` for an empty
+    context. Raises ``ValueError`` when the prompt does not hold the context
+    block verbatim (a chat template that rewrites message content).
+    """
+    at = prompt.find(CONTEXT_HEADER + context)
+    if at < 0:
+        raise ValueError("the prompt does not contain the context verbatim; its chat template rewrites the user message")
+    c0 = at + len(CONTEXT_HEADER)
+    c1 = c0 + len(context)
+    templated = bool(getattr(tokenizer, "chat_template", None))
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(prompt, add_special_tokens=not templated, return_offsets_mapping=True)
+        inside = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if b > c0 and a < c1 and b > a]
+        if not inside:
+            before = sum(1 for a, b in enc["offset_mapping"] if b <= c0)
+            return before, before
+        return inside[0], inside[-1] + 1
+    start = len(tokenizer(prompt[:c0], add_special_tokens=not templated)["input_ids"])
+    end = len(tokenizer(prompt[:c1], add_special_tokens=not templated)["input_ids"])
+    return start, max(start, end)

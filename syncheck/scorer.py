@@ -18,10 +18,12 @@ from features.context_influence import LARGE_KL_THRESHOLD
 from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
 from syncheck.aggregators.apply import aggregate_response
-from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem
+from syncheck.attention import enable_lookback
+from syncheck.featurize import TEXT_CHECK_FEATURES, Premise, SentenceFeaturizer, SentenceItem
 from syncheck.lid_reference import LIDReference, load_or_build
 from syncheck.models import DEFAULT_MODEL, LoadedModel, load_model
 from syncheck.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
+from syncheck.probes import default_probe_layers
 from syncheck.prompts import format_context
 from syncheck.records import Record, RecordError, script_warning
 from syncheck.results import ScoredResponse, ScoredSentence
@@ -52,12 +54,22 @@ class Scorer:
             fall back to the sentence). Short answers ("The answer is X.") are
             only checkable this way; an aggregator trained one way must be used
             the same way.
-        lid: ``"auto"`` (reference set from the cache, built from the bundled
-            corpus on first use), an :class:`LIDReference`, or ``None`` to skip
-            the ``lid_layer_<L>`` features.
+        lid: ``None`` (default: skip the ``lid_layer_<L>`` features, which
+            measured below chance on RAGTruth and are not in the default
+            aggregator), ``"auto"`` (reference set from the cache, built from
+            the bundled corpus on first use), or an :class:`LIDReference`.
         lid_layers: layers for ``"auto"`` (default: three middle layers).
-        kl: compute the without-context pass and the KL features.
+        kl: compute the without-context pass: the KL features and the PMI
+            (context grounding) features.
         kl_threshold: nats for ``large_kl_pos``.
+        lookback: record each attention head's lookback ratio (``lookback_ratio``
+            feature; the ``lookback_lens`` probe's input). Switches the model's
+            attention to a recording wrapper of its own kernel (same outputs;
+            see :mod:`syncheck.attention`). Costs a few percent in the live monitor.
+        text_checks: compute the string checks ``unsupported_specifics`` and
+            ``novel_bigram_share``.
+        vectors: keep each sentence's probe vectors on the results (to train a
+            probe): ``True`` for the default probe layers, or the layers to pool.
         max_length: cap on prompt + response tokens (default: the model window).
         batch_size: records per forward pass.
         aggregator: turns each sentence's features into ``score`` (P(faithful)):
@@ -77,10 +89,13 @@ class Scorer:
         dtype: torch.dtype | str = torch.float32,
         alignment: AlignmentScorer | str | None = "lexical",
         align_with_question: bool = False,
-        lid: LIDReference | str | None = "auto",
+        lid: LIDReference | str | None = None,
         lid_layers: Sequence[int] | None = None,
         kl: bool = True,
         kl_threshold: float = LARGE_KL_THRESHOLD,
+        lookback: bool = False,
+        text_checks: bool = True,
+        vectors: bool | Sequence[int] = False,
         max_length: int | None = None,
         batch_size: int = 4,
         aggregator: Any = "default",
@@ -97,8 +112,17 @@ class Scorer:
         self.lid: LIDReference | None = lid
         self.kl = kl
         self.kl_threshold = kl_threshold
+        self.lookback = lookback
+        if lookback:
+            enable_lookback(self.lm.model)
+        vector_layers: list[int] = []
+        if vectors is True:
+            vector_layers = default_probe_layers(self.lm.num_layers)
+        elif vectors:
+            vector_layers = [int(x) for x in vectors]
         self.featurizer = SentenceFeaturizer(lid=self.lid, alignment=self.alignment, align_with_question=align_with_question,
-                                             kl_threshold=kl_threshold)
+                                             kl_threshold=kl_threshold, text_checks=text_checks,
+                                             vector_layers=vector_layers, keep_vectors=bool(vectors))
         from syncheck.aggregators import RESPONSE_AGGREGATIONS, resolve_aggregator
 
         if response_aggregation not in RESPONSE_AGGREGATIONS:
@@ -128,15 +152,19 @@ class Scorer:
 
     @property
     def feature_names(self) -> list[str]:
-        """Names of the features this scorer produces, in output order."""
+        """Names of the features this scorer produces (before any probe of its aggregator)."""
         names = ["min_prob", "mean_prob", "max_entropy", "mean_entropy"]
+        if self.kl:
+            names += ["mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share"]
+        if self.lookback:
+            names.append("lookback_ratio")
         if self.lid is not None:
             names += [f"lid_layer_{layer}" for layer in self.lid.layers]
-        if self.kl:
-            names += ["mean_contrastive_kl", "large_kl_pos"]
+        if self.featurizer.text_checks:
+            names += list(TEXT_CHECK_FEATURES)
         if self.alignment is not None:
             names.append("align_score")
-        return names
+        return names + [p.name for p in self.featurizer.probes]
 
     # ------------------------------------------------------------------ internals
     def _score_batch(self, batch: Sequence[Record | RecordError]) -> list[ScoredResponse]:
@@ -146,7 +174,8 @@ class Scorer:
             if isinstance(rec, RecordError):
                 results.append(ScoredResponse(id=rec.record_id, error=str(rec)))
                 continue
-            out = ScoredResponse(id=rec.id, warnings=list(rec.warnings))
+            out = ScoredResponse(id=rec.id, warnings=list(rec.warnings),
+                                 vector_layers=list(self.featurizer.vector_layers) if self.featurizer.keep_vectors else None)
             results.append(out)
             if not rec.response.strip():
                 out.error = "empty response: there is nothing to score; drop the row or fill in 'response'"
@@ -169,9 +198,9 @@ class Scorer:
                 out.warnings.append(script_warning(rec.response))
             todo.append((len(results) - 1, rec, enc))
         if todo:
-            layers = self.lid.layers if self.lid is not None else []
+            layers = self.featurizer.hidden_layers
             try:
-                stats = token_stats(self.lm, [enc for _, _, enc in todo], hidden_layers=layers)
+                stats = token_stats(self.lm, [enc for _, _, enc in todo], hidden_layers=layers, lookback=self.lookback)
             except Exception as exc:  # a failing batch must not lose rows: retry one by one
                 if len(todo) == 1:
                     results[todo[0][0]].error = f"forward pass failed: {exc.__class__.__name__}: {exc}"
@@ -179,7 +208,7 @@ class Scorer:
                 stats = []
                 for item in todo:
                     try:
-                        stats.extend(token_stats(self.lm, [item[2]], hidden_layers=layers))
+                        stats.extend(token_stats(self.lm, [item[2]], hidden_layers=layers, lookback=self.lookback))
                     except Exception as exc1:
                         results[item[0]].error = f"forward pass failed: {exc1.__class__.__name__}: {exc1}"
                         stats.append(None)

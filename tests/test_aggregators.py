@@ -23,8 +23,9 @@ from syncheck.aggregators import (
 )
 
 NAMES = ["min_prob", "mean_entropy", "lid_layer_14", "mean_contrastive_kl", "align_score"]
-DEFAULT_FEATURES = ["min_prob", "mean_prob", "max_entropy", "mean_entropy", "lid_layer_14", "lid_layer_15",
-                    "lid_layer_16", "mean_contrastive_kl", "large_kl_pos", "align_score"]
+DEFAULT_FEATURES = ["min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos",
+                    "pmi_min", "pmi_mean", "pmi_negative_share", "unsupported_specifics", "novel_bigram_share",
+                    "align_score", "hidden_probe"]
 
 
 def synthetic(n=300, d=len(NAMES), seed=0, imbalance=0.7):
@@ -184,11 +185,14 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
     meta = read_meta(path)
     assert meta["feature_names"] == DEFAULT_FEATURES
     assert meta["scorer"]["model"] == "smollm2-135m"
-    assert set(meta["training"]["sets"]) == {"pairs", "sentences"}
+    assert set(meta["training"]["sets"]) == {"ragtruth-dev", "pairs", "sentences", "generated"}
+    assert meta["kind"] == "xgb" and [p["name"] for p in meta["probes"]] == ["hidden_probe"]
+    assert meta["probes"][0]["layers"] == [15, 18, 22] and 0 < meta["decoding"]["tau1"] <= meta["decoding"]["tau2"] < 1
     files = list(path.iterdir())
     assert all(f.suffix in (".json", ".safetensors") for f in files)
-    assert sum(f.stat().st_size for f in files) < 60_000
+    assert sum(f.stat().st_size for f in files) < 400_000
     agg = load_aggregator(path)
+    assert agg.probes[0].coef_.shape == (3 * 576,)
     rng = np.random.default_rng(0)
     feats = [{n: float(abs(rng.normal())) for n in DEFAULT_FEATURES} for _ in range(4)]
     p = agg.score_features(feats)
@@ -196,7 +200,7 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
 
 
 def test_default_is_skipped_with_a_warning_when_the_scorer_lacks_its_features():
-    with pytest.warns(UserWarning, match="default aggregator .* needs mean_prob, .*lid_layer_14.*aggregator=None"):
+    with pytest.warns(UserWarning, match="default aggregator .* needs mean_prob, .*hidden_probe.*aggregator=None"):
         assert resolve_aggregator("default", FakeScorer(["min_prob"])) is None
 
 
@@ -238,7 +242,7 @@ def test_scorer_adds_sentence_scores_and_response_score(tiny_lm):
     with pytest.raises(ValueError, match="response_aggregation"):
         Scorer(tiny_lm, lid=None, aggregator=None, response_aggregation="max")
     with pytest.warns(UserWarning, match="default aggregator"):
-        assert Scorer(tiny_lm, lid=None).aggregator is None  # the default needs SmolLM2's LID layers
+        assert Scorer(tiny_lm, lid=None).aggregator is None  # the default's probe reads SmolLM2's hidden states
 
 
 def test_cli_train_then_score_round_trip(tiny_dir, tmp_path):

@@ -66,7 +66,7 @@ def test_ray_engine_output_is_identical_to_local_and_resumes(tiny_dir, input_fil
     so it recomputes the first batch (3 rows; the kept row is not written again) and scores the other 12:
     the result must be the local file, byte for byte.
     """
-    base = ["score", str(input_file), "--model", str(tiny_dir), "--batch-size", "3"]
+    base = ["score", str(input_file), "--model", str(tiny_dir), "--batch-size", "3", "--lid"]
     t0 = time.perf_counter()
     run_cli([*base, "-o", str(tmp_path / "local.jsonl")])
     local = (tmp_path / "local.jsonl").read_bytes()

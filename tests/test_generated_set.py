@@ -68,23 +68,28 @@ def test_build_writes_trainable_rows_and_resumes(tiny_lm, tmp_path):
 
 
 def test_generated_rows_and_heldout_report(tmp_path):
-    from benchmarks.halueval.train_default import generated_rows, heldout_report
+    from benchmarks.ragtruth.train_default import heldout_generated
+    from benchmarks.ragtruth.training import Rows, generated_rows
+    from syncheck.results import encode_vector
 
     rng = np.random.default_rng(0)
     path = tmp_path / "gen.jsonl"
     rows = []
+    names = ["min_prob", "mean_prob"]
     for r in range(10):
         labels = [int(v) for v in rng.integers(0, 2, 3)]
-        sents = [{"text": "x" * (5 + 3 * i), "features": {"min_prob": float(y + rng.normal(0, 0.3)), "mean_prob": 0.5}}
-                 for i, y in enumerate(labels)]
+        sents = [{"text": "x" * (5 + 3 * i), "features": {"min_prob": float(y + rng.normal(0, 0.3)), "mean_prob": 0.5},
+                  "vectors": {"hidden": encode_vector(rng.normal(size=4) + y)}} for i, y in enumerate(labels)]
         rows.append({"id": f"g{r}", "record": r, "sentences": sents, "sentence_labels": labels, "error": None})
     rows.append({"id": "bad", "record": 99, "sentences": [], "sentence_labels": [1], "error": None})  # skipped
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    X, y, rec, chars = gen = generated_rows([str(path)], ["min_prob"])
-    assert X.shape == (30, 1) and len(y) == len(rec) == len(chars) == 30 and 99 not in rec
-    fixed_X = rng.normal(size=(40, 1)) + np.repeat([[0.0], [1.0]], 20, axis=0)
-    lines, oof = heldout_report("lr", fixed_X, np.repeat([0, 1], 20), gen, ["min_prob"], seed=0)
-    assert len(lines) == 5 and "fixed + generated" in lines[-1]
+    gen = generated_rows([str(path)], names)
+    assert gen.X.shape == (30, 2) and gen.hidden.shape == (30, 4) and len(gen.y) == len(gen.groups) == 30
+    assert "generated/99" not in set(gen.groups.tolist())
+    y_fixed = np.repeat([0, 1], 20)
+    fixed = Rows(names, np.column_stack([y_fixed + rng.normal(0, 0.3, 40), np.full(40, 0.5)]),
+                 rng.normal(size=(40, 4)) + y_fixed[:, None], y_fixed, np.arange(40).astype(str), np.full(40, 9.0), "fixed")
+    lines, oof = heldout_generated(fixed, gen, seed=0)
+    assert len(lines) == 4 and "default recipe" in lines[2]
     assert oof.shape == (30,) and np.all((oof >= 0) & (oof <= 1))
-    auc_only = float(lines[3].split(":")[1].split()[0])
-    assert auc_only > 0.8  # min_prob tracks the label in this synthetic set
+    assert float(lines[2].split(":")[1].split()[0]) > 0.8  # min_prob and the vector track the label here

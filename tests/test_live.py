@@ -13,7 +13,8 @@ TEXT = "It was completed in 1889. It is tall."
 
 def started(lm, hidden=(2,)):
     engine = LiveEngine(lm, hidden_layers=hidden)
-    w, wo, _ = prompt_pair(lm, CONTEXT, "When?", 64)
+    pair = prompt_pair(lm, CONTEXT, "When?", 64)
+    w, wo = pair.with_context, pair.without_context
     return engine, engine.start(w, wo)
 
 

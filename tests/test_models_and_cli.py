@@ -53,7 +53,8 @@ def test_score_command_writes_one_row_per_input_line_in_order(tiny_dir, tmp_path
     ])
     with open(inp, "ab") as f:  # invalid UTF-8 line
         f.write(b'{"id": "bad", "context": "\xff\xfe", "response": "r"}\n')
-    result = CliRunner().invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "2", "--show"])
+    result = CliRunner().invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "2", "--show",
+                                        "--lid"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [1, None, "x", "y", "z", "bad"]

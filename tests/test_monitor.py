@@ -46,7 +46,7 @@ def test_live_features_equal_offline_features_for_the_same_tokens(tiny_scorer):
 def test_greedy_monitor_picks_the_same_tokens_as_model_generate(tiny_scorer):
     lm = tiny_scorer.lm
     gen = Monitor(tiny_scorer).generate("When?", CONTEXT, max_new_tokens=24)
-    with_ids, _, _ = prompt_pair(lm, CONTEXT, "When?", 24)
+    with_ids = prompt_pair(lm, CONTEXT, "When?", 24).with_context
     ids = torch.tensor([with_ids])
     out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
                             pad_token_id=lm.tokenizer.pad_token_id)
@@ -113,7 +113,7 @@ def test_smollm2_live_features_equal_offline_and_tokens_equal_generate():
     offline = scorer.score(context, gen.text, question)
     assert_same_features(offline.sentences, gen.sentences)
     lm = scorer.lm
-    with_ids, _, _ = prompt_pair(lm, context, question, 48)
+    with_ids = prompt_pair(lm, context, question, 48).with_context
     ids = torch.tensor([with_ids])
     out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=48, do_sample=False)
     assert out[0, len(with_ids):].tolist()[: len(gen.token_ids)] == gen.token_ids

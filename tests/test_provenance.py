@@ -190,6 +190,24 @@ def test_provenance_benchmark_smoke(tmp_path):
     assert "_pending_" not in written and written.endswith("## Next\n\nkeep me\n") and "| bm25 |" in written
 
 
+@pytest.mark.slow
+def test_provenance_offline_benchmark_smoke(tmp_path):
+    from pathlib import Path
+
+    from benchmarks.provenance_offline import SECTION, main
+
+    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    if not (shared / "halueval" / "qa.jsonl").exists() or not (shared / "ragtruth" / "dev.jsonl").exists():
+        pytest.skip(f"HaluEval / RAGTruth not found under {shared}")
+    results = tmp_path / "RESULTS.md"
+    out = main(["--halueval-dir", str(shared / "halueval"), "--ragtruth", str(shared / "ragtruth" / "dev.jsonl"),
+                "--pairs", "8", "--ragtruth-limit", "6", "--backends", "lexical,syncheck", "--bootstrap", "20",
+                "--results-md", str(results)])
+    assert set(out) == {"QA distractor pairs", "RAGTruth QA"}
+    assert any(line.startswith("| syncheck | TopP 0.9 | max |") for line in out["RAGTruth QA"])
+    assert SECTION in results.read_text(encoding="utf-8")
+
+
 def test_cli_unknown_backend_is_a_clean_error(tmp_path):
     from syncheck.cli import main
 

@@ -39,7 +39,8 @@ def manual_logits(lm, prompt, response):
 def test_padded_batch_forward_equals_unpadded_forward(tiny_lm):
     encs = [encode_record(tiny_lm, r.context, r.response, r.question) for r in RECORDS]
     outs = forward_response(tiny_lm, [e.with_context for e in encs], [e.response for e in encs], hidden_layers=[2])
-    for e, (logits, hidden) in zip(encs, outs):
+    for e, out in zip(encs, outs):
+        logits, hidden = out.logits, out.hidden
         assert logits.shape == (len(e.response), len(tiny_lm.tokenizer))
         torch.testing.assert_close(logits, manual_logits(tiny_lm, e.with_context, e.response), atol=1e-4, rtol=1e-4)
         assert hidden[2].shape == (len(e.response), tiny_lm.model.config.hidden_size)
@@ -47,7 +48,8 @@ def test_padded_batch_forward_equals_unpadded_forward(tiny_lm):
 
 def test_hidden_state_hook_equals_output_hidden_states(tiny_lm):
     e = encode_record(tiny_lm, CONTEXT, "It is tall.", "How tall?")
-    (_, hidden), = forward_response(tiny_lm, [e.with_context], [e.response], hidden_layers=[1, 3])
+    (out,) = forward_response(tiny_lm, [e.with_context], [e.response], hidden_layers=[1, 3])
+    hidden = out.hidden
     ids = torch.tensor([e.with_context + e.response])
     with torch.no_grad():
         ref = tiny_lm.model(input_ids=ids, output_hidden_states=True).hidden_states

@@ -44,7 +44,7 @@ HANDMADE = [
 def scorer():
     from syncheck.scorer import Scorer
 
-    return Scorer("smollm2-135m")
+    return Scorer("smollm2-135m", lid="auto")  # every feature, LID included, and the default aggregator
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +103,11 @@ def test_copied_sentence_shows_more_context_influence_than_a_contradicting_one(s
     sign = feature_sign("mean_contrastive_kl")
     assert sign * good["mean_contrastive_kl"] > sign * bad["mean_contrastive_kl"]
     assert good["mean_prob"] > bad["mean_prob"] and good["mean_entropy"] < bad["mean_entropy"]
+
+
+@pytest.mark.parametrize("context,question,copied,contradicting", HANDMADE, ids=[h[1][:25] for h in HANDMADE])
+def test_the_default_score_ranks_a_copied_sentence_above_a_contradicting_one(scorer, context, question, copied,
+                                                                              contradicting):
+    good = scorer.score(context, copied, question).sentences[0]
+    bad = scorer.score(context, contradicting, question).sentences[0]
+    assert good.score > bad.score and "hidden_probe" in good.features

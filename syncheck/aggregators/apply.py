@@ -37,8 +37,15 @@ def feature_hint(name: str, trained_with: Mapping[str, Any] | None = None) -> st
         where = f" (model {cfg.get('model')!r}, LID layers {cfg.get('lid_layers')})" if cfg.get("model") else ""
         return ("lid_layer_<L>: enable LID (drop --no-lid; Scorer(lid='auto') or an LID reference with those layers) "
                 f"with the model the aggregator was trained for{where}")
-    if name in ("mean_contrastive_kl", "large_kl_pos"):
-        return "KL features: enable the without-context pass (drop --no-kl; Scorer(kl=True))"
+    if name in ("mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share"):
+        return "KL and PMI features: enable the without-context pass (drop --no-kl; Scorer(kl=True))"
+    if name in ("lookback_ratio", "lookback_lens"):
+        return f"{name}: record attention to the context (--lookback; Scorer(lookback=True))"
+    if name in ("unsupported_specifics", "novel_bigram_share"):
+        return f"{name}: enable the string checks (drop --no-text-checks; Scorer(text_checks=True))"
+    if name == "hidden_probe":
+        return ("hidden_probe: the aggregator must carry its probe (probes.safetensors), fitted on this model's hidden "
+                "states; retrain it for this model")
     if name == "align_score":
         return f"align_score: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
     if name in ("min_prob", "mean_prob", "max_entropy", "mean_entropy"):
@@ -147,6 +154,8 @@ def scorer_config(scorer: Any) -> dict[str, Any]:
         "lid_k": int(lid.k) if lid is not None else None,
         "kl": bool(getattr(scorer, "kl", False)),
         "kl_threshold": getattr(scorer, "kl_threshold", None),
+        "lookback": bool(getattr(scorer, "lookback", False)),
+        "text_checks": bool(getattr(getattr(scorer, "featurizer", None), "text_checks", False)),
     }
 
 
@@ -166,32 +175,76 @@ def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
 
     if spec is None:
         return None
-    produced = list(scorer.feature_names)
     if isinstance(spec, str) and spec == DEFAULT_SPEC:
         if not (default_aggregator_dir() / "meta.json").is_file():
             warnings.warn("no faithfulness score: syncheck's default aggregator is not installed "
-                          "(retrain it: python -m benchmarks.halueval.train_default)", UserWarning, stacklevel=3)
+                          "(retrain it: python -m benchmarks.ragtruth.train_default)", UserWarning, stacklevel=3)
             return None
         agg = load_aggregator(default_aggregator_dir())
+        probes = usable_probes(agg, scorer)
+        produced = list(scorer.feature_names) + [p.name for p in probes]
         missing = [n for n in expected_features(agg) if n not in set(produced)]
         if missing:
             warnings.warn(
-                f"no faithfulness score: the default aggregator (trained for {agg.meta['scorer'].get('model')!r} with "
-                f"LID, KL and alignment) needs {', '.join(missing)}, which this scorer does not produce. Pass "
-                "aggregator=None (--aggregator none) to silence this, or train one for this setup with `syncheck train`.",
+                f"no faithfulness score: the default aggregator (trained for {agg.meta['scorer'].get('model')!r}) needs "
+                f"{', '.join(missing)}, which this scorer does not produce. Pass aggregator=None (--aggregator none) "
+                "to silence this, or train one for this setup with `syncheck train`.",
                 UserWarning, stacklevel=3)
             return None
     elif isinstance(spec, (str, Path)):
         agg = load_aggregator(spec)
-        check_features(agg, produced, "this scorer")
+        probes = usable_probes(agg, scorer)
+        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
     elif hasattr(spec, "predict_proba"):
         agg = spec
-        check_features(agg, produced, "this scorer")
+        probes = usable_probes(agg, scorer)
+        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
         positive_column(agg)
     else:
         raise ValueError(f"aggregator must be 'default', a directory, a fitted estimator or None, got {type(spec).__name__}")
     _warn_on_config_drift(agg, scorer_config(scorer))
+    if probes:
+        attach_probes(scorer.featurizer, probes)
     return agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
+
+
+def usable_probes(agg: Any, scorer: Any) -> list[Any]:
+    """The aggregator's probes (``agg.probes``) whose input this scorer can compute for its model.
+
+    A ``lookback_lens`` probe needs ``Scorer(lookback=True)``; a ``hidden_probe``
+    needs layers and a hidden size this model has. Probes that cannot run are
+    left out, so their feature shows up as missing with a hint.
+    """
+    from features.sentence import HIDDEN_VECTOR, LOOKBACK_VECTOR
+
+    out = []
+    for probe in getattr(agg, "probes", None) or []:
+        if probe.input == LOOKBACK_VECTOR and not getattr(scorer, "lookback", False):
+            continue
+        if probe.input == HIDDEN_VECTOR:
+            layers = list(probe.layers or [])
+            try:
+                width = scorer.lm.model.get_input_embeddings().weight.shape[1]
+                depth = scorer.lm.num_layers
+            except (AttributeError, ValueError):  # no model whose hidden states could be read
+                continue
+            if not layers or max(layers) > depth or len(probe.coef_) != len(layers) * width:
+                continue
+        out.append(probe)
+    return out
+
+
+def attach_probes(featurizer: Any, probes: Sequence[Any]) -> None:
+    """Make ``featurizer`` compute each probe's feature (and pool the hidden layers a hidden-state probe reads)."""
+    from features.sentence import HIDDEN_VECTOR
+
+    featurizer.probes = list(probes)
+    for probe in probes:
+        if probe.input == HIDDEN_VECTOR:
+            if featurizer.keep_vectors and featurizer.vector_layers and list(featurizer.vector_layers) != list(probe.layers):
+                warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not "
+                              f"{list(featurizer.vector_layers)}", UserWarning, stacklevel=4)
+            featurizer.vector_layers = list(probe.layers)
 
 
 def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:

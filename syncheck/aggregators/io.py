@@ -8,7 +8,10 @@ A saved aggregator is a directory:
   came from (model, alignment backend, LID layers), and library versions;
 - the weights: ``model.json`` (LR: scaler, coefficients, intercept as JSON),
   ``model.json`` + ``scaler.json`` (XGBoost's own JSON format + the scaler),
-  or ``model.safetensors`` (MLP weights and scaler, float64).
+  or ``model.safetensors`` (MLP weights and scaler, float64);
+- optionally ``probes.safetensors``: the linear probes (:mod:`syncheck.probes`)
+  whose scores are among the aggregator's features, their configuration
+  (name, layers, C) in ``meta.json``'s ``"probes"``.
 
 Floats round-trip exactly (JSON keeps ``repr`` digits, safetensors raw bytes),
 so a loaded aggregator predicts exactly as the saved one (tested).
@@ -20,7 +23,7 @@ import json
 import platform
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -29,9 +32,13 @@ from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
 
+if TYPE_CHECKING:  # syncheck.probes imports this package (for the logistic function)
+    from syncheck.probes import LinearProbe
+
 FORMAT = "syncheck-aggregator"
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
+PROBES_FILE = "probes.safetensors"
 
 #: kind -> estimator class.
 KINDS: dict[str, type[BaseAggregator]] = {"lr": LogisticAggregator, "xgb": XGBAggregator, "mlp": MLPAggregator}
@@ -62,6 +69,7 @@ def save_aggregator(
     training: Mapping[str, Any] | None = None,
     scorer: Mapping[str, Any] | None = None,
     decoding: Mapping[str, Any] | None = None,
+    probes: Sequence["LinearProbe"] = (),
 ) -> Path:
     """Write a fitted aggregator to directory ``path`` (created if needed); returns it.
 
@@ -71,6 +79,8 @@ def save_aggregator(
             :func:`syncheck.aggregators.apply.scorer_config`).
         decoding: thresholds tuned for decoding with this aggregator (``tau1``, ``tau2`` and how they
             were chosen; see :mod:`syncheck.aggregators.thresholds`); FOD and abstention use them when not given any.
+        probes: fitted probes whose features the aggregator reads (saved beside it, restored by
+            :func:`load_aggregator` as ``agg.probes``).
     """
     if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
         raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")
@@ -95,6 +105,14 @@ def save_aggregator(
     }
     if decoding:
         meta["decoding"] = dict(decoding)
+    if probes:
+        from safetensors.numpy import save_file
+
+        meta["probes"] = [p.config() for p in probes]
+        save_file({f"{p.name}.{k}": np.ascontiguousarray(v, dtype=np.float64) for p in probes for k, v in p.state().items()},
+                  str(out / PROBES_FILE))
+    elif (out / PROBES_FILE).exists():
+        (out / PROBES_FILE).unlink()
     scaler = {"mean": agg.scaler_mean_.tolist(), "scale": agg.scaler_scale_.tolist()}
     if isinstance(agg, LogisticAggregator):
         _write_json(out / "model.json", {"scaler": scaler, "coef": agg.coef_.tolist(), "intercept": agg.intercept_})
@@ -165,7 +183,24 @@ def load_aggregator(path: str | Path) -> BaseAggregator:
     if agg.scaler_mean_.shape != (d,) or agg.scaler_scale_.shape != (d,):
         raise ValueError(f"{path}: the scaler has {agg.scaler_mean_.shape} entries but meta.json names {d} features")
     agg.meta = meta
+    agg.probes = load_probes(path, meta)
     return agg
+
+
+def load_probes(path: Path, meta: Mapping[str, Any]) -> list["LinearProbe"]:
+    """The probes stored beside an aggregator (``[]`` when it has none)."""
+    configs = meta.get("probes") or []
+    if not configs:
+        return []
+    from safetensors.numpy import load_file
+
+    from syncheck.probes import LinearProbe
+
+    if not (path / PROBES_FILE).is_file():
+        raise FileNotFoundError(f"{path / PROBES_FILE} not found, but meta.json lists probes {[c['name'] for c in configs]}")
+    tensors = load_file(str(path / PROBES_FILE))
+    return [LinearProbe.from_state(c, {k: tensors[f"{c['name']}.{k}"] for k in ("mean", "scale", "coef", "intercept")})
+            for c in configs]
 
 
 def _set_scaler(agg: BaseAggregator, scaler: Mapping[str, Any]) -> None:

@@ -12,7 +12,7 @@ thresholds tuned on held-out generations of its model in ``meta.json``::
 :func:`resolve_thresholds` picks, per threshold: the value the caller passed,
 else the aggregator's tuned value, else the paper's. :func:`tune_thresholds`
 is the rule that writes them, from :func:`out_of_fold_scores` (used by
-``syncheck train --tune-decoding`` and ``benchmarks.halueval.train_default``).
+``syncheck train --tune-decoding`` and ``benchmarks.ragtruth.train_default``).
 """
 
 from __future__ import annotations

@@ -20,12 +20,14 @@ from syncheck.cli.common import count_lines, device_option, dtype_option, read_r
               help="Relevance scorer: bm25, minilm, cross-encoder[:<hub id or dir>] (paper: mxbai-rerank-base-v1). "
                    "Default: bm25 (the best offline one measured, benchmarks/RESULTS.md).")
 @click.option("--nli", default=None,
-              help="Support scorer: embedding, lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>]. "
-                   "Default: lexical (the best offline one measured; paper: nli:vectara/hallucination_evaluation_model).")
+              help="Support scorer: syncheck[:<model>] (SynCheck's own score of the answer given each source), embedding, "
+                   "lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>]. "
+                   "Default: syncheck (the best offline one measured, benchmarks/RESULTS.md; "
+                   "paper: nli:vectara/hallucination_evaluation_model).")
 @click.option("--top-k", default=None, type=click.IntRange(min=1), help="Keep the K most relevant chunks (TopK).")
 @click.option("--top-p", default=0.9, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k).")
-@click.option("--aggregation", default="weighted", show_default=True, type=click.Choice(["min", "max", "weighted"]),
+@click.option("--aggregation", default="max", show_default=True, type=click.Choice(["min", "max", "weighted"]),
               help="How the sources' supports combine into the answer's factuality.")
 @device_option
 @dtype_option

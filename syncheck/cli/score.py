@@ -40,8 +40,16 @@ def _alignment_spec(value: str) -> str:
               help="align_score checks 'Question: Q / Answer: <sentence>' against the context, not the sentence alone "
                    "(for short answers such as 'The answer is X.'; rows without a question use the sentence). Meant for "
                    "model backends (llm-judge, nli, alignscore): the lexical backend would also count the question's words.")
-@click.option("--no-lid", is_flag=True, help="Skip the lid_layer_<L> features.")
-@click.option("--no-kl", is_flag=True, help="Skip the without-context pass (no KL features).")
+@click.option("--lid/--no-lid", default=False, show_default=True,
+              help="Compute the lid_layer_<L> features (a reference set is built on first use; not used by the "
+                   "default aggregator).")
+@click.option("--no-kl", is_flag=True, help="Skip the without-context pass (no KL and PMI features).")
+@click.option("--lookback", is_flag=True,
+              help="Record each attention head's attention to the context (lookback_ratio; the lookback_lens probe's "
+                   "input). Not used by the default aggregator.")
+@click.option("--no-text-checks", is_flag=True, help="Skip the unsupported_specifics and novel_bigram_share features.")
+@click.option("--vectors", is_flag=True,
+              help="Also write each sentence's probe vectors (base64 float32), to train a probe with `syncheck train`.")
 @click.option("--show", is_flag=True, help="Also print a per-sentence table to standard output.")
 @click.option("--engine", default="local", show_default=True, type=click.Choice(["local", "ray"]),
               help="local: this process; ray: Ray Data actors, one model replica each (pip install 'syncheck[ray]').")
@@ -62,7 +70,8 @@ def _alignment_spec(value: str) -> str:
               help="response_score = min (the least faithful sentence decides) or mean of the sentence scores.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: keep the complete rows already in -o and score only the rest.")
-def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, no_lid, no_kl, show,
+def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, lid, no_kl,
+          lookback, no_text_checks, vectors, show,
           engine, ray_address, num_replicas, ray_batch_size, ray_cpus_per_replica, ray_gpus_per_replica,
           aggregator, response_aggregation, resume):
     """Compute SynCheck's per-sentence features for INPUT.jsonl.
@@ -79,8 +88,11 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
         dtype=dtype,
         alignment=None if alignment == "none" else alignment,
         align_with_question=align_with_question,
-        lid=None if no_lid else "auto",
+        lid="auto" if lid else None,
         kl=not no_kl,
+        lookback=lookback,
+        text_checks=not no_text_checks,
+        vectors=vectors,
         max_length=max_length,
         batch_size=batch_size,
         aggregator=None if aggregator == "none" else aggregator,

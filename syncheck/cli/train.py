@@ -16,6 +16,12 @@ answers, e.g. from ``benchmarks.halueval.generated_set``): also choose FOD's
 ``tau1``/``tau2`` for this aggregator from out-of-fold scores (5 folds grouped
 by each row's ``record`` field, else its ``id``) and store them in meta.json;
 ``fod`` then uses them when not given thresholds.
+
+``--probe hidden_probe`` (SCORED from ``syncheck score --vectors``; ``lookback_lens``
+also needs ``--lookback``): fit a linear probe on each sentence's vector and
+stack it under the aggregator (:mod:`syncheck.aggregators.stacked`: the
+aggregator learns from the probe's out-of-fold scores, 5 folds grouped by
+``record`` / ``id``); the probe is saved beside the aggregator.
 """
 
 from __future__ import annotations
@@ -77,11 +83,14 @@ def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] |
 @click.option("--align-with-question", is_flag=True,
               help="SCORED was produced with `syncheck score --align-with-question` (recorded in meta.json).")
 @click.option("--description", default=None, help="Free-text description of the training data, kept in meta.json.")
+@click.option("--probe", "probes", multiple=True, type=click.Choice(["hidden_probe", "lookback_lens"]),
+              help="Stack a linear probe on the sentences' vectors under the aggregator (SCORED from "
+                   "`syncheck score --vectors`; lookback_lens also needs --lookback). Repeatable.")
 @click.option("--tune-decoding", is_flag=True,
               help="SCORED holds the model's own answers: also tune FOD's tau1/tau2 for this aggregator on "
                    "out-of-fold scores (grouped by 'record' or 'id') and store them in meta.json.")
 def train(scored_path, labels_path, kind, output_dir, features, seed, scored_model, alignment, align_with_question,
-          description, tune_decoding):
+          description, probes, tune_decoding):
     """Train an aggregator on the per-sentence features of SCORED.jsonl (the output of `syncheck score`)."""
     import numpy as np
 
@@ -89,7 +98,12 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
 
     scored = _read_jsonl(scored_path)
     label_rows = {str(r.get("id")): r for r in _read_jsonl(labels_path)} if labels_path else None
+    from syncheck.probes import PROBE_INPUTS, LinearProbe
+    from syncheck.results import decode_vectors
+
     sent_feats: list[dict[str, float]] = []
+    sent_vecs: list[dict[str, Any]] = []
+    vector_layers: list[int] | None = None
     y: list[int] = []
     groups: list[str] = []
     skipped_error = skipped_unlabelled = used = 0
@@ -105,6 +119,9 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
             continue
         used += 1
         sent_feats += [s["features"] for s in row["sentences"]]
+        if probes:
+            sent_vecs += [decode_vectors(s) for s in row["sentences"]]
+            vector_layers = vector_layers or row.get("vector_layers")
         y += labels
         groups += [str(row.get("record", rid))] * len(labels)
     if not y:
@@ -121,18 +138,40 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
         raise click.ClickException(f"features missing (or null) in some scored sentences: {missing}; choose --features")
     if len(set(y)) < 2:
         raise click.ClickException(f"all {len(y)} labelled sentences have label {y[0]}; an aggregator needs both 0 and 1")
+    names = [n for n in names if n not in probes]
     X = np.asarray([[f[n] for n in names] for f in sent_feats], dtype=np.float64)
+    vectors = {}
+    for p in probes:
+        if any(PROBE_INPUTS[p] not in v for v in sent_vecs):
+            raise click.ClickException(
+                f"--probe {p}: some scored sentences carry no {PROBE_INPUTS[p]!r} vector; score them with "
+                f"`syncheck score --vectors{' --lookback' if p == 'lookback_lens' else ''}`")
+        vectors[p] = np.stack([v[PROBE_INPUTS[p]] for v in sent_vecs])
+    if "hidden_probe" in probes and not vector_layers:
+        raise click.ClickException("--probe hidden_probe: the scored rows do not say which layers their vectors pool "
+                                   "('vector_layers'); rescore them with a current `syncheck score --vectors`")
+    templates = [LinearProbe(p, layers=vector_layers if p == "hidden_probe" else None) for p in probes]
 
     def make():
         return make_aggregator(kind, feature_names=names, random_state=seed)
 
-    agg = make().fit(X, np.asarray(y))
+    def fit(rows: np.ndarray, tune: bool = True):
+        from syncheck.aggregators.stacked import fit_stacked
+
+        return fit_stacked(kind, X[rows], names, {p: v[rows] for p, v in vectors.items()}, np.asarray(y)[rows],
+                           np.asarray(groups)[rows], probes=templates, seed=seed, tune_threshold=tune)
+
+    stacked = fit(np.arange(len(y)))
+    agg = stacked.aggregator
     decoding = None
     if tune_decoding:
         from syncheck.aggregators.thresholds import out_of_fold_scores, tune_thresholds
 
         try:
-            oof = out_of_fold_scores(make, X, np.asarray(y), groups)
+            if probes:
+                oof = _stacked_out_of_fold(fit, X, vectors, np.asarray(y), np.asarray(groups))
+            else:
+                oof = out_of_fold_scores(make, X, np.asarray(y), groups)
             decoding = tune_thresholds(y, oof)
         except ValueError as exc:
             raise click.ClickException(f"--tune-decoding: {exc}") from None
@@ -145,12 +184,28 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     }
     scorer = {"model": scored_model, "alignment": alignment, "align_with_question": align_with_question,
               "lid_layers": lid_layers or None}
-    save_aggregator(agg, output_dir, training=training, scorer=scorer, decoding=decoding)
+    save_aggregator(agg, output_dir, training=training, scorer=scorer, decoding=decoding, probes=stacked.probes)
     click.echo(
         f"trained {kind} on {len(y)} sentences from {used} rows ({training['faithful']} faithful, "
         f"{training['unfaithful']} unfaithful; skipped {skipped_error} error and {skipped_unlabelled} unlabelled rows); "
-        f"threshold {agg.threshold_:.3f}; features {', '.join(names)}; wrote {output_dir}",
+        f"threshold {agg.threshold_:.3f}; features {', '.join(names + list(probes))}; wrote {output_dir}",
         err=True,
     )
     if decoding is not None:
         click.echo(f"decoding thresholds for FOD: tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}", err=True)
+
+
+def _stacked_out_of_fold(fit, X, vectors, y, groups, folds: int = 5):
+    """Out-of-fold P(faithful) of a stacked aggregator (probes refitted in every fold), folds grouped by record."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    n_groups = len(set(groups.tolist()))
+    if n_groups < 2:
+        raise ValueError(f"out-of-fold scores need rows from >= 2 records, got {n_groups}")
+    out = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
+        if len(set(y[train].tolist())) < 2:
+            raise ValueError("a training fold holds one label only: add labelled rows of both kinds from more records")
+        out[test] = fit(train, tune=False).predict(X[test], {p: v[test] for p, v in vectors.items()})
+    return out

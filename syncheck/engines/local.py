@@ -19,4 +19,4 @@ def score_local(items: Iterable[Record | RecordError], scorer_kwargs: Mapping[st
 
     scorer = Scorer(**dict(scorer_kwargs))
     for result in scorer.score_records(items):
-        yield result.to_json()
+        yield result.to_json(vectors=bool(scorer_kwargs.get("vectors")))

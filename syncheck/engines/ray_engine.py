@@ -87,7 +87,7 @@ class ScoreGroups:
         for blob in batch["payload"]:
             items = pickle.loads(blob)
             try:
-                rows = [r.to_json() for r in self.scorer.score_records(items)]
+                rows = [r.to_json(vectors=self.scorer.featurizer.keep_vectors) for r in self.scorer.score_records(items)]
             except Exception as exc:  # one bad group must not kill the job
                 rows = _failed_rows(items, exc)
             rows_out.append(json.dumps(rows))
@@ -157,7 +157,7 @@ def score_ray(
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
     try:
-        if kwargs.get("lid", "auto") == "auto":
+        if kwargs.get("lid") == "auto":
             # One task builds or loads the LID reference set for all replicas (no two replicas race to write the
             # cache, and every replica uses the same set). It reserves no CPU so the replicas start meanwhile;
             # they wait for it in their constructor.

@@ -1,0 +1,33 @@
+"""The recipe of the shipped default aggregator: which features, which probe, which estimator.
+
+Chosen on RAGTruth dev by grouped cross-validation (``python -m benchmarks.ragtruth.run``;
+benchmarks/RESULTS.md has the table and the ablation):
+
+- features: likelihood, entropy, KL and PMI (both passes), the two string
+  checks (unsupported specifics, novel bigrams) and the lexical ``align_score``;
+  no LID (below chance on RAGTruth and it hurt every aggregator) and no
+  lookback ratio (+0.005 mean AUROC, within the fold-to-fold spread, for a
+  per-token cost in the live monitor: opt in with ``Scorer(lookback=True)``);
+- the hidden-state probe (mean hidden state of the sentence at three middle
+  layers), stacked: the single strongest signal;
+- gradient-boosted trees (shallow, slow learning rate): they beat logistic
+  regression and the MLP once one aggregator must serve QA, summaries and
+  data-to-text at once, where the features' weights differ by task.
+
+A recipe for another model (``syncheck train``, issue 12's calibration) uses
+the same lists; only the probe's layers follow the model's depth.
+"""
+
+from __future__ import annotations
+
+#: Estimator kind and parameters of the default aggregator.
+DEFAULT_KIND = "xgb"
+DEFAULT_PARAMS = {"n_estimators": 300, "max_depth": 2, "learning_rate": 0.05, "subsample": 0.8}
+#: Scalar features it reads (all produced by ``Scorer()`` with its defaults).
+DEFAULT_FEATURES = (
+    "min_prob", "mean_prob", "max_entropy", "mean_entropy",
+    "mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share",
+    "unsupported_specifics", "novel_bigram_share", "align_score",
+)
+#: Probes stacked under it.
+DEFAULT_PROBES = ("hidden_probe",)

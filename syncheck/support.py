@@ -1,0 +1,64 @@
+"""``syncheck`` support backend: SynCheck's own faithfulness score as Provenance's support model.
+
+Provenance asks, per selected source, how well the source supports the
+answer. Offline, without any NLI cross-encoder, the strongest judge syncheck
+has is its own scorer: teacher-force the answer through the local model with
+the source as the context (and the question in the prompt), and take the
+response score of the default aggregator (the least faithful sentence's
+P(faithful)). Unlike word overlap it sees *which* of two context spans the
+answer picked (the model's likelihood of it, the context's pull on it).
+
+It implements :class:`features.alignment.AlignmentScorer`, plus an optional
+``questions`` argument: the claim is then the answer alone and the question
+goes in the prompt, as in the rest of syncheck.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from syncheck.records import Record
+
+
+class SynCheckSupport:
+    """``score(premises, claims[, questions])`` -> the :class:`~syncheck.scorer.Scorer`'s response score per pair.
+
+    Args:
+        scorer: a :class:`~syncheck.scorer.Scorer` with an aggregator; built from ``model`` when ``None``.
+        model: model for the scorer built here (default: the embedded default model).
+        device, dtype: for the scorer built here.
+    """
+
+    name = "syncheck"
+    #: ProvenanceChecker passes the question separately (the claim is the answer alone).
+    question_aware = True
+
+    def __init__(self, scorer: Any = None, model: str | None = None, *, device: Any = None, dtype: Any = None,
+                 batch_size: int = 8) -> None:
+        if scorer is None:
+            from syncheck.models import DEFAULT_MODEL
+            from syncheck.scorer import Scorer
+
+            kwargs = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None}
+            scorer = Scorer(model or DEFAULT_MODEL, batch_size=batch_size, **kwargs)
+        if scorer.aggregator is None:
+            raise ValueError("the syncheck support backend needs a Scorer with an aggregator (its response score); "
+                             "use the default model or pass Scorer(model, aggregator=DIR)")
+        self.scorer = scorer
+
+    def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
+              questions: Sequence[str | None] | None = None) -> np.ndarray:
+        """``(n,)`` P(the claim is faithful to its premise) in ``[0, 1]``; a pair that cannot be scored raises."""
+        if len(premises) != len(claims):
+            raise ValueError(f"got {len(premises)} premises but {len(claims)} claims; pass one premise per claim")
+        questions = list(questions) if questions is not None else [None] * len(claims)
+        records = [Record(id=i, context=p, response=c, question=q)
+                   for i, (p, c, q) in enumerate(zip(premises, claims, questions))]
+        out = np.zeros(len(records))
+        for i, res in enumerate(self.scorer.score_records(records)):
+            if res.error is not None or res.response_score is None:
+                raise ValueError(f"the syncheck support backend could not score pair {i + 1}: {res.error}")
+            out[i] = res.response_score
+        return out

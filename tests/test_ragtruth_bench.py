@@ -1,0 +1,95 @@
+"""The RAGTruth benchmark: labels from spans, grouped folds, and a smoke run of the scripts on a tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks.ragtruth.data import TASK_QUESTIONS, read_ragtruth
+
+SENTENCES = {
+    "QA": ["The tower was completed in 1889.", "It is 330 m tall.", "It was painted gold in 1999."],
+    "Summary": ["The article describes the tower.", "It opened for the World's Fair.", "Millions visit it each year."],
+    "Data2txt": ["The cafe is open from 11 am to 5 pm.", "It has outdoor seating.", "It offers free WiFi."],
+}
+CONTEXT = {"QA": "passage 1: The Eiffel Tower was completed in 1889. It is 330 m tall.",
+           "Summary": "The Eiffel Tower opened for the World's Fair of 1889 in Paris.",
+           "Data2txt": '{"name": "Cafe", "hours": "11:0-17:0", "OutdoorSeating": true, "WiFi": "no"}'}
+
+
+def synthetic_ragtruth(path, sources_per_task: int = 4) -> None:
+    """Records in RAGTruth's format: the last sentence of every other response is an annotated span."""
+    rows = []
+    for task, sents in SENTENCES.items():
+        for src in range(sources_per_task):
+            for k in range(2):
+                response = " ".join(sents)
+                labels = []
+                if (src + k) % 2:
+                    start = response.index(sents[-1])
+                    labels = [{"start": start, "end": start + len(sents[-1]), "text": sents[-1], "label_type": "Baseless Info"}]
+                rows.append({"id": f"{task}-{src}-{k}", "source_id": f"{task}{src}", "task_type": task, "model": "m",
+                             "question": "When was it built?" if task == "QA" else "", "context": CONTEXT[task],
+                             "response": response, "labels": labels})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_labels_follow_the_overlap_rule_and_tasks_get_instructions(tmp_path):
+    path = tmp_path / "dev.jsonl"
+    synthetic_ragtruth(path)
+    recs = read_ragtruth(path)
+    assert len(recs) == 24
+    hallucinated = [r for r in recs if r.spans]
+    assert hallucinated and all(r.label == 0 for r in hallucinated)
+    assert hallucinated[0].sentence_labels() == [1, 1, 0]
+    summary = next(r for r in recs if r.task == "Summary")
+    assert summary.question == TASK_QUESTIONS["Summary"]
+    assert len(read_ragtruth(path, tasks=["QA"], limit=3)) == 3
+    with pytest.raises(FileNotFoundError, match="--data"):
+        read_ragtruth(tmp_path / "missing.jsonl")
+
+
+def test_grouped_folds_never_split_a_document():
+    from benchmarks.ragtruth.evaluate import grouped_folds, response_f1
+    from benchmarks.ragtruth.scoring import SentenceTable
+
+    n = 40
+    table = SentenceTable([], {}, {}, np.arange(n) % 2, np.arange(n), np.array(["QA"] * n),
+                          np.array([f"d{i // 4}" for i in range(n)]), np.ones(n), np.ones(n))
+    for train, test in grouped_folds(table, k=5):
+        assert not set(table.source[train]) & set(table.source[test])
+    # F1 with thresholds from the other folds: a perfectly ordered score is found again
+    y_bad = np.array([1, 0] * 10)
+    assert response_f1(y_bad, -y_bad.astype(float), np.arange(20) % 4) == 100.0
+
+
+@pytest.mark.slow
+def test_ragtruth_benchmark_and_default_training_run(tmp_path, tiny_dir, capsys):
+    from benchmarks.ragtruth import run, train_default
+    from syncheck.aggregators import load_aggregator
+
+    data = tmp_path / "dev.jsonl"
+    synthetic_ragtruth(data)
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\n## Other section\n\nkept\n", encoding="utf-8")
+    args = ["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"), "--folds", "2",
+            "--bootstrap", "20", "--no-lid", "--no-embedding", "--results-md", str(results)]
+    summary = run.main(args)
+    assert summary["counts"]["QA"][2] == 8 and not summary["dropped"]
+    rows = summary["rows"]
+    assert "word overlap (trivial)" in rows and "hidden_probe alone (probe)" in rows and "lookback_lens alone (probe)" in rows
+    recipe = next(k for k in rows if k.startswith("default recipe"))
+    assert set(rows[recipe]) == {"QA", "Summary", "Data2txt"}
+    assert "without hidden-state probe" in summary["ablation"] and "with lookback (ratio, lens) added" in summary["ablation"]
+    text = results.read_text(encoding="utf-8")
+    assert run.SECTION in text and "kept" in text and "| reference | SynCheck-MLP, Mistral-7B" in text
+    capsys.readouterr()
+    run.main(args)  # a rerun only evaluates: the cache holds every row
+    assert "scoring RAGTruth" not in capsys.readouterr().err
+    out = train_default.main(["--data", str(data), "--halueval-dir", "", "--model", str(tiny_dir),
+                              "-o", str(tmp_path / "agg")])
+    agg = load_aggregator(out)
+    assert agg.kind == "xgb" and [p.name for p in agg.probes] == ["hidden_probe"]
+    assert agg.meta["training"]["sets"] == ["ragtruth-dev"]
