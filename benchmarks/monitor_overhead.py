@@ -5,12 +5,17 @@ baseline), the monitor with the without-context pass deferred to sentence ends
 (the design syncheck uses), and the monitor with the without-context pass in
 lockstep (one extra batch-1 forward per token). All three produce the same
 number of tokens (the monitor's count is passed to ``generate`` as
-``min_new_tokens``/``max_new_tokens``). With ``--fod``, FOD (S=6, K=2) and greedy
+``min_new_tokens``/``max_new_tokens``). The monitor runs the default
+configuration: every default feature (KL, PMI, string checks, alignment), the
+hidden states of the probe's layers and the default aggregator's score of each
+sentence. With ``--lookback``, the monitor recording every head's lookback
+ratio (a second copy of the model, whose attention is switched to the
+recording wrapper) is timed too. With ``--fod``, FOD (S=6, K=2) and greedy
 FOD-interface generation are timed the same way.
 
 Usage::
 
-    .venv/bin/python -m benchmarks.monitor_overhead [--tokens 128] [--rounds 3] [--prompts 2] [--fod]
+    .venv/bin/python -m benchmarks.monitor_overhead [--tokens 128] [--rounds 3] [--prompts 2] [--lookback] [--fod]
 """
 
 from __future__ import annotations
@@ -50,16 +55,20 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=2)
     ap.add_argument("--fod", action="store_true", help="also time FOD (S=6, K=2) against greedy")
+    ap.add_argument("--lookback", action="store_true", help="also time the monitor recording lookback ratios")
     args = ap.parse_args(argv)
 
     from syncheck.monitor import Monitor
     from syncheck.passes import prompt_pair
     from syncheck.scorer import Scorer
 
-    scorer = Scorer(args.model, aggregator="default" if args.fod else None)
+    scorer = Scorer(args.model)  # the default configuration, default aggregator included
     lm = scorer.lm
     deferred, lockstep = Monitor(scorer), Monitor(scorer, lockstep=True)
     times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], "monitor (lockstep KL)": []}
+    if args.lookback:
+        with_lookback = Monitor(Scorer(args.model, lookback=True, aggregator=None, vectors=True))
+        times["monitor + lookback (deferred KL)"] = []
     if args.fod:
         from fod.baselines import GreedyGenerator
         from fod.generator import FODGenerator
@@ -70,7 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
     prompt_tokens = []
     tokens = []
     for q in QUESTIONS[: args.prompts]:
-        with_ids, _, _ = prompt_pair(lm, CONTEXT, q, args.tokens)
+        with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
         prompt_tokens.append(len(with_ids))
         ids = torch.tensor([with_ids])
         deferred.generate(q, CONTEXT, max_new_tokens=8)  # warm-up
@@ -85,6 +94,10 @@ def main(argv: list[str] | None = None) -> dict:
             times["generate"].append(t_gen)
             times["monitor (deferred KL)"].append(t_mon)
             times["monitor (lockstep KL)"].append(t_lock)
+            if args.lookback:
+                t_lb, gen3 = _timed(lambda: with_lookback.generate(q, CONTEXT, max_new_tokens=args.tokens))
+                assert gen3.token_ids == gen.token_ids
+                times["monitor + lookback (deferred KL)"].append(t_lb)
             if args.fod:
                 t_g, _ = _timed(lambda: greedy.generate(q, CONTEXT))
                 t_f, res = _timed(lambda: fod.generate(q, CONTEXT, num_samples=6, num_beams=2, seed=0))
@@ -103,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {}
     for name, ts in times.items():
         total = sum(ts)
-        ratio = total / base if name in ("generate", "monitor (deferred KL)", "monitor (lockstep KL)") else None
+        ratio = total / base if name.startswith(("generate", "monitor")) else None
         summary[name] = {"seconds": total, "ratio_vs_generate": ratio}
         tps = sum(tokens) / total if ratio is not None else float("nan")
         print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} |")

@@ -21,25 +21,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from benchmarks.halueval.scoring import ScoredItem
 from benchmarks.halueval.sets import level
+from benchmarks.signals import SIGNAL_GROUPS
 from benchmarks.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision as word_overlap
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from features.stats import feature_sign
 from syncheck.aggregators import aggregate_response, make_aggregator, score_sentences
+from syncheck.aggregators.stacked import StackedModel, fit_stacked
 
-#: Feature groups of SynCheck (Section 3.2; the ablation drops one at a time).
-FEATURE_GROUPS: dict[str, Callable[[str], bool]] = {
-    "likelihood": lambda n: n in ("min_prob", "mean_prob"),
-    "uncertainty (entropy, LID)": lambda n: n in ("max_entropy", "mean_entropy") or n.startswith("lid_layer_"),
-    "context influence": lambda n: n in ("mean_contrastive_kl", "large_kl_pos"),
-    "alignment": lambda n: n == "align_score",
-}
+#: Signal groups of the ablation (drop one at a time, keep one at a time).
+FEATURE_GROUPS = SIGNAL_GROUPS
 RAGULATOR_FEATURES = ("lexical_precision", "unigram_perplexity", "bigram_perplexity", "embedding_similarity")
 DELUCIONQA_FEATURES = ("embedding_similarity", "overlap_ratio", "keyword_support")
 #: Trivial baselines: longer = less faithful (HaluEval's artefact), more words from the context = more faithful.
@@ -116,8 +113,24 @@ def baseline_units(items: Sequence[ScoredItem], name: str, lvl: str) -> np.ndarr
     return BASELINE_SIGNS[name] * np.asarray(vals, dtype=np.float64)
 
 
+#: Learned features: the probe name -> the sentence vector it reads (fitted with the aggregator, see fit_aggregator).
+PROBE_VECTORS = {"hidden_probe": "hidden", "lookback_lens": "lookback"}
+
+
 def feature_rows(items: Sequence[ScoredItem], names: Sequence[str]) -> np.ndarray:
+    names = [n for n in names if n not in PROBE_VECTORS]
     return np.asarray([[s["features"][n] for n in names] for it in items for s in it.sentences], dtype=np.float64)
+
+
+def vector_rows(items: Sequence[ScoredItem], probe: str) -> np.ndarray:
+    """``(n_sentences, d)`` input vectors of a probe, decoded from the cached rows."""
+    from syncheck.results import decode_vector
+
+    return np.stack([decode_vector(s["vectors"][PROBE_VECTORS[probe]]) for it in items for s in it.sentences])
+
+
+def has_vectors(items: Sequence[ScoredItem], probe: str) -> bool:
+    return all(PROBE_VECTORS[probe] in (s.get("vectors") or {}) for it in items for s in it.sentences)
 
 
 def training_data(items: Sequence[ScoredItem], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -126,8 +139,39 @@ def training_data(items: Sequence[ScoredItem], names: Sequence[str]) -> tuple[np
 
 
 def model_scores(model: Any, items: Sequence[ScoredItem], names: Sequence[str]) -> list[np.ndarray]:
-    """Per-sentence P(faithful) of a fitted binary classifier (labels 0/1)."""
-    probs = np.asarray(model.predict_proba(feature_rows(items, names)))[:, list(model.classes_).index(1)]
+    """Per-sentence P(faithful) of a fitted binary classifier (labels 0/1) or a stacked model with probes."""
+    if isinstance(model, StackedModel):
+        probs = model.predict(feature_rows(items, names), {p.name: vector_rows(items, p.name) for p in model.probes})
+    else:
+        probs = np.asarray(model.predict_proba(feature_rows(items, names)))[:, list(model.classes_).index(1)]
+    return _per_item(items, probs)
+
+
+def probe_scores(data: SetData, probe: str, seed: int = 0) -> list[np.ndarray]:
+    """Per-sentence P(faithful) of a probe alone, fitted on the train side."""
+    from syncheck.probes import LinearProbe
+
+    fitted = LinearProbe(name=probe, random_state=seed).fit(vector_rows(data.train, probe), training_data(data.train, [])[1])
+    probs = fitted.predict_proba(vector_rows(data.test, probe))[:, 1]
+    return _per_item(data.test, probs)
+
+
+def default_scores(agg: Any, items: Sequence[ScoredItem]) -> list[np.ndarray]:
+    """Per-sentence P(faithful) of an installed aggregator, its probes applied to the cached vectors."""
+    from syncheck.results import decode_vectors
+
+    out = []
+    for it in items:
+        feats = [dict(s["features"]) for s in it.sentences]
+        for probe in getattr(agg, "probes", []):
+            scores = probe.score_vectors([decode_vectors(s) for s in it.sentences])
+            for f, v in zip(feats, scores):
+                f[probe.name] = float(v)
+        out.append(score_sentences(agg, feats))
+    return out
+
+
+def _per_item(items: Sequence[ScoredItem], probs: np.ndarray) -> list[np.ndarray]:
     out, pos = [], 0
     for it in items:
         out.append(probs[pos : pos + len(it.sentences)])
@@ -137,7 +181,14 @@ def model_scores(model: Any, items: Sequence[ScoredItem], names: Sequence[str]) 
 
 # ---------------------------------------------------------------------------- models
 def fit_aggregator(kind: str, items: Sequence[ScoredItem], names: Sequence[str], seed: int = 0, tune: bool = True):
+    """An aggregator over ``names``; probe names among them (``hidden_probe``) are fitted and stacked under it
+    (:func:`syncheck.aggregators.stacked.fit_stacked`, folds grouped by record)."""
     X, y = training_data(items, names)
+    probes = [n for n in names if n in PROBE_VECTORS]
+    if probes:
+        groups = [f"{it.subset}-{it.record}" for it in items for _ in it.sentences]
+        return fit_stacked(kind, X, [n for n in names if n not in PROBE_VECTORS],
+                           {p: vector_rows(items, p) for p in probes}, y, groups, seed=seed, tune_threshold=tune)
     return make_aggregator(kind, feature_names=list(names), random_state=seed, tune_threshold=tune).fit(X, y)
 
 
@@ -184,12 +235,15 @@ def main_table(
     for name, label in (("length", "response length (trivial)"), ("word_overlap", "word overlap (trivial)")):
         rows.append((label, "baseline", baseline_units(test, name, lvl)))
     for name in syncheck_names:
-        rows.append((name, "SynCheck feature", to_units(test, feature_scores(test, name), lvl, how)))
+        if name in PROBE_VECTORS:
+            rows.append((f"{name} alone (probe)", "SynCheck feature", to_units(test, probe_scores(data, name, seed), lvl, how)))
+        else:
+            rows.append((name, "SynCheck feature", to_units(test, feature_scores(test, name), lvl, how)))
     for kind, label in AGGREGATOR_LABELS.items():
         model = fit_aggregator(kind, data.train, syncheck_names, seed, tune=False)  # AUROC needs no threshold
         rows.append((label, "SynCheck aggregator", to_units(test, model_scores(model, test, syncheck_names), lvl, how)))
     if default_aggregator is not None:
-        per = [score_sentences(default_aggregator, [s["features"] for s in it.sentences]) for it in test]
+        per = default_scores(default_aggregator, test)
         rows.append(("default aggregator (committed)", "SynCheck aggregator", to_units(test, per, lvl, how)))
     for name in RAGULATOR_FEATURES[:3]:
         rows.append((f"{name} (RAGulator)", "RAGulator", to_units(test, feature_scores(test, name), lvl, how)))
@@ -217,7 +271,8 @@ def ablation_table(
     """SynCheck-MLP AUROC (mean over ``seeds``) with all features, without each group, and with each group only."""
     configs: dict[str, list[str]] = {"all features": list(syncheck_names)}
     for group, member in FEATURE_GROUPS.items():
-        configs[f"without {group}"] = [n for n in syncheck_names if not member(n)]
+        if any(member(n) for n in syncheck_names):
+            configs[f"without {group}"] = [n for n in syncheck_names if not member(n)]
     for group, member in FEATURE_GROUPS.items():
         configs[f"only {group}"] = [n for n in syncheck_names if member(n)]
     y = unit_labels(data.test, data.level)

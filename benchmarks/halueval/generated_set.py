@@ -26,8 +26,8 @@ test side is used) whose right answer occurs in the knowledge text:
   context a sentence naming the original (memorised) answer is labelled ``0``
   whatever the judge says.
 
-Output: the rows of ``syncheck score`` (``id``, ``sentences`` with ``text`` and
-``features``) plus ``sentence_labels`` and provenance fields, one per answer,
+Output: the rows of ``syncheck score --vectors`` (``id``, ``sentences`` with ``text``,
+``features`` and the probe ``vectors``) plus ``context``, ``sentence_labels`` and provenance fields, one per answer,
 appended as they are made, so an interrupted run continues (``--resume`` is
 implicit: ids already in the file are skipped).
 """
@@ -92,9 +92,8 @@ def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *
             texts = [s.text for s in gen.sentences]
             labels, scores = label_sentences(judge, job["context"], job["question"], texts, threshold, job["memorised"])
             row = {"id": job["id"], "record": job["record"], "variant": job["variant"], "sample": job["sample"],
-                   "question": job["question"], "response": gen.text,
-                   "sentences": [{"text": s.text, "start": s.start, "end": s.end, "features": s.features}
-                                 for s in gen.sentences],
+                   "question": job["question"], "context": job["context"], "response": gen.text,
+                   "sentences": [s.to_json(vectors=True) for s in gen.sentences],
                    "sentence_labels": labels, "judge_scores": scores, "error": None}
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             f.flush()
@@ -128,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     pairs = build_pairs(args.data_dir, limit=args.limit, seed=args.seed, start=args.start)
     jobs = list(generation_jobs(pairs, counterfactual_contexts(pairs, args.seed), args.samples, args.seed))
-    monitor = Monitor(Scorer(args.model, aggregator=None))
+    monitor = Monitor(Scorer(args.model, aggregator=None, vectors=True))  # vectors: to train the hidden-state probe
     judge = make_alignment_scorer(args.judge)
     n = build(monitor, judge, jobs, Path(args.output), max_new_tokens=args.max_new_tokens,
               threshold=args.judge_threshold, seed=args.seed)

@@ -82,7 +82,7 @@ class BenchConfig:
     def scorer_settings(self) -> dict[str, Any]:
         """What the cached features depend on (keys the cache files)."""
         settings = {"model": self.model, "alignment": self.alignment, "lid": "auto", "kl": True,
-                    "embedding": self.embedding, "format": 1}
+                    "embedding": self.embedding, "vectors": True, "format": 2}
         if self.align_with_question:  # only when set, so caches written before the option existed stay valid
             settings["align_with_question"] = True
         return settings
@@ -93,7 +93,7 @@ class BenchConfig:
             from syncheck.scorer import Scorer
 
             self._scorer = Scorer(self.model, alignment=self.alignment, align_with_question=self.align_with_question,
-                                  aggregator=None, batch_size=self.batch_size)
+                                  lid="auto", vectors=True, aggregator=None, batch_size=self.batch_size)
         return self._scorer
 
 
@@ -116,19 +116,22 @@ def load_scored(cfg: BenchConfig, train_only: bool = False) -> dict[str, list[Sc
             items = split_items(items, cfg.seed)[0]
         cache = cfg.work_dir / f"{name}-{key}.jsonl"
         scored = score_items(items, cache, cfg.scorer, _embedder if cfg.embedding else None, chunk=2 * cfg.batch_size,
-                             desc=f"scoring {name}")
+                             desc=f"scoring {name}", vectors=True)
         out[name] = [s for s in scored if s.error is None]
         cfg.scoring_seconds[name] = sum(s.seconds for s in scored)
     return out
 
 
 def syncheck_feature_names(scored: dict[str, list[ScoredItem]]) -> list[str]:
-    """The SynCheck features present in every scored sentence, in scorer order."""
+    """The SynCheck features present in every scored sentence, in scorer order (plus ``hidden_probe`` when every
+    sentence carries its hidden vector)."""
     names: list[str] | None = None
     for items in scored.values():
         for it in items:
             for s in it.sentences:
                 keys = [k for k in s["features"] if k not in LEXICAL_FEATURE_SIGNS]
+                if "hidden" in (s.get("vectors") or {}):
+                    keys.append("hidden_probe")  # a learned feature: fitted on the train side with each aggregator
                 names = keys if names is None else [k for k in names if k in keys]
     return names or []
 

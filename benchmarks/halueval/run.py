@@ -211,15 +211,11 @@ def render_section(summary: dict[str, Any], main_md: str, abl_md: str, tr_md: st
         f"embedding baseline {summary['models']['embedding baseline']}. Records per set: {summary['config']['limits']} "
         f"(split seed {summary['config']['seed']}; train/test units: {counts}). {summary['default_aggregator']}.",
         "",
-        "The committed default aggregator (`syncheck/data/aggregators/default/`) is retrained by "
-        "`HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.halueval.generated_set --data-dir ../shared/data/halueval "
-        "-o gen.jsonl --limit 120 --samples 1` (SmolLM2's own answers, labelled by the Qwen judge; ~40 min) then "
-        "`HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.halueval.train_default --data-dir ../shared/data/halueval "
-        "--generated gen.jsonl` (plus the train side of the first 600 QA / dialogue records' pairs and sentence-level "
-        "items; the record split keeps all of them off every test side above). Its row above is the price of being "
-        "calibrated on generations: trained on the teacher-forced sets alone it scored 0.700 / 0.950 on pairs / "
-        "sentence-level but saturated (0.92-1.00) on the model's own answers, so FOD never fired. Retrain it whenever "
-        "the Scorer's default model or alignment backend changes.",
+        "The committed default aggregator (`syncheck/data/aggregators/default/`) is trained by "
+        "`HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.train_default --generated gen.jsonl` on all of "
+        "RAGTruth dev, the train side of the first 600 QA / dialogue records' pairs and sentence-level items (the record "
+        "split keeps all of them off every test side above) and SmolLM2's own judge-labelled answers (gen.jsonl from "
+        "`python -m benchmarks.halueval.generated_set --limit 120 --samples 1`); see the RAGTruth section.",
         "",
         "Sets (built by `benchmarks/halueval/`; split by a hash of the source record, so a QA record is on the same side in "
         "every set):",

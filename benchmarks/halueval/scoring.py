@@ -101,7 +101,9 @@ def _extras(items: Sequence[Item], rows: Sequence[dict], embedder: Any | None) -
 def _finish(item: Item, row: dict, extra: list[dict[str, float]]) -> ScoredItem:
     if row.get("error"):
         return ScoredItem(item, error=row["error"])
-    sentences = [{"text": s["text"], "features": {**s["features"], **e}} for s, e in zip(row["sentences"], extra)]
+    sentences = [{"text": s["text"], "start": s.get("start"), "end": s.get("end"), "features": {**s["features"], **e},
+                  **({"vectors": s["vectors"]} if "vectors" in s else {})}
+                 for s, e in zip(row["sentences"], extra)]
     scored = ScoredItem(item, sentences)
     if not sentences:
         scored.error = "no scored sentence"
@@ -117,8 +119,13 @@ def score_items(
     make_embedder: Callable[[], Any] | None,
     chunk: int = 16,
     desc: str = "scoring",
+    vectors: bool = False,
 ) -> list[ScoredItem]:
-    """Scored items in input order, scoring only those not yet in ``cache_file``."""
+    """Scored items in input order, scoring only those not yet in ``cache_file``.
+
+    ``vectors``: keep each sentence's probe vectors (base64, see :func:`syncheck.results.encode_vector`) in
+    the cache; the scorer must be built with ``vectors=...``.
+    """
     cached: dict[str, dict] = {}
     if cache_file.exists():
         with open(cache_file, encoding="utf-8") as f:
@@ -138,7 +145,7 @@ def score_items(
             for start in range(0, len(todo), chunk):
                 part = todo[start : start + chunk]
                 recs = [Record(id=it.id, context=it.context, response=it.response, question=it.question) for it in part]
-                rows = [r.to_json() for r in scorer.score_records(recs)]
+                rows = [r.to_json(vectors=vectors) for r in scorer.score_records(recs)]
                 extras = _extras(part, rows, embedder)
                 now = time.perf_counter()
                 per_row, t0 = (now - t0) / len(part), now  # the first chunk also carries the model loading

@@ -1,0 +1,1 @@
+"""RAGTruth benchmark: sentence- and response-level faithfulness detection on real RAG answers (grouped CV)."""

@@ -1,0 +1,154 @@
+"""Retrain the default aggregator shipped in ``syncheck/data/aggregators/default/``.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.train_default --data ../shared/data/ragtruth/dev.jsonl \\
+        --halueval-dir ../shared/data/halueval --generated GEN.jsonl
+
+The recipe is :mod:`syncheck.aggregators.recipe` (gradient-boosted trees over
+the default features, with the hidden-state probe stacked under them). The
+rows (:mod:`benchmarks.ragtruth.training`): all of RAGTruth dev, the train
+side of the HaluEval QA distractor pairs and sentence-level set (first 600
+records of each source; the hash split keeps every one of them off the test
+side of ``benchmarks.halueval.run``), and the monitored model's own answers
+labelled by a judge (``--generated``, from ``benchmarks.halueval.generated_set``).
+
+Before fitting on everything it prints a held-out check on the generated
+answers (grouped 5-fold by record, every other row always in training) beside
+sentence length, and tunes FOD's thresholds on those out-of-fold scores (the
+scores FOD will meet are the model's own sentences). Features are cached as in
+the benchmarks, so after a benchmark run this only trains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from benchmarks.ragtruth.training import Rows, generated_rows, halueval_rows, ragtruth_rows
+
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "syncheck" / "data" / "aggregators" / "default"
+#: Records read from each HaluEval source (only their train side is used).
+HALUEVAL_LIMIT = 600
+
+
+def _probe_template(model: str):
+    from syncheck.models import load_model
+    from syncheck.probes import LinearProbe, default_probe_layers
+
+    return LinearProbe(name="hidden_probe", layers=default_probe_layers(load_model(model).num_layers))
+
+
+def fit_default(rows: Rows, seed: int = 0, probe=None, **overrides):
+    """The recipe fitted on ``rows`` (a :class:`syncheck.aggregators.stacked.StackedModel`)."""
+    from syncheck.aggregators.recipe import DEFAULT_KIND, DEFAULT_PARAMS
+    from syncheck.aggregators.stacked import fit_stacked
+
+    params = {**DEFAULT_PARAMS, **overrides}
+    return fit_stacked(DEFAULT_KIND, rows.X, rows.names, {"hidden_probe": rows.hidden}, rows.y, rows.groups,
+                       probes=[probe] if probe is not None else None, seed=seed, **params)
+
+
+def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5) -> tuple[list[str], np.ndarray]:
+    """Out-of-fold P(faithful) of the generated sentences (their records held out; ``fixed`` always trained on)."""
+    from sklearn.model_selection import GroupKFold
+
+    from benchmarks.stats import bootstrap_auroc
+
+    oof = np.zeros(len(gen))
+    for train, test in GroupKFold(n_splits=folds, shuffle=True, random_state=seed).split(gen.X, gen.y, gen.groups):
+        part = Rows(gen.names, gen.X[train], gen.hidden[train], gen.y[train], gen.groups[train], gen.chars[train], "gen")
+        model = fit_default(Rows.concat([fixed, part]), seed, tune_threshold=False)
+        oof[test] = model.predict(gen.X[test], {"hidden_probe": gen.hidden[test]})
+    lines = [f"held-out generated sentences: n={len(gen)} ({int(gen.y.sum())} supported) from "
+             f"{len(set(gen.groups.tolist()))} records, {folds}-fold grouped by record; AUROC [95% CI]:"]
+    for name, score in (("sentence length (shorter = supported)", -gen.chars), ("default recipe", oof)):
+        auc, lo, hi = bootstrap_auroc(gen.y, score, groups=gen.groups, seed=seed)
+        lines.append(f"  {name}: {auc:.3f} [{lo:.3f}, {hi:.3f}]")
+    lines.append(f"  score spread (10th-90th percentile): {np.percentile(oof, 10):.2f}-{np.percentile(oof, 90):.2f}")
+    return lines, oof
+
+
+def load_rows(data: str | None, halueval_dir: str | None, generated: Sequence[str], model: str,
+              seed: int = 0) -> dict[str, Rows]:
+    """Every requested source's rows (scoring what the caches lack)."""
+    from syncheck.aggregators.recipe import DEFAULT_FEATURES
+    from syncheck.cache import cache_dir
+
+    names = list(DEFAULT_FEATURES)
+    out: dict[str, Rows] = {}
+    if data:
+        from benchmarks.ragtruth.data import read_ragtruth
+        from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth
+
+        records = read_ragtruth(data)
+        out["ragtruth"] = ragtruth_rows(records, score_ragtruth(records, ScoringConfig(model=model),
+                                                                cache_dir() / "ragtruth-bench"), names)
+    if halueval_dir:
+        from benchmarks.halueval.pipeline import DEFAULT_LIMITS, DEFAULT_TRAINING_SETS, BenchConfig, load_scored
+
+        limits = {k: (HALUEVAL_LIMIT if k in DEFAULT_TRAINING_SETS else 0) for k in DEFAULT_LIMITS}
+        cfg = BenchConfig(halueval_dir, cache_dir() / "halueval-bench", limits, seed, model)
+        for name, items in load_scored(cfg, train_only=True).items():
+            if items:
+                out[name] = halueval_rows(items, names, name)
+    if generated:
+        out["generated"] = generated_rows(generated, names)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.train_default", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL ('' to leave it out)")
+    p.add_argument("--halueval-dir", default="../shared/data/halueval", help="HaluEval directory ('' to leave it out)")
+    p.add_argument("--generated", action="append", default=[], help="generated_set JSONL of the model's own answers; repeatable")
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("-o", "--out", default=str(DEFAULT_OUT), help="output directory (default: the packaged default)")
+    args = p.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from syncheck.aggregators import save_aggregator
+    from syncheck.aggregators.recipe import DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
+    from syncheck.aggregators.thresholds import tune_thresholds
+
+    sources = load_rows(args.data, args.halueval_dir, args.generated, args.model, args.seed)
+    decoding = None
+    gen = sources.get("generated")
+    fixed = Rows.concat([r for k, r in sources.items() if k != "generated"])
+    if gen is not None and len(set(gen.y.tolist())) == 2:
+        lines, oof = heldout_generated(fixed, gen, args.seed)
+        print("\n".join(lines), file=sys.stderr)
+        decoding = tune_thresholds(gen.y, oof)
+        decoding["data"] = "out-of-fold scores of the generated sentences (5-fold grouped by record)"
+        print(f"decoding thresholds for FOD: tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}", file=sys.stderr)
+    rows = Rows.concat(list(sources.values()))
+    model = fit_default(rows, args.seed, probe=_probe_template(args.model))
+    agg = model.aggregator
+    training = {
+        "data": "RAGTruth dev (all rows), HaluEval train side (benchmarks/halueval/splits.py), generated answers",
+        "sets": [("ragtruth-dev" if k == "ragtruth" else k) for k in sources],
+        "sentences_per_set": {k: int(len(r)) for k, r in sources.items()},
+        "faithful_per_set": {k: int(r.y.sum()) for k, r in sources.items()},
+        "split_seed": args.seed,
+        "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "probes": list(DEFAULT_PROBES)},
+        "generated": {"files": [Path(g).name for g in args.generated], "sentences": int(len(gen)) if gen else 0},
+        "sentences": int(len(rows)), "faithful": int(rows.y.sum()), "unfaithful": int(len(rows) - rows.y.sum()),
+        "command": "python -m benchmarks.ragtruth.train_default " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    scorer = {"model": args.model, "alignment": "lexical", "align_with_question": False, "lid_layers": None,
+              "lid_k": None, "kl": True, "kl_threshold": 3.0, "lookback": False, "text_checks": True}
+    out = save_aggregator(agg, args.out, training=training, scorer=scorer, decoding=decoding, probes=model.probes)
+    print(f"trained {DEFAULT_KIND} + {[p.name for p in model.probes]} on {len(rows)} sentences "
+          f"({training['faithful']} faithful) from {training['sets']}; threshold {agg.threshold_:.3f}; wrote {out}",
+          file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    main()
