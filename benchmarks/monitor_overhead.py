@@ -16,6 +16,12 @@ FOD-interface generation are timed the same way.
 Usage::
 
     .venv/bin/python -m benchmarks.monitor_overhead [--tokens 128] [--rounds 3] [--prompts 2] [--lookback] [--fod]
+
+On an accelerator, a random-weight model of a real shape measures the same
+ratios without a download (speed does not depend on the weights; the portable
+aggregator scores its sentences)::
+
+    .venv/bin/python -m benchmarks.monitor_overhead --shape llama3-8b --device cuda --dtype bfloat16 --fod
 """
 
 from __future__ import annotations
@@ -42,9 +48,16 @@ QUESTIONS = [
 ]
 
 
+_DEVICE = "cpu"
+
+
 def _timed(fn):
+    from benchmarks.random_shape import synchronize
+
+    synchronize(_DEVICE)
     t = time.perf_counter()
     out = fn()
+    synchronize(_DEVICE)
     return time.perf_counter() - t, out
 
 
@@ -56,18 +69,37 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--prompts", type=int, default=2)
     ap.add_argument("--fod", action="store_true", help="also time FOD (S=6, K=2) against greedy")
     ap.add_argument("--lookback", action="store_true", help="also time the monitor recording lookback ratios")
+    ap.add_argument("--shape", default=None, help="random weights of a real shape instead of --model "
+                                                   "(benchmarks/random_shape.py: llama2-7b, llama3-8b, qwen2.5-7b)")
+    ap.add_argument("--device", default=None, help="e.g. cuda")
+    ap.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     args = ap.parse_args(argv)
+
+    import warnings
 
     from syncheck.monitor import Monitor
     from syncheck.passes import prompt_pair
     from syncheck.scorer import Scorer
 
-    scorer = Scorer(args.model)  # the default configuration, default aggregator included
+    global _DEVICE
+    _DEVICE = args.device or "cpu"
+
+    def model():
+        if args.shape is None:
+            return args.model
+        from benchmarks.random_shape import random_model
+
+        return random_model(args.shape, device=args.device, dtype=args.dtype)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="no aggregator is calibrated")  # a random model: portable default
+        scorer = Scorer(model(), device=args.device, dtype=args.dtype)  # the default configuration and aggregator
     lm = scorer.lm
     deferred, lockstep = Monitor(scorer), Monitor(scorer, lockstep=True)
     times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], "monitor (lockstep KL)": []}
     if args.lookback:
-        with_lookback = Monitor(Scorer(args.model, lookback=True, aggregator=None, vectors=True))
+        with_lookback = Monitor(Scorer(model(), device=args.device, dtype=args.dtype, lookback=True, aggregator=None,
+                                       vectors=True))
         times["monitor + lookback (deferred KL)"] = []
     if args.fod:
         from fod.baselines import GreedyGenerator
@@ -81,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict:
     for q in QUESTIONS[: args.prompts]:
         with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
         prompt_tokens.append(len(with_ids))
-        ids = torch.tensor([with_ids])
+        ids = torch.tensor([with_ids], device=lm.device)
         deferred.generate(q, CONTEXT, max_new_tokens=8)  # warm-up
         for _ in range(args.rounds):
             t_mon, gen = _timed(lambda: deferred.generate(q, CONTEXT, max_new_tokens=args.tokens))
@@ -108,7 +140,8 @@ def main(argv: list[str] | None = None) -> dict:
                 times["FOD S=6 K=2, tau1=1.0 (always backtracks)"].append(t_w)
 
     base = sum(times["generate"])
-    print(f"model={args.model} torch={torch.__version__} threads={torch.get_num_threads()} "
+    device = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
+    print(f"model={lm.name} dtype={args.dtype} device={device} torch={torch.__version__} "
           f"prompt tokens={statistics.mean(prompt_tokens):.0f} new tokens={statistics.mean(tokens):.0f} "
           f"({args.prompts} prompts x {args.rounds} interleaved rounds)\n")
     print("| run | total s | tokens/s | vs generate |")

@@ -4,11 +4,16 @@ Runs, side by side in one process and interleaved round by round, on the same re
 
 - ``one pass``: the with-context forward only (``kl=False``): likelihood and entropy features;
 - ``two passes``: with- and without-context forwards (the KL features added);
-- ``full``: two passes plus LID and lexical alignment, as ``syncheck score`` runs by default.
+- ``full``: as ``syncheck score`` runs by default (two passes, the string checks, lexical alignment, the
+  hidden states the default aggregator's probe reads, and its scores), plus LID when ``--lid``.
 
 Usage::
 
     .venv/bin/python -m benchmarks.offline_throughput [--model smollm2-135m] [--limit 32] [--rounds 3] [--batch-size 4]
+
+A random-weight model of a real shape on an accelerator (no download; the portable aggregator scores it)::
+
+    .venv/bin/python -m benchmarks.offline_throughput --shape llama3-8b --device cuda --dtype bfloat16 --batch-size 16
 
 Records: the bundled LID corpus (60 hand-written RAG records) then the README examples.
 """
@@ -29,21 +34,34 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--limit", type=int, default=32, help="records per round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--lid", action="store_true", help="add LID to the full configuration")
+    ap.add_argument("--shape", default=None, help="random weights of a real shape instead of --model "
+                                                   "(benchmarks/random_shape.py)")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--dtype", default="float32")
     args = ap.parse_args(argv)
+    import warnings
+
+    from benchmarks.random_shape import random_model, synchronize
 
     from syncheck.lid_reference import bundled_records, load_or_build
     from syncheck.models import load_model
     from syncheck.passes import encode_record
     from syncheck.scorer import Scorer
 
-    lm = load_model(args.model)
+    if args.shape:
+        lm = random_model(args.shape, device=args.device, dtype=args.dtype)
+    else:
+        lm = load_model(args.model, device=args.device, dtype=args.dtype)
     records = bundled_records()[: args.limit]
-    lid = load_or_build(lm)
-    configs = {
-        "one pass": Scorer(lm, lid=None, alignment=None, kl=False, batch_size=args.batch_size, aggregator=None),
-        "two passes": Scorer(lm, lid=None, alignment=None, kl=True, batch_size=args.batch_size, aggregator=None),
-        "full": Scorer(lm, lid=lid, alignment="lexical", kl=True, batch_size=args.batch_size),
-    }
+    lid = load_or_build(lm) if args.lid else None
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="no aggregator is calibrated")  # a random model: portable default
+        configs = {
+            "one pass": Scorer(lm, lid=None, alignment=None, kl=False, batch_size=args.batch_size, aggregator=None),
+            "two passes": Scorer(lm, lid=None, alignment=None, kl=True, batch_size=args.batch_size, aggregator=None),
+            "full": Scorer(lm, lid=lid, alignment="lexical", kl=True, batch_size=args.batch_size),
+        }
     resp_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).response) for r in records)
     prompt_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).with_context) for r in records)
     times: dict[str, list[float]] = {k: [] for k in configs}
@@ -51,14 +69,18 @@ def main(argv: list[str] | None = None) -> dict:
         list(scorer.score_records(records[:2]))
     for _ in range(args.rounds):
         for name, scorer in configs.items():
+            synchronize(lm.device)
             t = time.perf_counter()
             rows = list(scorer.score_records(records))
+            synchronize(lm.device)
             times[name].append(time.perf_counter() - t)
             assert all(r.error is None for r in rows)
 
     n = len(records)
     base = statistics.median(times["one pass"])
-    print(f"model={args.model} torch={torch.__version__} threads={torch.get_num_threads()} cpu={platform.processor() or platform.machine()}")
+    device = (torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda"
+              else f"cpu {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
+    print(f"model={lm.name} dtype={args.dtype} device={device} torch={torch.__version__}")
     print(f"{n} records, {prompt_tokens / n:.0f} prompt tokens and {resp_tokens / n:.0f} response tokens per record, "
           f"batch size {args.batch_size}, median of {args.rounds} interleaved rounds\n")
     print("| configuration | s per round | responses/s | response tokens/s | vs one pass |")

@@ -38,7 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from benchmarks.halueval.data import SUBSETS, Example, load_subset, split_by_record
-from benchmarks.stats import bootstrap_auroc
+from syncheck.stats import bootstrap_auroc
 from features.alignment import make_alignment_scorer
 from features.alignment.embedding import EmbeddingScorer, SentenceEncoder
 from features.alignment.lexical import lexical_precision

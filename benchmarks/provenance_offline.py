@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from benchmarks.stats import bootstrap_auroc
+from syncheck.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision
 from syncheck.provenance import claim_prompt, combine, relevance_probabilities, select_top_k, select_top_p, split_context
 

@@ -25,7 +25,8 @@ def main() -> None:
 @click.option("--question", required=True, help="The user's question.")
 @click.option("--method", default="fod", show_default=True, type=click.Choice(["fod", "fod-bt", "greedy", "abstain", "rerank", "cad"]))
 @click.option("--model", default="smollm2-135m", show_default=True, help="Alias, hub id, local directory or .gguf file.")
-@click.option("--aggregator", default="default", show_default=True, help="Aggregator directory, 'default', or 'none' (no scores: greedy/CAD only).")
+@click.option("--aggregator", default="default", show_default=True, help="Aggregator directory, 'default' (calibrated for --model, else shipped, else portable), or "
+                   "'none' (no scores: greedy/CAD only).")
 @click.option("--tau1", default=None, type=click.FloatRange(0, 1),
               help="Backtrack threshold (FOD), abstention threshold (abstain). Default: the value tuned for the "
                    "aggregator (meta.json 'decoding'), else the paper's 0.7.")

@@ -4,6 +4,7 @@ Importing this package loads no model. Main entry points:
 
 - :class:`syncheck.scorer.Scorer` — offline per-sentence SynCheck features.
 - :func:`syncheck.models.load_model` — load a model by alias, hub id, path or GGUF file.
+- :func:`syncheck.calibrate.calibrate` — fit and register an aggregator for one model.
 """
 
 from __future__ import annotations

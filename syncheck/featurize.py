@@ -10,6 +10,7 @@ and, when a sentence model is configured, the faithfulness score.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
@@ -138,6 +139,8 @@ class SentenceFeaturizer:
             for s in out:
                 s.score = float(self.score_fn(s.text, s.features))
         elif self.model is not None and out:
-            for s, p in zip(out, self.model.score_features([s.features for s in out])):
+            # a sentence with a NaN or infinite feature keeps score None (the scorer turns its row into an error)
+            finite = [s for s in out if all(math.isfinite(float(v)) for v in s.features.values())]
+            for s, p in zip(finite, self.model.score_features([s.features for s in finite]) if finite else []):
                 s.score = float(p)
         return out

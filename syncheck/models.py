@@ -8,6 +8,7 @@ de-quantised once (~20 s) and a converted copy is cached (see
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -77,6 +78,13 @@ class LoadedModel:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """Fingerprint of the config and weights (:func:`syncheck.calibrations.model_fingerprint`)."""
+        from syncheck.calibrations import model_fingerprint
+
+        return model_fingerprint(self.model)
 
     @property
     def num_layers(self) -> int:

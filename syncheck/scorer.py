@@ -73,9 +73,12 @@ class Scorer:
         max_length: cap on prompt + response tokens (default: the model window).
         batch_size: records per forward pass.
         aggregator: turns each sentence's features into ``score`` (P(faithful)):
-            ``"default"`` (the aggregator shipped for the default model; skipped
-            with a warning when this scorer lacks its features), a directory
-            written by ``syncheck train``, a fitted estimator, or ``None``.
+            ``"default"`` (the aggregator ``syncheck calibrate`` registered for
+            this model, else the one shipped for SmolLM2-135M when this is that
+            model, else the shipped portable one, with a warning naming the
+            calibrate command; :mod:`syncheck.aggregators.resolve`), a directory
+            written by ``syncheck train`` / ``syncheck calibrate``, a fitted
+            estimator, or ``None``. ``scorer.aggregator_source`` says which.
         response_aggregation: ``"min"`` or ``"mean"`` of the sentence scores
             gives ``response_score``.
     """
@@ -128,6 +131,7 @@ class Scorer:
         if response_aggregation not in RESPONSE_AGGREGATIONS:
             raise ValueError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS}, got {response_aggregation!r}")
         self.response_aggregation = response_aggregation
+        self.aggregator_source: str | None = None  # set by resolve_aggregator: calibrated / default / portable / ...
         self.aggregator = resolve_aggregator(aggregator, self)
         self.featurizer.model = self.aggregator
         self.max_length = max_length

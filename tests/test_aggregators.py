@@ -200,8 +200,9 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
 
 
 def test_default_is_skipped_with_a_warning_when_the_scorer_lacks_its_features():
-    with pytest.warns(UserWarning, match="default aggregator .* needs mean_prob, .*hidden_probe.*aggregator=None"):
-        assert resolve_aggregator("default", FakeScorer(["min_prob"])) is None
+    with pytest.warns(UserWarning, match="default aggregator needs mean_prob, .*hidden_probe.*portable aggregator needs "
+                                         "mean_prob, .*aggregator=None.*syncheck calibrate --model smollm2-135m"):
+        assert resolve_aggregator("default", FakeScorer(["min_prob"], model="smollm2-135m")) is None
 
 
 # ---------------------------------------------------------------------------- Scorer and CLI, tiny model
@@ -241,8 +242,12 @@ def test_scorer_adds_sentence_scores_and_response_score(tiny_lm):
         Scorer(tiny_lm, lid=None, alignment=None, aggregator=agg)
     with pytest.raises(ValueError, match="response_aggregation"):
         Scorer(tiny_lm, lid=None, aggregator=None, response_aggregation="max")
-    with pytest.warns(UserWarning, match="default aggregator"):
-        assert Scorer(tiny_lm, lid=None).aggregator is None  # the default's probe reads SmolLM2's hidden states
+    from syncheck.aggregators import resolve
+
+    resolve._WARNED.clear()
+    with pytest.warns(UserWarning, match="portable default.*syncheck calibrate --model tiny-llama"):
+        # the default's probe reads SmolLM2's hidden states: another model gets the portable aggregator
+        assert Scorer(tiny_lm, lid=None).aggregator_source == "portable"
 
 
 def test_cli_train_then_score_round_trip(tiny_dir, tmp_path):

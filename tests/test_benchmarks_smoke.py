@@ -27,6 +27,23 @@ def test_monitor_overhead_benchmark_runs(capsys):
 
 
 @pytest.mark.slow
+def test_speed_benchmarks_run_on_a_random_model_of_a_given_shape(capsys):
+    """The GPU figures' path (``--shape llama3-8b --device cuda --dtype bfloat16``), with the tiny shape on CPU."""
+    from benchmarks.monitor_overhead import main as overhead
+    from benchmarks.offline_throughput import main as throughput
+    from benchmarks.random_shape import SHAPES, random_model
+
+    lm = random_model("tiny", dtype="bfloat16")
+    assert lm.model.dtype.is_floating_point and str(lm.model.dtype) == "torch.bfloat16"
+    assert lm.num_layers == SHAPES["tiny"]["num_hidden_layers"] and lm.model.config.vocab_size == len(lm.tokenizer)
+    summary = overhead(["--shape", "tiny", "--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod"])
+    assert summary["fod_vs_greedy"] > 0 and summary["monitor (deferred KL)"]["seconds"] > 0
+    summary = throughput(["--shape", "tiny", "--limit", "2", "--rounds", "1", "--batch-size", "2"])
+    assert summary["full"]["responses_per_s"] > 0
+    assert "model=random-tiny" in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_fod_faithfulness_benchmark_runs(capsys):
     from pathlib import Path
 

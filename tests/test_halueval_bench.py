@@ -12,7 +12,7 @@ from benchmarks.halueval.pairs import answer_sentence, build_pairs, make_pair
 from benchmarks.halueval.sentence_set import build_sentence_set, make_sentence_example, repair_knowledge
 from benchmarks.halueval.spans import compatible, name_runs, span_shape
 from benchmarks.halueval.splits import is_test, split_items
-from benchmarks.stats import bootstrap_auroc
+from syncheck.stats import bootstrap_auroc
 from features.sentences import split_sentences
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "halueval"

@@ -183,7 +183,7 @@ def test_a_probe_for_another_model_is_reported_as_missing(tmp_path, lookback_sco
     from syncheck.models import load_model
 
     lm = load_model(other, tiny_lm_plain.tokenizer, name="one-layer")
-    with pytest.raises(FeatureMismatchError, match="hidden_probe: the aggregator must carry its probe"):
+    with pytest.raises(FeatureMismatchError, match="hidden_probe: the aggregator's probe .* reads one model's hidden states; fit one for this model with `syncheck calibrate"):
         Scorer(lm, lid=None, aggregator=str(tmp_path / "agg"))
 
 

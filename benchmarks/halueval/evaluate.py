@@ -28,7 +28,7 @@ import numpy as np
 from benchmarks.halueval.scoring import ScoredItem
 from benchmarks.halueval.sets import level
 from benchmarks.signals import SIGNAL_GROUPS
-from benchmarks.stats import bootstrap_auroc
+from syncheck.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision as word_overlap
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from features.stats import feature_sign

@@ -24,14 +24,9 @@ from pathlib import Path
 from typing import Iterable
 
 from features.sentences import Span, split_sentences
+from syncheck.labels import TASK_QUESTIONS, sentence_labels_from_spans
 
 TASKS = ("QA", "Summary", "Data2txt")
-#: The instruction used as the question of records that have none (RAGTruth's own prompts, shortened).
-TASK_QUESTIONS = {
-    "Summary": "Summarize the news article in the context.",
-    "Data2txt": "Write an objective overview of the local business described by the structured data in the context, "
-                "based only on that data.",
-}
 
 
 @dataclass(frozen=True)
@@ -55,8 +50,7 @@ class RAGTruthRecord:
 
     def sentence_labels(self, sentences: Iterable[Span] | None = None) -> list[int]:
         """1 = faithful, 0 = overlaps an annotated span; for ``sentences`` (default: :meth:`sentences`)."""
-        spans = self.sentences() if sentences is None else sentences
-        return [0 if any(a < s.end and b > s.start for a, b in self.spans) else 1 for s in spans]
+        return sentence_labels_from_spans(self.sentences() if sentences is None else sentences, self.spans)
 
 
 def read_ragtruth(path: str | Path, tasks: Iterable[str] = TASKS, limit: int | None = None) -> list[RAGTruthRecord]:

@@ -34,7 +34,7 @@ from sklearn.model_selection import GroupKFold
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.scoring import SentenceTable
 from benchmarks.signals import SIGNAL_GROUPS  # noqa: F401  (re-exported for run.py)
-from benchmarks.stats import bootstrap_auroc
+from syncheck.stats import bootstrap_auroc
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from features.stats import feature_sign
 from syncheck.aggregators import make_aggregator

@@ -38,16 +38,20 @@ class ScoringConfig:
     lookback: bool = True
     embedding: bool = True
     batch_size: int = 2
+    dtype: str = "float32"
 
     def settings(self) -> dict[str, Any]:
-        return {"model": self.model, "alignment": self.alignment, "lid": self.lid, "lookback": self.lookback,
-                "embedding": self.embedding, "vectors": True, "format": CACHE_FORMAT, "set": "ragtruth"}
+        out = {"model": self.model, "alignment": self.alignment, "lid": self.lid, "lookback": self.lookback,
+               "embedding": self.embedding, "vectors": True, "format": CACHE_FORMAT, "set": "ragtruth"}
+        if self.dtype != "float32":  # float32 rows keep the cache key they always had
+            out["dtype"] = self.dtype
+        return out
 
     def make_scorer(self):
         from syncheck.scorer import Scorer
 
         return Scorer(self.model, alignment=self.alignment, lid="auto" if self.lid else None, lookback=self.lookback,
-                      vectors=True, aggregator=None, batch_size=self.batch_size)
+                      vectors=True, aggregator=None, batch_size=self.batch_size, dtype=self.dtype)
 
 
 def _record_number(source_id: str) -> int:

@@ -51,20 +51,22 @@ def fit_default(rows: Rows, seed: int = 0, probe=None, **overrides):
                        probes=[probe] if probe is not None else None, seed=seed, **params)
 
 
-def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5) -> tuple[list[str], np.ndarray]:
-    """Out-of-fold P(faithful) of the generated sentences (their records held out; ``fixed`` always trained on)."""
+def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5, fit=fit_default,
+                      label: str = "default recipe") -> tuple[list[str], np.ndarray]:
+    """Out-of-fold P(faithful) of the generated sentences (their records held out; ``fixed`` always trained on),
+    by ``fit(rows, seed, tune_threshold=False)`` (default: the default recipe)."""
     from sklearn.model_selection import GroupKFold
 
-    from benchmarks.stats import bootstrap_auroc
+    from syncheck.stats import bootstrap_auroc
 
     oof = np.zeros(len(gen))
     for train, test in GroupKFold(n_splits=folds, shuffle=True, random_state=seed).split(gen.X, gen.y, gen.groups):
         part = Rows(gen.names, gen.X[train], gen.hidden[train], gen.y[train], gen.groups[train], gen.chars[train], "gen")
-        model = fit_default(Rows.concat([fixed, part]), seed, tune_threshold=False)
+        model = fit(Rows.concat([fixed, part]), seed, tune_threshold=False)
         oof[test] = model.predict(gen.X[test], {"hidden_probe": gen.hidden[test]})
     lines = [f"held-out generated sentences: n={len(gen)} ({int(gen.y.sum())} supported) from "
              f"{len(set(gen.groups.tolist()))} records, {folds}-fold grouped by record; AUROC [95% CI]:"]
-    for name, score in (("sentence length (shorter = supported)", -gen.chars), ("default recipe", oof)):
+    for name, score in (("sentence length (shorter = supported)", -gen.chars), (label, oof)):
         auc, lo, hi = bootstrap_auroc(gen.y, score, groups=gen.groups, seed=seed)
         lines.append(f"  {name}: {auc:.3f} [{lo:.3f}, {hi:.3f}]")
     lines.append(f"  score spread (10th-90th percentile): {np.percentile(oof, 10):.2f}-{np.percentile(oof, 90):.2f}")
@@ -72,12 +74,13 @@ def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5) -> 
 
 
 def load_rows(data: str | None, halueval_dir: str | None, generated: Sequence[str], model: str,
-              seed: int = 0) -> dict[str, Rows]:
-    """Every requested source's rows (scoring what the caches lack)."""
+              seed: int = 0, names: Sequence[str] | None = None) -> dict[str, Rows]:
+    """Every requested source's rows (scoring what the caches lack), with features ``names`` (default: the
+    default recipe's)."""
     from syncheck.aggregators.recipe import DEFAULT_FEATURES
     from syncheck.cache import cache_dir
 
-    names = list(DEFAULT_FEATURES)
+    names = list(names or DEFAULT_FEATURES)
     out: dict[str, Rows] = {}
     if data:
         from benchmarks.ragtruth.data import read_ragtruth
@@ -141,7 +144,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "sentences": int(len(rows)), "faithful": int(rows.y.sum()), "unfaithful": int(len(rows) - rows.y.sum()),
         "command": "python -m benchmarks.ragtruth.train_default " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    scorer = {"model": args.model, "alignment": "lexical", "align_with_question": False, "lid_layers": None,
+    from syncheck.models import load_model
+
+    scorer = {"model": args.model, "fingerprint": load_model(args.model).fingerprint, "alignment": "lexical", "align_with_question": False, "lid_layers": None,
               "lid_k": None, "kl": True, "kl_threshold": 3.0, "lookback": False, "text_checks": True}
     out = save_aggregator(agg, args.out, training=training, scorer=scorer, decoding=decoding, probes=model.probes)
     print(f"trained {DEFAULT_KIND} + {[p.name for p in model.probes]} on {len(rows)} sentences "

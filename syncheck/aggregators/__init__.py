@@ -15,17 +15,20 @@ from syncheck.aggregators.apply import (
     FeatureMismatchError,
     aggregate_response,
     check_features,
-    default_aggregator_dir,
     feature_matrix,
-    resolve_aggregator,
     score_sentences,
-    scorer_config,
 )
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.io import KINDS, load_aggregator, make_aggregator, read_meta, save_aggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
+from syncheck.aggregators.resolve import (
+    default_aggregator_dir,
+    portable_aggregator_dir,
+    resolve_aggregator,
+    scorer_config,
+)
 
 __all__ = [
     "KINDS",
@@ -41,6 +44,7 @@ __all__ = [
     "feature_matrix",
     "load_aggregator",
     "make_aggregator",
+    "portable_aggregator_dir",
     "read_meta",
     "resolve_aggregator",
     "save_aggregator",

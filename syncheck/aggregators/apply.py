@@ -3,31 +3,23 @@
 - :func:`score_sentences`: ``n`` feature dicts -> ``(n,)`` P(faithful).
 - :func:`aggregate_response`: sentence scores -> one response score (``min``: the least faithful
   sentence decides; ``mean``).
-- :func:`resolve_aggregator`: what ``Scorer(aggregator=...)`` accepts -> an estimator checked against
-  the features the scorer produces.
+
+Which aggregator a scorer uses is decided in :mod:`syncheck.aggregators.resolve`.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from importlib import resources
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 RESPONSE_AGGREGATIONS = ("min", "mean")
-DEFAULT_SPEC = "default"
 
 
 class FeatureMismatchError(ValueError):
     """The aggregator expects features the scorer does not produce (or a value is missing / NaN)."""
-
-
-def default_aggregator_dir() -> Path:
-    """Directory of the aggregator shipped with syncheck (trained for the default model ``smollm2-135m``)."""
-    return Path(str(resources.files("syncheck.data").joinpath("aggregators", "default")))
 
 
 def feature_hint(name: str, trained_with: Mapping[str, Any] | None = None) -> str:
@@ -44,8 +36,8 @@ def feature_hint(name: str, trained_with: Mapping[str, Any] | None = None) -> st
     if name in ("unsupported_specifics", "novel_bigram_share"):
         return f"{name}: enable the string checks (drop --no-text-checks; Scorer(text_checks=True))"
     if name == "hidden_probe":
-        return ("hidden_probe: the aggregator must carry its probe (probes.safetensors), fitted on this model's hidden "
-                "states; retrain it for this model")
+        return ("hidden_probe: the aggregator's probe (probes.safetensors) reads one model's hidden states; fit one "
+                "for this model with `syncheck calibrate --model M --data LABELLED.jsonl`")
     if name == "align_score":
         return f"align_score: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
     if name in ("min_prob", "mean_prob", "max_entropy", "mean_entropy"):
@@ -140,121 +132,3 @@ class EstimatorScoreModel:
 
     def score_features(self, features: Sequence[Mapping[str, float]]) -> np.ndarray:
         return score_sentences(self.estimator, features)
-
-
-def scorer_config(scorer: Any) -> dict[str, Any]:
-    """The parts of a :class:`~syncheck.scorer.Scorer` an aggregator's features depend on (stored in meta.json)."""
-    lid = getattr(scorer, "lid", None)
-    alignment = getattr(scorer, "alignment", None)
-    return {
-        "model": getattr(getattr(scorer, "lm", None), "name", None),
-        "alignment": getattr(alignment, "name", None) if alignment is not None else None,
-        "align_with_question": bool(getattr(getattr(scorer, "featurizer", None), "align_with_question", False)),
-        "lid_layers": list(lid.layers) if lid is not None else None,
-        "lid_k": int(lid.k) if lid is not None else None,
-        "kl": bool(getattr(scorer, "kl", False)),
-        "kl_threshold": getattr(scorer, "kl_threshold", None),
-        "lookback": bool(getattr(scorer, "lookback", False)),
-        "text_checks": bool(getattr(getattr(scorer, "featurizer", None), "text_checks", False)),
-    }
-
-
-def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
-    """What ``Scorer(aggregator=spec)`` uses: an object with ``score_features``, or ``None``.
-
-    Args:
-        spec: ``"default"`` (the aggregator shipped for the default model; skipped
-            with a warning when the scorer does not produce its features), a
-            directory written by ``syncheck train``, a fitted estimator, or ``None``.
-        scorer: the scorer (its ``feature_names`` and configuration are checked).
-
-    Raises:
-        FeatureMismatchError: an explicitly given aggregator needs features the scorer does not produce.
-    """
-    from syncheck.aggregators.io import load_aggregator
-
-    if spec is None:
-        return None
-    if isinstance(spec, str) and spec == DEFAULT_SPEC:
-        if not (default_aggregator_dir() / "meta.json").is_file():
-            warnings.warn("no faithfulness score: syncheck's default aggregator is not installed "
-                          "(retrain it: python -m benchmarks.ragtruth.train_default)", UserWarning, stacklevel=3)
-            return None
-        agg = load_aggregator(default_aggregator_dir())
-        probes = usable_probes(agg, scorer)
-        produced = list(scorer.feature_names) + [p.name for p in probes]
-        missing = [n for n in expected_features(agg) if n not in set(produced)]
-        if missing:
-            warnings.warn(
-                f"no faithfulness score: the default aggregator (trained for {agg.meta['scorer'].get('model')!r}) needs "
-                f"{', '.join(missing)}, which this scorer does not produce. Pass aggregator=None (--aggregator none) "
-                "to silence this, or train one for this setup with `syncheck train`.",
-                UserWarning, stacklevel=3)
-            return None
-    elif isinstance(spec, (str, Path)):
-        agg = load_aggregator(spec)
-        probes = usable_probes(agg, scorer)
-        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
-    elif hasattr(spec, "predict_proba"):
-        agg = spec
-        probes = usable_probes(agg, scorer)
-        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
-        positive_column(agg)
-    else:
-        raise ValueError(f"aggregator must be 'default', a directory, a fitted estimator or None, got {type(spec).__name__}")
-    _warn_on_config_drift(agg, scorer_config(scorer))
-    if probes:
-        attach_probes(scorer.featurizer, probes)
-    return agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
-
-
-def usable_probes(agg: Any, scorer: Any) -> list[Any]:
-    """The aggregator's probes (``agg.probes``) whose input this scorer can compute for its model.
-
-    A ``lookback_lens`` probe needs ``Scorer(lookback=True)``; a ``hidden_probe``
-    needs layers and a hidden size this model has. Probes that cannot run are
-    left out, so their feature shows up as missing with a hint.
-    """
-    from features.sentence import HIDDEN_VECTOR, LOOKBACK_VECTOR
-
-    out = []
-    for probe in getattr(agg, "probes", None) or []:
-        if probe.input == LOOKBACK_VECTOR and not getattr(scorer, "lookback", False):
-            continue
-        if probe.input == HIDDEN_VECTOR:
-            layers = list(probe.layers or [])
-            try:
-                width = scorer.lm.model.get_input_embeddings().weight.shape[1]
-                depth = scorer.lm.num_layers
-            except (AttributeError, ValueError):  # no model whose hidden states could be read
-                continue
-            if not layers or max(layers) > depth or len(probe.coef_) != len(layers) * width:
-                continue
-        out.append(probe)
-    return out
-
-
-def attach_probes(featurizer: Any, probes: Sequence[Any]) -> None:
-    """Make ``featurizer`` compute each probe's feature (and pool the hidden layers a hidden-state probe reads)."""
-    from features.sentence import HIDDEN_VECTOR
-
-    featurizer.probes = list(probes)
-    for probe in probes:
-        if probe.input == HIDDEN_VECTOR:
-            if featurizer.keep_vectors and featurizer.vector_layers and list(featurizer.vector_layers) != list(probe.layers):
-                warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not "
-                              f"{list(featurizer.vector_layers)}", UserWarning, stacklevel=4)
-            featurizer.vector_layers = list(probe.layers)
-
-
-def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
-    trained = (getattr(agg, "meta", None) or {}).get("scorer") or {}
-    drift = [f"{k} {trained[k]!r} (now {current.get(k)!r})" for k in ("model", "alignment", "align_with_question", "lid_layers")
-             if trained.get(k) is not None and current.get(k) is not None and trained.get(k) != current.get(k)]
-    if drift:
-        warnings.warn(
-            "the aggregator was trained on features from a different scorer setup: " + ", ".join(drift)
-            + "; its scores may be miscalibrated. Retrain with `syncheck train` on features from this setup.",
-            UserWarning,
-            stacklevel=4,
-        )

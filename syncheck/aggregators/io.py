@@ -76,7 +76,7 @@ def save_aggregator(
     Args:
         training: a JSON-able description of the training data (source, sizes, split, seed).
         scorer: the scorer configuration its features came from (see
-            :func:`syncheck.aggregators.apply.scorer_config`).
+            :func:`syncheck.aggregators.resolve.scorer_config`).
         decoding: thresholds tuned for decoding with this aggregator (``tau1``, ``tau2`` and how they
             were chosen; see :mod:`syncheck.aggregators.thresholds`); FOD and abstention use them when not given any.
         probes: fitted probes whose features the aggregator reads (saved beside it, restored by
@@ -129,6 +129,9 @@ def save_aggregator(
         save_file({k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, str(out / "model.safetensors"))
     else:  # pragma: no cover - KINDS covers every subclass
         raise ValueError(f"cannot save aggregator kind {agg.kind!r}")
+    written = {"lr": {"model.json"}, "xgb": {"model.json", "scaler.json"}, "mlp": {"model.safetensors"}}[agg.kind]
+    for stale in {"model.json", "scaler.json", "model.safetensors"} - written:  # another kind saved here before
+        (out / stale).unlink(missing_ok=True)
     _write_json(out / META_FILE, meta)
     return out
 

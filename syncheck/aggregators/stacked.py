@@ -80,3 +80,43 @@ def fit_stacked(
     agg = make_aggregator(kind, feature_names=names, random_state=seed, **params)
     agg.fit(np.hstack(columns), np.asarray(y, dtype=np.int64))
     return StackedModel(agg, fitted)
+
+
+def out_of_fold_stacked(
+    kind: str,
+    X: np.ndarray,
+    feature_names: Sequence[str],
+    vectors: Mapping[str, np.ndarray] | None,
+    y: np.ndarray,
+    groups: Sequence,
+    *,
+    probes: Sequence[LinearProbe] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    progress: bool = False,
+    **params: Any,
+) -> np.ndarray:
+    """``(n,)`` P(faithful) of each row from a stacked model (probes refitted too) that never saw its group.
+
+    Raises:
+        ValueError: fewer than two groups, or a training fold holding one label only.
+    """
+    from sklearn.model_selection import GroupKFold
+    from tqdm import tqdm
+
+    y = np.asarray(y)
+    groups = np.asarray(groups)
+    n_groups = len(set(groups.tolist()))
+    if n_groups < 2:
+        raise ValueError(f"out-of-fold scores need rows from >= 2 groups (documents or records), got {n_groups}")
+    vectors = dict(vectors or {})
+    out = np.zeros(len(y))
+    splits = list(GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups))
+    for train, test in tqdm(splits, desc="held-out folds", disable=not progress):
+        if len(set(y[train].tolist())) < 2:
+            raise ValueError("a training fold holds one label only: add labelled rows of both kinds from more "
+                             "documents, so that every fold trains on faithful and unfaithful sentences")
+        model = fit_stacked(kind, X[train], feature_names, {p: v[train] for p, v in vectors.items()}, y[train],
+                            groups[train], probes=probes, folds=folds, seed=seed, tune_threshold=False, **params)
+        out[test] = model.predict(X[test], {p: v[test] for p, v in vectors.items()})
+    return out

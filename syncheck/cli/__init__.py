@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from syncheck import __version__
+from syncheck.cli.calibrate import calibrate, calibrations
 from syncheck.cli.check import check
 from syncheck.cli.common import quiet_transformers
 from syncheck.cli.lid import lid_reference
@@ -20,5 +21,5 @@ def main() -> None:
     quiet_transformers()
 
 
-for command in (score, check, train, report, lid_reference):
+for command in (score, calibrate, calibrations, check, train, report, lid_reference):
     main.add_command(command)

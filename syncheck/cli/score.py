@@ -64,8 +64,9 @@ def _alignment_spec(value: str) -> str:
 @click.option("--ray-gpus-per-replica", default=0.0, show_default=True, type=click.FloatRange(min=0.0),
               help="--engine ray: GPUs per replica (use with --device cuda).")
 @click.option("--aggregator", default="default", show_default=True,
-              help="Sentence scores: 'default' (shipped for the default model), a directory written by "
-                   "`syncheck train`, or none (features only).")
+              help="Sentence scores: 'default' (the aggregator `syncheck calibrate` registered for --model, else the "
+                   "one shipped for smollm2-135m when that is the model, else the shipped portable one), a directory "
+                   "written by `syncheck train` / `syncheck calibrate`, or none (features only).")
 @click.option("--response-aggregation", default="min", show_default=True, type=click.Choice(["min", "mean"]),
               help="response_score = min (the least faithful sentence decides) or mean of the sentence scores.")
 @click.option("--resume", is_flag=True,

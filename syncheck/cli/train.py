@@ -155,13 +155,9 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     def make():
         return make_aggregator(kind, feature_names=names, random_state=seed)
 
-    def fit(rows: np.ndarray, tune: bool = True):
-        from syncheck.aggregators.stacked import fit_stacked
+    from syncheck.aggregators.stacked import fit_stacked
 
-        return fit_stacked(kind, X[rows], names, {p: v[rows] for p, v in vectors.items()}, np.asarray(y)[rows],
-                           np.asarray(groups)[rows], probes=templates, seed=seed, tune_threshold=tune)
-
-    stacked = fit(np.arange(len(y)))
+    stacked = fit_stacked(kind, X, names, vectors, np.asarray(y), np.asarray(groups), probes=templates, seed=seed)
     agg = stacked.aggregator
     decoding = None
     if tune_decoding:
@@ -169,7 +165,10 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
 
         try:
             if probes:
-                oof = _stacked_out_of_fold(fit, X, vectors, np.asarray(y), np.asarray(groups))
+                from syncheck.aggregators.stacked import out_of_fold_stacked
+
+                oof = out_of_fold_stacked(kind, X, names, vectors, np.asarray(y), np.asarray(groups), probes=templates,
+                                          seed=seed)
             else:
                 oof = out_of_fold_scores(make, X, np.asarray(y), groups)
             decoding = tune_thresholds(y, oof)
@@ -193,19 +192,3 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     )
     if decoding is not None:
         click.echo(f"decoding thresholds for FOD: tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}", err=True)
-
-
-def _stacked_out_of_fold(fit, X, vectors, y, groups, folds: int = 5):
-    """Out-of-fold P(faithful) of a stacked aggregator (probes refitted in every fold), folds grouped by record."""
-    import numpy as np
-    from sklearn.model_selection import GroupKFold
-
-    n_groups = len(set(groups.tolist()))
-    if n_groups < 2:
-        raise ValueError(f"out-of-fold scores need rows from >= 2 records, got {n_groups}")
-    out = np.zeros(len(y))
-    for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
-        if len(set(y[train].tolist())) < 2:
-            raise ValueError("a training fold holds one label only: add labelled rows of both kinds from more records")
-        out[test] = fit(train, tune=False).predict(X[test], {p: v[test] for p, v in vectors.items()})
-    return out

@@ -1,4 +1,4 @@
-"""Statistics shared by the benchmark scripts."""
+"""Statistics shared by `syncheck calibrate` and the benchmarks: ROC AUC with a (cluster) bootstrap interval."""
 
 from __future__ import annotations
 

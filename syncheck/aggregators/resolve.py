@@ -1,0 +1,235 @@
+"""Which aggregator a scorer uses: what ``Scorer(aggregator=...)`` accepts, resolved for the model at hand.
+
+``aggregator="default"`` (what ``Scorer``, ``Monitor``, ``FODGenerator`` and
+the CLI use unless told otherwise) picks, in order:
+
+1. the aggregator ``syncheck calibrate`` registered for this model's
+   fingerprint (:mod:`syncheck.calibrations`);
+2. the shipped default (``syncheck/data/aggregators/default``), for the model
+   it was trained for (SmolLM2-135M: same fingerprint, or the same name);
+3. the shipped *portable* default (``syncheck/data/aggregators/portable``):
+   features whose meaning does not depend on the architecture (probabilities,
+   normalised entropies, KL and PMI in nats, the string checks, alignment),
+   trained on more than one model family. It warns once per model that a
+   calibrated aggregator scores better, and names the command.
+
+A directory or a fitted estimator is used as given, after checking that the
+scorer produces its features.
+"""
+
+from __future__ import annotations
+
+import warnings
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from syncheck.aggregators.apply import EstimatorScoreModel, check_features, expected_features, positive_column
+
+DEFAULT_SPEC = "default"
+#: Models already warned about (the portable fallback and stale calibrations warn once per process).
+_WARNED: set[tuple[str, str]] = set()
+
+
+def default_aggregator_dir() -> Path:
+    """Directory of the aggregator shipped for the default model (``smollm2-135m``)."""
+    return Path(str(resources.files("syncheck.data").joinpath("aggregators", "default")))
+
+
+def portable_aggregator_dir() -> Path:
+    """Directory of the shipped portable aggregator (any causal LM)."""
+    return Path(str(resources.files("syncheck.data").joinpath("aggregators", "portable")))
+
+
+def calibrate_hint(model_name: str) -> str:
+    return f"`syncheck calibrate --model {model_name} --data LABELLED.jsonl`"
+
+
+def scorer_config(scorer: Any) -> dict[str, Any]:
+    """The parts of a :class:`~syncheck.scorer.Scorer` an aggregator's features depend on (stored in meta.json)."""
+    lid = getattr(scorer, "lid", None)
+    alignment = getattr(scorer, "alignment", None)
+    lm = getattr(scorer, "lm", None)
+    return {
+        "model": getattr(lm, "name", None),
+        "fingerprint": _fingerprint(lm),
+        "alignment": getattr(alignment, "name", None) if alignment is not None else None,
+        "align_with_question": bool(getattr(getattr(scorer, "featurizer", None), "align_with_question", False)),
+        "lid_layers": list(lid.layers) if lid is not None else None,
+        "lid_k": int(lid.k) if lid is not None else None,
+        "kl": bool(getattr(scorer, "kl", False)),
+        "kl_threshold": getattr(scorer, "kl_threshold", None),
+        "lookback": bool(getattr(scorer, "lookback", False)),
+        "text_checks": bool(getattr(getattr(scorer, "featurizer", None), "text_checks", False)),
+    }
+
+
+def _fingerprint(lm: Any) -> str | None:
+    try:
+        return lm.fingerprint
+    except AttributeError:
+        return None
+
+
+def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
+    """What ``Scorer(aggregator=spec)`` uses: an object with ``score_features``, or ``None``.
+
+    Sets ``scorer.aggregator_source`` to where it came from: ``"calibrated"``,
+    ``"default"``, ``"portable"``, ``"directory"``, ``"estimator"`` or ``None``.
+
+    Args:
+        spec: ``"default"`` (see the module docstring), a directory written by
+            ``syncheck train`` / ``syncheck calibrate``, a fitted estimator, or ``None``.
+        scorer: the scorer (its model, ``feature_names`` and configuration are checked).
+
+    Raises:
+        FeatureMismatchError: an explicitly given aggregator needs features the scorer does not produce.
+    """
+    from syncheck.aggregators.io import load_aggregator
+
+    scorer.aggregator_source = None
+    if spec is None:
+        return None
+    if isinstance(spec, str) and spec == DEFAULT_SPEC:
+        found = _default_for(scorer)
+        if found is None:
+            return None
+        agg, probes, scorer.aggregator_source = found
+    elif isinstance(spec, (str, Path)):
+        agg = load_aggregator(spec)
+        probes = usable_probes(agg, scorer)
+        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
+        scorer.aggregator_source = "directory"
+    elif hasattr(spec, "predict_proba"):
+        agg = spec
+        probes = usable_probes(agg, scorer)
+        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
+        positive_column(agg)
+        scorer.aggregator_source = "estimator"
+    else:
+        raise ValueError(f"aggregator must be 'default', a directory, a fitted estimator or None, got {type(spec).__name__}")
+    _warn_on_config_drift(agg, scorer_config(scorer))
+    if probes:
+        attach_probes(scorer.featurizer, probes)
+    return agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
+
+
+def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:
+    produced = set(scorer.feature_names) | {p.name for p in probes}
+    return [n for n in expected_features(agg) if n not in produced]
+
+
+def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
+    """The calibrated, shipped or portable aggregator for ``scorer``'s model (see the module docstring)."""
+    from syncheck.aggregators.io import load_aggregator
+    from syncheck.calibrations import calibrations_for_name, find_calibration
+
+    name = str(getattr(scorer.lm, "name", "model"))
+    fingerprint = _fingerprint(scorer.lm)
+    skipped: list[str] = []
+    calibrated = find_calibration(fingerprint) if fingerprint else None
+    if calibrated is not None:
+        agg = load_aggregator(calibrated)
+        probes = usable_probes(agg, scorer)
+        missing = _missing(agg, scorer, probes)
+        if not missing:
+            return agg, probes, "calibrated"
+        skipped.append(f"the aggregator calibrated for it ({calibrated}) needs {', '.join(missing)}")
+    else:
+        stale = [e for e in calibrations_for_name(name) if e["exists"]]
+        if stale:
+            _warn_once(name, "stale", (
+                f"the aggregator calibrated for {name!r} ({stale[-1]['path']}) was fitted on a model with fingerprint "
+                f"{stale[-1]['fingerprint']}, and this one's is {fingerprint}: its config or weights changed, so it is "
+                f"not used. Calibrate again: {calibrate_hint(name)}"))
+    shipped_dir = default_aggregator_dir()
+    if (shipped_dir / "meta.json").is_file():
+        agg = load_aggregator(shipped_dir)
+        trained = agg.meta.get("scorer") or {}
+        if (fingerprint and trained.get("fingerprint") == fingerprint) or trained.get("model") == name:
+            probes = usable_probes(agg, scorer)
+            missing = _missing(agg, scorer, probes)
+            if not missing:
+                return agg, probes, "default"
+            skipped.append(f"the default aggregator needs {', '.join(missing)}")
+    portable_dir = portable_aggregator_dir()
+    if (portable_dir / "meta.json").is_file():
+        agg = load_aggregator(portable_dir)
+        missing = _missing(agg, scorer, [])
+        if not missing:
+            _warn_once(name, "portable", (
+                f"no aggregator is calibrated for model {name!r}: sentences are scored by the portable default "
+                "(features that mean the same for any model). An aggregator calibrated for this model scores "
+                f"better: {calibrate_hint(name)}"))
+            return agg, [], "portable"
+        skipped.append(f"the portable aggregator needs {', '.join(missing)}")
+    warnings.warn(
+        "no faithfulness score: " + ("; ".join(skipped) or "syncheck's shipped aggregators are not installed")
+        + ", which this scorer does not produce. Pass aggregator=None (--aggregator none) to silence this, or "
+        f"calibrate one for this setup: {calibrate_hint(name)}.", UserWarning, stacklevel=4)
+    return None
+
+
+def _warn_once(model_name: str, what: str, message: str) -> None:
+    if (model_name, what) not in _WARNED:
+        _WARNED.add((model_name, what))
+        warnings.warn(message, UserWarning, stacklevel=5)
+
+
+def usable_probes(agg: Any, scorer: Any) -> list[Any]:
+    """The aggregator's probes (``agg.probes``) whose input this scorer can compute for its model.
+
+    A ``lookback_lens`` probe needs ``Scorer(lookback=True)``; a ``hidden_probe``
+    needs layers and a hidden size this model has. Probes that cannot run are
+    left out, so their feature shows up as missing with a hint.
+    """
+    from features.sentence import HIDDEN_VECTOR, LOOKBACK_VECTOR
+
+    out = []
+    for probe in getattr(agg, "probes", None) or []:
+        if probe.input == LOOKBACK_VECTOR and not getattr(scorer, "lookback", False):
+            continue
+        if probe.input == HIDDEN_VECTOR:
+            layers = list(probe.layers or [])
+            try:
+                width = scorer.lm.model.get_input_embeddings().weight.shape[1]
+                depth = scorer.lm.num_layers
+            except (AttributeError, ValueError):  # no model whose hidden states could be read
+                continue
+            if not layers or max(layers) > depth or len(probe.coef_) != len(layers) * width:
+                continue
+        out.append(probe)
+    return out
+
+
+def attach_probes(featurizer: Any, probes: Sequence[Any]) -> None:
+    """Make ``featurizer`` compute each probe's feature (and pool the hidden layers a hidden-state probe reads)."""
+    from features.sentence import HIDDEN_VECTOR
+
+    featurizer.probes = list(probes)
+    for probe in probes:
+        if probe.input == HIDDEN_VECTOR:
+            if featurizer.keep_vectors and featurizer.vector_layers and list(featurizer.vector_layers) != list(probe.layers):
+                warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not "
+                              f"{list(featurizer.vector_layers)}", UserWarning, stacklevel=4)
+            featurizer.vector_layers = list(probe.layers)
+
+
+def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
+    trained = (getattr(agg, "meta", None) or {}).get("scorer") or {}
+    keys = ("alignment", "align_with_question", "lid_layers")
+    if not (trained.get("fingerprint") and trained.get("fingerprint") == current.get("fingerprint")):
+        keys = ("model",) + keys  # the same weights under another name or path are the same model
+    drift = [f"{k} {trained[k]!r} (now {current.get(k)!r})" for k in keys
+             if trained.get(k) is not None and current.get(k) is not None and trained.get(k) != current.get(k)]
+    if drift:
+        warnings.warn(
+            "the aggregator was trained on features from a different scorer setup: " + ", ".join(drift)
+            + "; its scores may be miscalibrated. Retrain with `syncheck train` on features from this setup.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+__all__ = ["DEFAULT_SPEC", "attach_probes", "default_aggregator_dir", "portable_aggregator_dir", "resolve_aggregator",
+           "scorer_config", "usable_probes"]

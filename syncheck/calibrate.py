@@ -1,0 +1,327 @@
+"""Calibrate an aggregator for one model: score labelled records with it, fit, report, tune FOD, register.
+
+>>> from syncheck.calibrate import calibrate
+>>> result = calibrate("Qwen/Qwen2.5-7B-Instruct", "ragtruth/dev.jsonl")   # doctest: +SKIP
+>>> print(result.summary())                                                # doctest: +SKIP
+
+Steps (``syncheck calibrate`` runs the same function):
+
+1. Read labelled records (:mod:`syncheck.labels`: RAGTruth spans, or
+   syncheck's ``label`` / ``sentence_labels``).
+2. Score them with the model, teacher-forced, every default feature on and each
+   sentence's hidden-state vector kept (:class:`~syncheck.scorer.Scorer`).
+   Scored rows are appended to ``DIR/scored.jsonl`` as they come, so an
+   interrupted run resumes where it stopped.
+3. Held-out report: 5-fold cross-validation grouped by source document of the
+   default recipe (:mod:`syncheck.aggregators.recipe`: boosted trees over the
+   default features with the model's own hidden-state probe stacked under
+   them), as sentence ROC AUC with a 95% bootstrap interval, beside sentence
+   length, word overlap and the portable default on the same sentences.
+4. Fit on every sentence; FOD's ``tau1`` / ``tau2``: tuned on the model's
+   own sampled answers when ``generations`` > 0 (labelled by ``judge``, an
+   alignment backend spec), else on the out-of-fold scores of step 3.
+5. Write the aggregator to ``DIR`` (``meta.json`` names the model and its
+   fingerprint) and register it for the model's fingerprint, so that
+   ``Scorer(model)``, ``FODGenerator(model)`` and the CLI use it with no flag.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from syncheck.labels import LabelError, LabelledRecord, read_labelled
+
+#: Answers generated per labelled record for threshold tuning are at most this long.
+GENERATION_TOKENS = 128
+
+
+@dataclass
+class CalibrationResult:
+    """What :func:`calibrate` wrote and measured."""
+
+    path: Path
+    model: str
+    fingerprint: str
+    records: int
+    sentences: int
+    faithful: int
+    heldout: list[dict[str, Any]]  # {"name", "auroc", "lo", "hi", "task"}
+    decoding: dict[str, Any] | None
+    seconds: float
+    skipped: list[str] = field(default_factory=list)
+    registered: bool = True
+
+    def summary(self) -> str:
+        lines = [f"calibrated {self.model} (fingerprint {self.fingerprint}) on {self.sentences} sentences of "
+                 f"{self.records} records ({self.faithful} faithful, {self.sentences - self.faithful} unfaithful) "
+                 f"in {self.seconds:.0f} s; wrote {self.path}" + (" and registered it" if self.registered else ""),
+                 "held-out sentence ROC AUC [95% CI], 5-fold CV grouped by source document:"]
+        for task in dict.fromkeys(r["task"] for r in self.heldout):
+            lines.append(f"  {task}:")
+            for r in (r for r in self.heldout if r["task"] == task):
+                lines.append(f"    {r['name']:<44} {r['auroc']:.3f} [{r['lo']:.2f}, {r['hi']:.2f}]")
+        if self.decoding:
+            lines.append(f"FOD thresholds: tau1 {self.decoding['tau1']:.2f}, tau2 {self.decoding['tau2']:.2f} "
+                         f"({self.decoding.get('data', '')})")
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)} records: " + "; ".join(self.skipped[:5])
+                         + (" ..." if len(self.skipped) > 5 else ""))
+        return "\n".join(lines)
+
+
+def calibrate(
+    model: Any,
+    data: str | Path | Sequence[LabelledRecord],
+    *,
+    output: str | Path | None = None,
+    kind: str = "xgb",
+    tokenizer: Any = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str = torch.float32,
+    alignment: str = "lexical",
+    generations: int = 0,
+    judge: str | None = None,
+    limit: int | None = None,
+    batch_size: int = 2,
+    seed: int = 0,
+    register: bool = True,
+    progress: bool = True,
+) -> CalibrationResult:
+    """Fit, evaluate and register an aggregator for ``model`` (see the module docstring).
+
+    Args:
+        model: anything :func:`syncheck.models.load_model` accepts.
+        data: a JSONL path of labelled records, or :class:`~syncheck.labels.LabelledRecord` objects.
+        output: where to write (default: ``<cache>/calibrations/<model>-<fingerprint>``).
+        kind: ``xgb`` (the default recipe), ``lr`` or ``mlp``.
+        alignment: the ``align_score`` backend the aggregator will be used with.
+        generations: answers of the model to sample for tuning FOD's thresholds (0: tune on held-out scores).
+        judge: alignment backend spec that labels those answers' sentences (default: ``alignment``).
+        limit: labelled records read at most.
+        register: register the result for the model's fingerprint.
+
+    Raises:
+        ValueError: no usable labelled sentences, or only one label among them.
+    """
+    from syncheck.aggregators import KINDS, save_aggregator
+    from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
+    from syncheck.aggregators.resolve import scorer_config
+    from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
+    from syncheck.calibrations import default_calibration_dir, register_calibration
+    from syncheck.models import load_model
+    from syncheck.probes import LinearProbe
+    from syncheck.scorer import Scorer
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    started = time.perf_counter()
+    lm = load_model(model, tokenizer, device=device, dtype=dtype)
+    if isinstance(data, (str, Path)):
+        records, skipped = read_labelled(data, limit)
+    else:
+        records, skipped = list(data)[:limit], []
+    if not records:
+        raise ValueError(f"no usable labelled records in {data}: " + "; ".join(skipped[:3]))
+    out = Path(output) if output is not None else default_calibration_dir(lm.name, lm.fingerprint)
+    scorer = Scorer(lm, alignment=alignment, vectors=True, aggregator=None, batch_size=batch_size)
+    rows = _score_resumable(scorer, records, out / "scored.jsonl", progress)
+    names = [n for n in DEFAULT_FEATURES if n in scorer.feature_names]
+    table = _sentence_rows(records, rows, names, skipped)
+    if len(set(table["y"].tolist())) < 2:
+        raise ValueError(f"all {len(table['y'])} labelled sentences carry label {int(table['y'][0])}: calibration "
+                         "needs faithful and unfaithful sentences")
+    params = DEFAULT_PARAMS if kind == DEFAULT_KIND else {}
+    probe = LinearProbe("hidden_probe", layers=list(scorer.featurizer.vector_layers))
+    vectors = {"hidden_probe": table["hidden"]}
+    oof = out_of_fold_stacked(kind, table["X"], names, vectors, table["y"], table["groups"], probes=[probe], seed=seed,
+                              progress=progress, **params)
+    heldout = _heldout_report(table, oof, names, seed)
+    model_fit = fit_stacked(kind, table["X"], names, vectors, table["y"], table["groups"], probes=[probe], seed=seed,
+                            **params)
+    training = {
+        "data": str(data) if isinstance(data, (str, Path)) else "labelled records given in Python",
+        "records": len(rows), "sentences": int(len(table["y"])), "faithful": int(table["y"].sum()),
+        "unfaithful": int(len(table["y"]) - table["y"].sum()), "seed": seed,
+        "recipe": {"kind": kind, "params": params, "probes": ["hidden_probe"], "features": names},
+        "heldout": heldout, "command": "syncheck calibrate",
+    }
+    config = scorer_config(scorer)
+    decoding = _decoding_from(table["y"], oof, "out-of-fold scores of the labelled sentences (5 folds grouped by "
+                                                "source document): answers written by the data's authors, not this model")
+    save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
+                    probes=model_fit.probes)
+    if generations > 0:
+        tuned = _decoding_on_generations(lm, out, records, generations, judge or alignment, alignment, seed, progress)
+        if tuned is not None:
+            decoding = tuned
+            save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
+                            probes=model_fit.probes)
+    if register:
+        register_calibration(lm.name, lm.fingerprint, out)
+    return CalibrationResult(out, lm.name, lm.fingerprint, len(rows), int(len(table["y"])), int(table["y"].sum()),
+                             heldout, decoding, time.perf_counter() - started, skipped, register)
+
+
+def _score_resumable(scorer: Any, records: Sequence[LabelledRecord], path: Path, progress: bool) -> list[dict]:
+    """Scored rows (``ScoredResponse.to_json(vectors=True)``) of ``records``, reusing those already in ``path``."""
+    fingerprint = scorer.lm.fingerprint
+    done: dict[int, dict] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by an interruption
+                continue
+            i = row.get("index")
+            if (row.get("fingerprint") == fingerprint and isinstance(i, int) and i < len(records)
+                    and row.get("id") == records[i].record.id):
+                done[i] = row
+    todo = [i for i in range(len(records)) if i not in done]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f, tqdm(total=len(records), initial=len(done), desc="scoring",
+                                                       disable=not progress) as bar:
+        for start in range(0, len(todo), scorer.batch_size):
+            chunk = todo[start:start + scorer.batch_size]
+            for i, res in zip(chunk, scorer.score_records([records[i].record for i in chunk])):
+                row = {**res.to_json(vectors=True), "index": i, "fingerprint": fingerprint}
+                done[i] = row
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+            bar.update(len(chunk))
+    return [done[i] for i in range(len(records))]
+
+
+def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], names: Sequence[str],
+                   skipped: list[str]) -> dict[str, np.ndarray]:
+    """Arrays over every labelled sentence: ``X``, ``hidden``, ``y``, ``groups``, ``chars``, ``overlap``, ``task``."""
+    from features.alignment.lexical import lexical_precision as word_overlap
+    from features.sentences import Span
+    from syncheck.prompts import format_context
+    from syncheck.results import decode_vectors
+
+    X, H, y, groups, chars, overlap, task = [], [], [], [], [], [], []
+    for rec, row in zip(records, rows):
+        if row.get("error") is not None or not row.get("sentences"):
+            skipped.append(f"id {rec.record.id}: {row.get('error') or 'no sentences'}")
+            continue
+        spans = [Span(s["text"], s["start"], s["end"]) for s in row["sentences"]]
+        try:
+            labels = rec.labels_for(spans)
+        except LabelError as exc:
+            skipped.append(str(exc))
+            continue
+        context = format_context(rec.record.context)
+        for s, label in zip(row["sentences"], labels):
+            X.append([float(s["features"][n]) for n in names])
+            H.append(decode_vectors(s)["hidden"])
+            y.append(label)
+            groups.append(rec.group)
+            chars.append(len(s["text"]))
+            overlap.append(word_overlap(context, s["text"]))
+            task.append(rec.task or "all")
+    if not y:
+        raise ValueError("no labelled sentence could be scored: " + "; ".join(skipped[:3]))
+    return {"X": np.asarray(X, dtype=np.float64), "hidden": np.stack(H).astype(np.float64),
+            "y": np.asarray(y, dtype=np.int64), "groups": np.asarray(groups), "chars": np.asarray(chars, dtype=np.float64),
+            "overlap": np.asarray(overlap, dtype=np.float64), "task": np.asarray(task)}
+
+
+def _heldout_report(table: dict[str, np.ndarray], oof: np.ndarray, names: Sequence[str], seed: int) -> list[dict]:
+    """AUROC with bootstrap intervals (resampling documents) of the calibrated recipe and the baselines, per task."""
+    from syncheck.stats import bootstrap_auroc
+
+    signals = {"sentence length (shorter = faithful)": -table["chars"],
+               "word overlap with the context": table["overlap"]}
+    portable = _portable_scores(table["X"], names)
+    if portable is not None:
+        signals["portable default (as shipped)"] = portable
+    signals["calibrated (this model's recipe + probe)"] = oof
+    tasks = ["all"] + sorted(set(table["task"].tolist()) - {"all"}) if len(set(table["task"].tolist())) > 1 else ["all"]
+    out = []
+    for task in tasks:
+        rows = np.ones(len(oof), bool) if task == "all" else table["task"] == task
+        if len(set(table["y"][rows].tolist())) < 2:
+            continue
+        for name, score in signals.items():
+            auc, lo, hi = bootstrap_auroc(table["y"][rows], score[rows], groups=table["groups"][rows], seed=seed)
+            out.append({"task": task, "name": name, "auroc": round(auc, 4), "lo": round(lo, 4), "hi": round(hi, 4)})
+    return out
+
+
+def _portable_scores(X: np.ndarray, names: Sequence[str]) -> np.ndarray | None:
+    from syncheck.aggregators import load_aggregator, portable_aggregator_dir
+
+    if not (portable_aggregator_dir() / "meta.json").is_file():
+        return None
+    agg = load_aggregator(portable_aggregator_dir())
+    if any(n not in names for n in agg.feature_names_in_):
+        return None
+    return agg.predict_proba(X[:, [list(names).index(n) for n in agg.feature_names_in_]])[:, 1]
+
+
+def _decoding_from(y: np.ndarray, scores: np.ndarray, data: str) -> dict[str, Any] | None:
+    from syncheck.aggregators.thresholds import tune_thresholds
+
+    try:
+        decoding = tune_thresholds(y, scores)
+    except ValueError:
+        return None
+    decoding["data"] = data
+    return decoding
+
+
+def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledRecord], n: int, judge_spec: str,
+                             alignment: str, seed: int, progress: bool) -> dict[str, Any] | None:
+    """FOD thresholds from the calibrated aggregator's scores of ``n`` of the model's own answers, labelled by
+    ``judge_spec``; ``None`` (keep the held-out thresholds) when those labels hold one class only."""
+    import warnings
+
+    from features.alignment import make_alignment_scorer
+    from syncheck.featurize import alignment_claim
+    from syncheck.live import Sampling
+    from syncheck.monitor import Monitor
+    from syncheck.prompts import format_context
+    from syncheck.scorer import Scorer
+
+    monitor = Monitor(Scorer(lm, alignment=alignment, aggregator=path))
+    judge = make_alignment_scorer(judge_spec)
+    seen: set[tuple[str, str]] = set()
+    jobs = []
+    for rec in records:
+        key = (format_context(rec.record.context), rec.record.question or "")
+        if key not in seen:
+            seen.add(key)
+            jobs.append(rec.record)
+        if len(jobs) >= n:
+            break
+    labels: list[int] = []
+    scores: list[float] = []
+    for k, rec in enumerate(tqdm(jobs, desc="generating for thresholds", disable=not progress)):
+        sampling = Sampling() if k % 2 == 0 else Sampling(do_sample=True, temperature=1.0, top_p=0.95)
+        gen = monitor.generate(rec.question, rec.context, max_new_tokens=GENERATION_TOKENS, sampling=sampling,
+                               seed=seed + k)
+        sentences = [s for s in gen.sentences if s.score is not None]
+        if not sentences:
+            continue
+        premise = format_context(rec.context)
+        support = judge.score([premise] * len(sentences), [alignment_claim(s.text, rec.question) for s in sentences])
+        labels += [int(float(v) >= 0.5) for v in support]
+        scores += [float(s.score) for s in sentences]
+    decoding = _decoding_from(np.asarray(labels), np.asarray(scores),
+                              f"the calibrated aggregator's scores of {len(scores)} sentences of {len(jobs)} answers "
+                              f"of this model (greedy and sampled), labelled by {judge_spec}")
+    if decoding is None:
+        warnings.warn(f"the {len(scores)} generated sentences got one label only from {judge_spec}; FOD's thresholds "
+                      "stay tuned on the held-out scores", UserWarning, stacklevel=3)
+    return decoding
+
+
+__all__ = ["CalibrationResult", "calibrate"]
