@@ -126,13 +126,14 @@ def build_generators(scorer, max_new_tokens: int, tau1: float | None, temperatur
 
 
 def run_method(gen, name: str, question: str, context: str, args) -> object:
+    texts = {"question": question, "context": context}
     if name in ("fod", "fod-bt"):
-        return gen.generate(question, context, tau1=args.tau1, tau2=args.tau2, num_samples=args.num_samples,
+        return gen.generate(**texts, tau1=args.tau1, tau2=args.tau2, num_samples=args.num_samples,
                             num_beams=args.num_beams, max_sentences=args.max_sentences, seed=args.seed,
                             backtrack_only=name == "fod-bt")
     if name == "rerank":
-        return gen.generate(question, context, num_samples=args.num_samples, max_sentences=args.max_sentences, seed=args.seed)
-    return gen.generate(question, context, max_sentences=args.max_sentences)
+        return gen.generate(**texts, num_samples=args.num_samples, max_sentences=args.max_sentences, seed=args.seed)
+    return gen.generate(**texts, max_sentences=args.max_sentences)
 
 
 def main(argv: list[str] | None = None) -> dict:

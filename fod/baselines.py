@@ -25,8 +25,8 @@ class GreedyGenerator(FODGenerator):
 
     method = "greedy"
 
-    def generate(self, question, context, *, max_sentences: int = 8, **_: Any) -> GenerationResult:
-        gen = self.monitor.generate(question, context, max_new_tokens=self.max_new_tokens)
+    def generate(self, *, question: str | None = None, context, max_sentences: int = 8) -> GenerationResult:
+        gen = self.monitor.generate(question=question, context=context, max_new_tokens=self.max_new_tokens)
         sentences = gen.sentences[:max_sentences]
         text = gen.text[: sentences[-1].end] if sentences else ""
         trace = {"stop": gen.stop_reason, "tokens": len(gen.token_ids)}
@@ -46,8 +46,8 @@ class AbstainGenerator(GreedyGenerator):
         super().__init__(*args, **kwargs)
         self.threshold, self.threshold_from = resolve_threshold(self.scorer, "tau1", threshold)
 
-    def generate(self, question, context, *, max_sentences: int = 8, **kw: Any) -> GenerationResult:
-        res = super().generate(question, context, max_sentences=max_sentences)
+    def generate(self, *, question: str | None = None, context, max_sentences: int = 8) -> GenerationResult:
+        res = super().generate(question=question, context=context, max_sentences=max_sentences)
         low = [i for i, s in enumerate(res.sentences) if s.score is not None and s.score < self.threshold]
         res.method = self.method
         res.trace.update({"threshold": self.threshold, "threshold_from": self.threshold_from, "abstained": bool(low),
@@ -63,8 +63,8 @@ class RerankGenerator(FODGenerator):
 
     method = "rerank"
 
-    def generate(self, question, context, *, num_samples: int = 6, max_sentences: int = 8, seed: int | None = 0,
-                 **_: Any) -> GenerationResult:
+    def generate(self, *, question: str | None = None, context, num_samples: int = 6, max_sentences: int = 8,
+                 seed: int | None = 0) -> GenerationResult:
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(0 if seed is None else seed)
         batch, _, warnings = self.monitor.start(question, context, self.max_new_tokens)
@@ -104,7 +104,7 @@ class CADGenerator(FODGenerator):
         self.alpha = alpha
 
     @torch.inference_mode()
-    def generate(self, question, context, *, max_sentences: int = 8, **_: Any) -> GenerationResult:
+    def generate(self, *, question: str | None = None, context, max_sentences: int = 8) -> GenerationResult:
         from syncheck.passes import decode_text, prompt_pair
 
         lm = self.scorer.lm

@@ -61,19 +61,20 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
 
         checker = ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
     common = {"checker": checker, "max_new_tokens": max_new_tokens}
+    texts = {"question": question, "context": context}
     if method in ("fod", "fod-bt"):
-        gen = METHODS["fod"](scorer, **common)
-        result = gen.generate(question, context, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
-                              max_sentences=max_sentences, seed=seed, backtrack_only=method == "fod-bt")
+        result = METHODS["fod"](scorer, **common).generate(
+            **texts, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams, max_sentences=max_sentences,
+            seed=seed, backtrack_only=method == "fod-bt")
     elif method == "abstain":
-        result = METHODS["abstain"](scorer, threshold=tau1, **common).generate(question, context, max_sentences=max_sentences)
+        result = METHODS["abstain"](scorer, threshold=tau1, **common).generate(**texts, max_sentences=max_sentences)
     elif method == "cad":
-        result = METHODS["cad"](scorer, alpha=alpha, **common).generate(question, context, max_sentences=max_sentences)
+        result = METHODS["cad"](scorer, alpha=alpha, **common).generate(**texts, max_sentences=max_sentences)
     elif method == "rerank":
-        result = METHODS["rerank"](scorer, **common).generate(question, context, num_samples=num_samples,
+        result = METHODS["rerank"](scorer, **common).generate(**texts, num_samples=num_samples,
                                                               max_sentences=max_sentences, seed=seed)
     else:
-        result = METHODS["greedy"](scorer, **common).generate(question, context, max_sentences=max_sentences)
+        result = METHODS["greedy"](scorer, **common).generate(**texts, max_sentences=max_sentences)
     if as_json:
         click.echo(json.dumps(result.to_json(), ensure_ascii=False))
         return

@@ -104,9 +104,9 @@ class FODGenerator:
     # ------------------------------------------------------------------ public
     def generate(
         self,
-        question: str | None,
-        context,
         *,
+        question: str | None = None,
+        context,
         tau1: float | None = None,
         tau2: float | None = None,
         num_samples: int = 6,
@@ -250,7 +250,7 @@ class FODGenerator:
 
             self.checker = ProvenanceChecker.for_scorer(self.scorer, top_k=FINAL_CHECK_TOP_K)
         if self.checker is not None and result.sentences:
-            check = self.checker.check(question, context, result.text)
+            check = self.checker.check(question=question, context=context, answer=result.text)
             result.final_check = check.to_json() if hasattr(check, "to_json") else check
         return result
 

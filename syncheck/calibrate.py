@@ -306,7 +306,7 @@ def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledReco
     scores: list[float] = []
     for k, rec in enumerate(tqdm(jobs, desc="generating for thresholds", disable=not progress)):
         sampling = Sampling() if k % 2 == 0 else Sampling(do_sample=True, temperature=1.0, top_p=0.95)
-        gen = monitor.generate(rec.question, rec.context, max_new_tokens=GENERATION_TOKENS, sampling=sampling,
+        gen = monitor.generate(question=rec.question, context=rec.context, max_new_tokens=GENERATION_TOKENS, sampling=sampling,
                                seed=seed + k)
         sentences = [s for s in gen.sentences if s.score is not None]
         if not sentences:

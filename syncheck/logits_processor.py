@@ -1,15 +1,24 @@
 """The monitor as a ``transformers`` ``LogitsProcessor``: observe inside ``model.generate``.
 
->>> proc = SynCheckLogitsProcessor(Monitor(scorer), question, context, callback=print)   # doctest: +SKIP
->>> out = model.generate(proc.input_ids, logits_processor=[proc], max_new_tokens=128)   # doctest: +SKIP
->>> events = proc.finish(out)                                                          # doctest: +SKIP
+>>> with SynCheckLogitsProcessor(Monitor(scorer), question=q, context=ctx, callback=print) as proc:   # doctest: +SKIP
+...     out = model.generate(proc.input_ids, logits_processor=[proc], streamer=proc.streamer, max_new_tokens=128)
+>>> proc.events                                                                                # doctest: +SKIP
 
 It returns the scores unchanged. Each call sees the token chosen at the
 previous step (the last column of ``input_ids``), records its log-probability
 and entropy from the previous step's scores, and, when a sentence is finished,
 scores it exactly as :class:`~syncheck.monitor.Monitor` does (deferred
-without-context forward on its own cache, LID from hidden states captured by
-forward hooks on the decoder layers).
+without-context forward on its own cache, hidden states captured by forward
+hooks on the decoder layers).
+
+- As a context manager it prefills the without-context cache and registers its
+  hooks on entry, and removes the hooks on exit, an exception inside
+  ``generate`` included.
+- :attr:`streamer` is a ``transformers`` streamer: ``generate`` calls its
+  ``end()`` when it stops, which emits the last sentence (the one no later token
+  closes). Without it (``generate`` takes one streamer; you may need yours),
+  call :meth:`finish` with ``generate``'s output.
+- The prompt ``generate`` receives must be :attr:`input_ids`; another one raises.
 
 What this form cannot do:
 - steer: it cannot backtrack, prune or re-sample (FOD needs :class:`~fod.generator.FODGenerator`);
@@ -17,8 +26,7 @@ What this form cannot do:
 - raw distributions when other processors run first: ``generate`` may apply
   repetition penalties or temperature/top-k/top-p before it; features are then
   computed on the processed scores (with greedy defaults they are the raw logits);
-- the last sentence: it is only known when generation stops, so call
-  :meth:`finish` with the output of ``generate``.
+- lookback ratios (use :class:`~syncheck.monitor.Monitor`).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import Callable
 
 import torch
 from transformers import LogitsProcessor
+from transformers.generation.streamers import BaseStreamer
 
 from features.entropy import normalized_entropy
 from syncheck.featurize import Premise
@@ -41,12 +50,17 @@ class SynCheckLogitsProcessor(LogitsProcessor):
 
     Args:
         monitor: a :class:`Monitor` over the same model ``generate`` runs.
-        question, context: the RAG inputs; :attr:`input_ids` is the prompt to pass to ``generate``.
+        question, context: the RAG inputs (keyword-only); :attr:`input_ids` is the prompt to pass to ``generate``.
         max_new_tokens: room kept for the answer when the context must be truncated.
         callback: called with each :class:`SentenceEvent`.
+
+    Attributes:
+        input_ids: ``(1, prompt_len)`` the prompt, on the model's device.
+        streamer: pass it as ``generate(..., streamer=proc.streamer)`` to emit the last sentence at the end.
+        events: every :class:`SentenceEvent` so far.
     """
 
-    def __init__(self, monitor: Monitor, question: str | None, context, *, max_new_tokens: int = 256,
+    def __init__(self, monitor: Monitor, *, question: str | None = None, context, max_new_tokens: int = 256,
                  callback: Callable[[SentenceEvent], None] | None = None) -> None:
         self.monitor = monitor
         self.callback = callback
@@ -54,28 +68,53 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         if monitor.engine.lookback:
             raise ValueError("SynCheckLogitsProcessor cannot record lookback ratios inside model.generate; use "
                              "Monitor.stream / Monitor.generate, or a Scorer built with lookback=False")
+        if _decoder_layers(lm.model) is None and monitor.engine.hidden_layers:
+            raise ValueError("cannot find the model's decoder layers to read hidden states; build the Scorer with "
+                             "lid=None and an aggregator without a hidden-state probe")
         pair = prompt_pair(lm, context, question, max_new_tokens, monitor.scorer.max_length)
-        with_ids, without_ids, self.warnings = pair.with_context, pair.without_context, pair.warnings
-        self.input_ids = torch.tensor([with_ids], device=lm.device)
+        self._prompt, self._without_ids, self.warnings = list(pair.with_context), pair.without_context, pair.warnings
+        self.input_ids = torch.tensor([self._prompt], device=lm.device)
         self.premise = Premise(format_context(context), question)
-        engine = monitor.engine
-        without_cache, without_next = engine.prefill(without_ids) if engine.kl else (None, None)
+        self.streamer = _EndStreamer(self)
+        self.events: list[SentenceEvent] = []
+        self.batch: Batch | None = None
+        self._captured: dict[int, torch.Tensor] = {}
+        self._hooks: list = []
+        self._finished = False
+        self._checked = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "SynCheckLogitsProcessor":
+        self._start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        """Prefill the without-context cache and register the hidden-state hooks (once)."""
+        if self.batch is not None:
+            return
+        engine = self.monitor.engine
+        without_cache, without_next = engine.prefill(self._without_ids) if engine.kl else (None, None)
         row = Row(hidden={layer: [] for layer in engine.hidden_layers}, has_without=engine.kl,
                   without_next=without_next[0] if without_next is not None else None)
         self.batch = Batch([row], with_cache=None, without_cache=without_cache, next_logp=None,
-                           prompt=list(with_ids), prompt_len_without=len(without_ids))
-        self.events: list[SentenceEvent] = []
-        self._captured: dict[int, torch.Tensor] = {}
-        self._hooks = []
-        layers = _decoder_layers(lm.model)
-        if engine.hidden_layers and layers is None:
-            raise ValueError("cannot find the model's decoder layers for LID; build the Scorer with lid=None")
+                           prompt=list(self._prompt), prompt_len_without=len(self._without_ids))
+        layers = _decoder_layers(self.monitor.scorer.lm.model)
         for layer in engine.hidden_layers:
             def hook(_m, _a, output, layer=layer):
                 out = output[0] if isinstance(output, tuple) else output
                 self._captured[layer] = out[:, -1].float()
             self._hooks.append(layers[layer - 1].register_forward_hook(hook))
 
+    def close(self) -> None:
+        """Remove the forward hooks from the model (idempotent)."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+
+    # ------------------------------------------------------------------ observing
     def _record(self, token: int) -> None:
         row, batch = self.batch.rows[0], self.batch
         prev = batch.next_logp[0]
@@ -96,6 +135,12 @@ class SynCheckLogitsProcessor(LogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if input_ids.shape[0] != 1:
             raise ValueError("SynCheckLogitsProcessor observes one sequence: use batch size 1 and num_beams=1")
+        if not self._checked:  # first step: the prompt must be the processor's
+            if input_ids.shape[1] != len(self._prompt) or input_ids[0].tolist() != self._prompt:
+                raise ValueError("model.generate was given another prompt than the processor's: call "
+                                 "generate(proc.input_ids, logits_processor=[proc], ...)")
+            self._checked = True
+            self._start()  # a no-op when entered as a context manager
         if input_ids.shape[1] > self.batch.prompt_len:
             self._record(int(input_ids[0, -1]))
             self._emit(final=False)
@@ -105,9 +150,13 @@ class SynCheckLogitsProcessor(LogitsProcessor):
     def finish(self, sequences: torch.Tensor) -> list[SentenceEvent]:
         """Record the last token, emit the remaining sentence(s), remove the hooks; returns all events.
 
-        ``generate`` never feeds back its last token; when LID is on, one
-        forward over the whole sequence recovers that token's hidden state.
+        ``generate`` never feeds back its last token; when hidden states are
+        read, one forward over the whole sequence recovers that token's. The
+        streamer calls this at the end of ``generate``; calling it again does nothing.
         """
+        if self._finished or self.batch is None:
+            self.close()
+            return self.events
         try:
             n = len(self.batch.rows[0].ids)
             tail = sequences[0, self.batch.prompt_len + n :].tolist()
@@ -115,11 +164,34 @@ class SynCheckLogitsProcessor(LogitsProcessor):
                 if self.monitor.engine.hidden_layers:
                     lm = self.monitor.scorer.lm
                     with torch.inference_mode():
-                        lm.model(input_ids=sequences[:, : self.batch.prompt_len + n + 1], use_cache=False, logits_to_keep=1)
+                        lm.model(input_ids=sequences[:, : self.batch.prompt_len + n + 1].to(lm.device),
+                                 use_cache=False, logits_to_keep=1)
                 self._record(tail[0])
             self._emit(final=True)
+            self._finished = True
         finally:
-            for h in self._hooks:
-                h.remove()
-            self._hooks = []
+            self.close()
         return self.events
+
+
+class _EndStreamer(BaseStreamer):
+    """Collects the tokens ``generate`` streams and finishes its processor when ``generate`` ends."""
+
+    def __init__(self, processor: SynCheckLogitsProcessor) -> None:
+        self.processor = processor
+        self.tokens: list[int] = []
+        self._prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if value.dim() > 1 and value.shape[0] > 1:
+            raise ValueError("SynCheckLogitsProcessor observes one sequence: use batch size 1 and num_beams=1")
+        ids = value.reshape(-1).tolist()
+        if not self._prompt_seen:  # generate streams the prompt first
+            self._prompt_seen = True
+            return
+        self.tokens.extend(ids)
+
+    def end(self) -> None:
+        proc = self.processor
+        sequences = torch.tensor([proc._prompt + self.tokens])
+        proc.finish(sequences)

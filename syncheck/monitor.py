@@ -3,7 +3,7 @@
 >>> from syncheck import Scorer
 >>> from syncheck.monitor import Monitor
 >>> monitor = Monitor(Scorer("smollm2-135m"))                      # doctest: +SKIP
->>> for event in monitor.stream("When was it built?", context):    # doctest: +SKIP
+>>> for event in monitor.stream(question="When was it built?", context=context):    # doctest: +SKIP
 ...     print(event.sentence.text, event.sentence.score)
 
 A sentence is emitted as soon as a visible character of the next one exists
@@ -110,9 +110,9 @@ class Monitor:
     # ------------------------------------------------------------------ public API
     def stream(
         self,
-        question: str | None,
-        context,
         *,
+        question: str | None = None,
+        context,
         max_new_tokens: int = 256,
         sampling: Sampling | None = None,
         seed: int | None = None,
@@ -131,9 +131,9 @@ class Monitor:
 
     def generate(
         self,
-        question: str | None,
-        context,
         *,
+        question: str | None = None,
+        context,
         max_new_tokens: int = 256,
         sampling: Sampling | None = None,
         seed: int | None = None,

@@ -263,7 +263,8 @@ class ProvenanceChecker:
             return np.full(len(chunks), 1.0 / len(chunks))
         return relevance_probabilities(self.relevance.score(question, chunks), self.relevance.temperature)
 
-    def check(self, question: str | None, context: str | Sequence[str], answer: str, id: Any = None) -> ProvenanceResult:
+    def check(self, *, question: str | None = None, context: str | Sequence[str], answer: str,
+              id: Any = None) -> ProvenanceResult:
         """Check one answer; problems come back in ``result.error``, never raised."""
         result = ProvenanceResult(id=id)
         try:
@@ -293,4 +294,4 @@ class ProvenanceChecker:
             if isinstance(rec, RecordError):
                 yield ProvenanceResult(id=rec.record_id, error=str(rec))
             else:
-                yield self.check(rec.question, rec.context, rec.response, id=rec.id)
+                yield self.check(question=rec.question, context=rec.context, answer=rec.response, id=rec.id)

@@ -138,8 +138,13 @@ class Scorer:
         self.batch_size = batch_size
 
     # ------------------------------------------------------------------ public API
-    def score(self, context: str | Sequence[str], response: str, question: str | None = None, id: Any = None) -> ScoredResponse:
-        """Score one response; errors come back in ``result.error``, never raised."""
+    def score(self, *, context: str | Sequence[str], response: str, question: str | None = None,
+              id: Any = None) -> ScoredResponse:
+        """Score one response; errors come back in ``result.error``, never raised.
+
+        Texts are keyword-only (``context=``, ``response=``, ``question=``), as in every syncheck entry point,
+        so that two plain strings cannot be swapped silently.
+        """
         context = tuple(context) if not isinstance(context, str) else context
         return next(self.score_records([Record(id=id, context=context, response=response, question=question)]))
 

@@ -20,21 +20,21 @@ def scorer_for(script):
 
 
 def test_greedy_scores_every_sentence():
-    res = GreedyGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {" Bad": 0.6, " Fine": 0.4}})), max_new_tokens=20, checker=None).generate("Q?", "c")
+    res = GreedyGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {" Bad": 0.6, " Fine": 0.4}})), max_new_tokens=20, checker=None).generate(question="Q?", context="c")
     assert res.text == "Good. Bad." and [s.score for s in res.sentences] == [0.9, 0.2] and res.method == "greedy"
 
 
 @pytest.mark.parametrize("second,abstains", [(" Bad", True), (" Fine", False)])
 def test_abstention_refuses_when_any_sentence_is_below_threshold(second, abstains):
     gen = AbstainGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {second: 1}})), max_new_tokens=20, threshold=0.7, checker=None)
-    res = gen.generate("Q?", "c")
+    res = gen.generate(question="Q?", context="c")
     assert res.trace["abstained"] is abstains
     assert (res.text == ABSTAIN_TEXT) is abstains and (res.sentences == []) is abstains
 
 
 def test_reranking_returns_the_sample_with_the_best_mean_score():
     script = table({"": {"Good": 0.5, "Bad": 0.5}, "Good.": {" Fine": 1}, "Bad.": {" Meh": 1}})
-    res = RerankGenerator(scorer_for(script), max_new_tokens=20, top_p=1.0, checker=None).generate("Q?", "c", num_samples=6, seed=2)
+    res = RerankGenerator(scorer_for(script), max_new_tokens=20, top_p=1.0, checker=None).generate(question="Q?", context="c", num_samples=6, seed=2)
     means = [c["mean_score"] for c in res.trace["candidates"]]
     assert len(means) == 6 and res.text == "Good. Fine."
     assert res.mean_score == pytest.approx(max(m for m in means if m is not None))
@@ -48,8 +48,8 @@ def cad_script(text, has_context):
 
 def test_cad_amplifies_the_context_where_greedy_follows_memory():
     scorer = scorer_for(cad_script)
-    assert GreedyGenerator(scorer, max_new_tokens=10, checker=None).generate("Where?", "Paris.").text == "London."
-    res = CADGenerator(scorer, max_new_tokens=10, alpha=0.5, checker=None).generate("Where?", "Paris.")
+    assert GreedyGenerator(scorer, max_new_tokens=10, checker=None).generate(question="Where?", context="Paris.").text == "London."
+    res = CADGenerator(scorer, max_new_tokens=10, alpha=0.5, checker=None).generate(question="Where?", context="Paris.")
     assert res.text == "Paris." and res.sentences[0].score == 0.9 and res.method == "cad"
 
 
@@ -57,7 +57,7 @@ def test_without_context_prompt_contains_no_context_token():
     scorer = scorer_for(cad_script)
     tok = scorer.lm.tokenizer
     context = "Paris Paris London."
-    CADGenerator(scorer, max_new_tokens=10, checker=None).generate("Where?", context)
+    CADGenerator(scorer, max_new_tokens=10, checker=None).generate(question="Where?", context=context)
     model = scorer.lm.model
     prefills = [rows[0] for rows in model.inputs if len(rows[0]) > 3]  # CAD's two prefills, then offline scoring's two
     ctx_ids = set(tok(context, add_special_tokens=False)["input_ids"]) | {model.context_id}

@@ -132,7 +132,7 @@ def test_any_family_gets_the_portable_default_with_one_warning(family, tiny_toke
     portable = [w for w in caught if "portable default" in str(w.message)]
     assert len(portable) == 1 and "syncheck calibrate --model tiny-" in str(portable[0].message)
     assert scorer.aggregator_source == "portable"
-    result = scorer.score(CONTEXT, "It is 330 m tall. It opened in 1999.", "How tall?")
+    result = scorer.score(context=CONTEXT, response="It is 330 m tall. It opened in 1999.", question="How tall?")
     assert result.error is None and 0.0 <= result.response_score <= 1.0
     assert all(s.score is not None for s in result.sentences)
 
@@ -148,9 +148,9 @@ def test_live_features_equal_offline_in_every_family(family, tiny_tokenizer):
     scorer = Scorer(lm, vectors=True, aggregator=None)
     response = "It is 330 m tall. It opened in 1889 [1].\n* Dr. Smith moved."
     ids, _ = response_ids_and_offsets(lm.tokenizer, response)
-    live = Monitor(scorer).generate("How tall?", CONTEXT, forced_ids=ids)
+    live = Monitor(scorer).generate(question="How tall?", context=CONTEXT, forced_ids=ids)
     assert live.text == response
-    assert_same_features(scorer.score(CONTEXT, response, "How tall?").sentences, live.sentences)
+    assert_same_features(scorer.score(context=CONTEXT, response=response, question="How tall?").sentences, live.sentences)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -161,7 +161,7 @@ def test_fod_runs_on_any_family(family, tiny_tokenizer):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fod = FODGenerator(lm, checker=None, max_new_tokens=24, max_sentence_tokens=12)
-    out = fod.generate("How tall?", CONTEXT, num_samples=2, num_beams=2, max_sentences=2, tau1=1.0)
+    out = fod.generate(question="How tall?", context=CONTEXT, num_samples=2, num_beams=2, max_sentences=2, tau1=1.0)
     assert out.trace["tau1"] == 1.0 and out.trace["thresholds_from"] == "tau1 given, tau2 aggregator"
     assert out.trace["backtrack"] is not None  # tau1 = 1.0: the first scored sentence is backtracked
 
@@ -274,7 +274,7 @@ def test_cli_scores_calibrates_and_then_uses_the_calibration(qwen2_dir, tmp_path
     assert again.exit_code == 0, again.output
     calibrated = json.loads((tmp_path / "c.jsonl").read_text())
     direct = Scorer(str(qwen2_dir), aggregator=str(tmp_path / "cal"))
-    expected = direct.score(CONTEXT, "It is 330 m tall. It opened in 1999.", "How tall?").response_score
+    expected = direct.score(context=CONTEXT, response="It is 330 m tall. It opened in 1999.", question="How tall?").response_score
     assert calibrated["response_score"] == pytest.approx(expected, abs=1e-6)
     assert calibrated["response_score"] != pytest.approx(portable["response_score"], abs=1e-9)
 

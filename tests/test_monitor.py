@@ -36,16 +36,16 @@ def tiny_scorer(tiny_lm):
 
 def test_live_features_equal_offline_features_for_the_same_tokens(tiny_scorer):
     ids, _ = response_ids_and_offsets(tiny_scorer.lm.tokenizer, RESPONSE)
-    live = Monitor(tiny_scorer).generate("When?", CONTEXT, forced_ids=ids)
+    live = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
     assert live.text == RESPONSE and live.stop_reason == "forced"
-    offline = tiny_scorer.score(CONTEXT, RESPONSE, "When?")
+    offline = tiny_scorer.score(context=CONTEXT, response=RESPONSE, question="When?")
     assert len(offline.sentences) == 4
     assert_same_features(offline.sentences, live.sentences)
 
 
 def test_greedy_monitor_picks_the_same_tokens_as_model_generate(tiny_scorer):
     lm = tiny_scorer.lm
-    gen = Monitor(tiny_scorer).generate("When?", CONTEXT, max_new_tokens=24)
+    gen = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, max_new_tokens=24)
     with_ids = prompt_pair(lm, CONTEXT, "When?", 24).with_context
     ids = torch.tensor([with_ids])
     out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
@@ -60,7 +60,7 @@ def test_sentences_are_emitted_while_generating(tiny_scorer):
     handle = lm.model.register_forward_pre_hook(lambda *_: calls.append(1))
     try:
         ids, _ = response_ids_and_offsets(lm.tokenizer, RESPONSE)
-        stream = Monitor(tiny_scorer).stream("When?", CONTEXT, forced_ids=ids)
+        stream = Monitor(tiny_scorer).stream(question="When?", context=CONTEXT, forced_ids=ids)
         first = next(stream)
         at_first = len(calls)
         rest = list(stream)
@@ -73,9 +73,9 @@ def test_sentences_are_emitted_while_generating(tiny_scorer):
 
 def test_sampling_is_reproducible_with_a_seed(tiny_scorer):
     mon = Monitor(tiny_scorer)
-    a = mon.generate("When?", CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=5)
-    b = mon.generate("When?", CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=5)
-    c = mon.generate("When?", CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=6)
+    a = mon.generate(question="When?", context=CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=5)
+    b = mon.generate(question="When?", context=CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=5)
+    c = mon.generate(question="When?", context=CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=6)
     assert a.token_ids == b.token_ids and a.token_ids != c.token_ids
 
 
@@ -83,16 +83,51 @@ def test_logits_processor_observes_generate_without_changing_it(tiny_scorer):
     lm = tiny_scorer.lm
     mon = Monitor(tiny_scorer)
     seen = []
-    proc = SynCheckLogitsProcessor(mon, "When?", CONTEXT, max_new_tokens=20, callback=seen.append)
-    kw = dict(attention_mask=torch.ones_like(proc.input_ids), max_new_tokens=20, do_sample=False,
-              pad_token_id=lm.tokenizer.pad_token_id)
-    plain = lm.model.generate(proc.input_ids, **kw)
-    watched = lm.model.generate(proc.input_ids, logits_processor=[proc], **kw)
-    events = proc.finish(watched)
+    with SynCheckLogitsProcessor(mon, question="When?", context=CONTEXT, max_new_tokens=20, callback=seen.append) as proc:
+        kw = dict(attention_mask=torch.ones_like(proc.input_ids), max_new_tokens=20, do_sample=False,
+                  pad_token_id=lm.tokenizer.pad_token_id)
+        plain = lm.model.generate(proc.input_ids, **kw)
+        watched = lm.model.generate(proc.input_ids, logits_processor=[proc], streamer=proc.streamer, **kw)
     assert torch.equal(plain, watched)
-    live = mon.generate("When?", CONTEXT, max_new_tokens=20)
-    assert events and len(seen) == len(events)
-    assert_same_features(live.sentences, [e.sentence for e in events])
+    live = mon.generate(question="When?", context=CONTEXT, max_new_tokens=20)
+    assert proc.events and len(seen) == len(proc.events)  # the streamer emitted the last sentence: no finish() call
+    assert_same_features(live.sentences, [e.sentence for e in proc.events])
+    assert proc.finish(watched) == proc.events  # finishing twice changes nothing
+
+
+def _forward_hooks(model) -> int:
+    return sum(len(m._forward_hooks) for m in model.modules())
+
+
+def test_logits_processor_removes_its_hooks_when_generate_raises(tiny_lm):
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    scorer = Scorer(tiny_lm, vectors=True, aggregator=None)  # hidden states read through forward hooks
+    assert scorer.featurizer.hidden_layers
+
+    class Boom(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            if input_ids.shape[1] > proc.batch.prompt_len + 3:
+                raise RuntimeError("boom")
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool)
+
+    before = _forward_hooks(tiny_lm.model)
+    with pytest.raises(RuntimeError, match="boom"):
+        with SynCheckLogitsProcessor(Monitor(scorer), question="When?", context=CONTEXT) as proc:
+            assert _forward_hooks(tiny_lm.model) > before
+            tiny_lm.model.generate(proc.input_ids, attention_mask=torch.ones_like(proc.input_ids), max_new_tokens=12,
+                                   do_sample=False, logits_processor=[proc], stopping_criteria=StoppingCriteriaList([Boom()]),
+                                   pad_token_id=tiny_lm.tokenizer.pad_token_id)
+    assert _forward_hooks(tiny_lm.model) == before
+
+
+def test_logits_processor_refuses_another_prompt(tiny_scorer):
+    lm = tiny_scorer.lm
+    with SynCheckLogitsProcessor(Monitor(tiny_scorer), question="When?", context=CONTEXT) as proc:
+        other = proc.input_ids[:, 1:]
+        with pytest.raises(ValueError, match="another prompt"):
+            lm.model.generate(other, attention_mask=torch.ones_like(other), max_new_tokens=3, do_sample=False,
+                              logits_processor=[proc], pad_token_id=lm.tokenizer.pad_token_id)
 
 
 def test_invalid_sampling_settings_say_how_to_fix():
@@ -108,9 +143,9 @@ def test_smollm2_live_features_equal_offline_and_tokens_equal_generate():
     context = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall and was "
                "designed by the engineering company of Gustave Eiffel.")
     question = "Tell me about the Eiffel Tower."
-    gen = Monitor(scorer).generate(question, context, max_new_tokens=48)
+    gen = Monitor(scorer).generate(question=question, context=context, max_new_tokens=48)
     assert len(gen.sentences) >= 2
-    offline = scorer.score(context, gen.text, question)
+    offline = scorer.score(context=context, response=gen.text, question=question)
     assert_same_features(offline.sentences, gen.sentences)
     lm = scorer.lm
     with_ids = prompt_pair(lm, context, question, 48).with_context
@@ -135,14 +170,49 @@ class RecordingAlignment:
 def test_question_aware_alignment_is_the_same_offline_and_live(tiny_lm):
     align = RecordingAlignment()
     scorer = Scorer(tiny_lm, lid=None, alignment=align, align_with_question=True, aggregator=None)
-    offline = scorer.score(CONTEXT, RESPONSE, "When was it built?")
+    offline = scorer.score(context=CONTEXT, response=RESPONSE, question="When was it built?")
     assert align.claims[0] == "Question: When was it built?\nAnswer: It was completed in 1889."
     ids, _ = response_ids_and_offsets(tiny_lm.tokenizer, RESPONSE)
-    live = Monitor(scorer).generate("When was it built?", CONTEXT, forced_ids=ids)
+    live = Monitor(scorer).generate(question="When was it built?", context=CONTEXT, forced_ids=ids)
     assert align.claims[len(offline.sentences):] == align.claims[: len(offline.sentences)]
     assert_same_features(offline.sentences, live.sentences)
     # without a question the claim is the sentence alone; without the option too
-    scorer.score(CONTEXT, "It is tall.")
+    scorer.score(context=CONTEXT, response="It is tall.")
     assert align.claims[-1] == "It is tall."
-    Scorer(tiny_lm, lid=None, alignment=align, aggregator=None).score(CONTEXT, "It is tall.", "How tall?")
+    Scorer(tiny_lm, lid=None, alignment=align, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
     assert align.claims[-1] == "It is tall."
+
+
+# ------------------------------------------------------------------ one argument convention (issue 14)
+def test_public_text_functions_take_keywords_only(tiny_scorer):
+    from fod.baselines import METHODS
+    from syncheck.provenance import ProvenanceChecker
+
+    mon = Monitor(tiny_scorer)
+    checker = ProvenanceChecker(relevance="bm25", nli="lexical")
+    calls = [
+        lambda: tiny_scorer.score(CONTEXT, "It is tall.", "How tall?"),
+        lambda: mon.generate("When?", CONTEXT, max_new_tokens=4),
+        lambda: next(mon.stream("When?", CONTEXT, max_new_tokens=4)),
+        lambda: checker.check("When?", CONTEXT, "In 1889."),
+        lambda: SynCheckLogitsProcessor(mon, "When?", CONTEXT),
+    ]
+    calls += [lambda cls=cls: cls(tiny_scorer, checker=None, max_new_tokens=4).generate("When?", CONTEXT)
+              for cls in METHODS.values()]
+    for call in calls:
+        with pytest.raises(TypeError, match="positional"):
+            call()
+    assert checker.check(question="When?", context=CONTEXT, answer="In 1889.").factuality is not None
+    assert tiny_scorer.score(context=CONTEXT, response="It is tall.", question="How tall?").error is None
+
+
+def test_a_misspelt_keyword_to_any_generate_raises(tiny_scorer):
+    from fod.baselines import METHODS
+
+    with pytest.raises(TypeError, match="max_new_token"):
+        Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, max_new_token=4)
+    for cls in METHODS.values():
+        with pytest.raises(TypeError, match="max_sentence|tau_1"):
+            cls(tiny_scorer, checker=None, max_new_tokens=4).generate(question="When?", context=CONTEXT,
+                                                                       **({"tau_1": 0.5} if cls is METHODS["fod"]
+                                                                          else {"max_sentence": 2}))

@@ -115,9 +115,9 @@ def lookback_scorer(tiny_lm):
 def test_live_equals_offline_for_the_new_signals(lookback_scorer):
     from test_monitor import assert_same_features
 
-    offline = lookback_scorer.score(CONTEXT, RESPONSE, "When?")
+    offline = lookback_scorer.score(context=CONTEXT, response=RESPONSE, question="When?")
     ids, _ = response_ids_and_offsets(lookback_scorer.lm.tokenizer, RESPONSE)
-    live = Monitor(lookback_scorer).generate("When?", CONTEXT, forced_ids=ids)
+    live = Monitor(lookback_scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
     assert live.text == RESPONSE
     new = {"pmi_min", "pmi_mean", "pmi_negative_share", "lookback_ratio", "unsupported_specifics", "novel_bigram_share"}
     assert new <= set(offline.sentences[0].features)
@@ -139,7 +139,7 @@ def _stacked_on_tiny(scorer, tmp_path, kind="xgb"):
     rng = np.random.default_rng(0)
     texts = ["It was completed in 1889.", "It is 330 m tall.", "It was built in Berlin in 1920.", "Nobody knows.",
              "The tower is in Paris.", "It was painted red by 40 men."]
-    results = [scorer.score(CONTEXT, " ".join(rng.permutation(texts)[:3]), "When?") for _ in range(12)]
+    results = [scorer.score(context=CONTEXT, response=" ".join(rng.permutation(texts)[:3]), question="When?") for _ in range(12)]
     sents = [s for r in results for s in r.sentences]
     names = ["min_prob", "pmi_mean", "novel_bigram_share", "unsupported_specifics"]
     X = np.array([[s.features[n] for n in names] for s in sents])
@@ -166,9 +166,9 @@ def test_a_scorer_applies_the_probe_live_and_offline_alike(tiny_lm, lookback_sco
     _stacked_on_tiny(lookback_scorer, tmp_path)
     scorer = Scorer(tiny_lm, lid=None, aggregator=str(tmp_path / "agg"))
     assert scorer.featurizer.vector_layers == [2, 4] and scorer.featurizer.hidden_layers == [2, 4]
-    offline = scorer.score(CONTEXT, RESPONSE, "When?")
+    offline = scorer.score(context=CONTEXT, response=RESPONSE, question="When?")
     ids, _ = response_ids_and_offsets(tiny_lm.tokenizer, RESPONSE)
-    live = Monitor(scorer).generate("When?", CONTEXT, forced_ids=ids)
+    live = Monitor(scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
     for a, b in zip(offline.sentences, live.sentences):
         assert "hidden_probe" in a.features and a.vectors == {}  # vectors are used, not kept
         assert abs(a.features["hidden_probe"] - b.features["hidden_probe"]) < 1e-4
@@ -230,7 +230,7 @@ def test_syncheck_support_backend_scores_each_source_with_the_question(tiny_lm):
                                                               question="When?")
     assert scores[1] == pytest.approx(direct.response_score)
     checker = ProvenanceChecker("bm25", support, top_k=2)
-    res = checker.check("When was it completed?", CONTEXT, "It was completed in 1889.")
+    res = checker.check(question="When was it completed?", context=CONTEXT, answer="It was completed in 1889.")
     assert res.error is None and res.claim == "It was completed in 1889." and 0 <= res.factuality <= 1
     with pytest.raises(ValueError, match="needs a Scorer with an aggregator"):
         SynCheckSupport(Scorer(tiny_lm, lid=None, aggregator=None))

@@ -117,7 +117,7 @@ def test_checker_end_to_end_with_hand_values():
     relevance = FixedRelevance({CHUNKS[0]: np.log(6.0), CHUNKS[1]: 0.0, CHUNKS[2]: np.log(3.0), CHUNKS[3]: 0.0})
     nli = FixedSupport({CHUNKS[0]: 0.9, CHUNKS[2]: 0.4})
     checker = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, aggregation="weighted")
-    result = checker.check("What is the capital of France?", CHUNKS, "Paris", id="q1")
+    result = checker.check(question="What is the capital of France?", context=CHUNKS, answer="Paris", id="q1")
     # probabilities 6/11, 1/11, 3/11, 1/11 -> TopP 0.8 keeps chunks 0 and 2 (9/11 = 0.82)
     assert result.error is None
     assert [s.index for s in result.sources] == [0, 2]
@@ -131,18 +131,18 @@ def test_checker_end_to_end_with_hand_values():
     json.dumps(row)
 
     answer_only = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, claim="answer")
-    assert answer_only.check("What is the capital of France?", CHUNKS, " Paris ").claim == "Paris"
+    assert answer_only.check(question="What is the capital of France?", context=CHUNKS, answer=" Paris ").claim == "Paris"
     assert nli.calls[-1][1] == ["Paris", "Paris"]
 
     top2_min = ProvenanceChecker(relevance=relevance, nli=nli, top_k=2, aggregation="min")
-    assert top2_min.check("q?", CHUNKS, "Paris").factuality == pytest.approx(0.4)
+    assert top2_min.check(question="q?", context=CHUNKS, answer="Paris").factuality == pytest.approx(0.4)
 
 
 def test_checker_errors_come_back_in_the_result():
     checker = ProvenanceChecker(relevance="bm25", nli="lexical")
-    assert "empty context" in checker.check("q?", [], "Paris").error
-    assert "empty answer" in checker.check("q?", CHUNKS, "  ").error
-    ok = checker.check("What is the capital of France?", " ".join(CHUNKS), "Paris is the capital.")
+    assert "empty context" in checker.check(question="q?", context=[], answer="Paris").error
+    assert "empty answer" in checker.check(question="q?", context=CHUNKS, answer="  ").error
+    ok = checker.check(question="What is the capital of France?", context=" ".join(CHUNKS), answer="Paris is the capital.")
     assert ok.error is None and 0.0 <= ok.factuality <= 1.0
 
 

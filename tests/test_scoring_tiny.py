@@ -72,7 +72,7 @@ def test_batched_scoring_equals_one_by_one(tiny_lm):
 
 def test_min_and_mean_prob_equal_the_forced_tokens_probabilities(tiny_lm):
     rec = RECORDS[0]
-    res = Scorer(tiny_lm, lid=None, alignment=None).score(rec.context, rec.response, rec.question)
+    res = Scorer(tiny_lm, lid=None, alignment=None).score(context=rec.context, response=rec.response, question=rec.question)
     e = encode_record(tiny_lm, rec.context, rec.response, rec.question)
     probs = torch.softmax(manual_logits(tiny_lm, e.with_context, e.response), -1)
     chosen = probs[torch.arange(len(e.response)), torch.tensor(e.response)].numpy()
@@ -97,7 +97,7 @@ def test_kl_of_two_identical_passes_is_zero(tiny_lm):
 def test_lid_feature_uses_the_last_token_hidden_state(tiny_lm):
     ref = random_reference(tiny_lm, layers=(3,))
     rec = RECORDS[1]
-    res = Scorer(tiny_lm, lid=ref, alignment=None).score(rec.context, rec.response, rec.question)
+    res = Scorer(tiny_lm, lid=ref, alignment=None).score(context=rec.context, response=rec.response, question=rec.question)
     e = encode_record(tiny_lm, rec.context, rec.response, rec.question)
     (st,) = token_stats(tiny_lm, [e], hidden_layers=[3])
     n1 = len(tiny_lm.tokenizer(res.sentences[0].text, add_special_tokens=False)["input_ids"])
@@ -128,7 +128,7 @@ def test_chunks_are_numbered_in_the_prompt():
 def test_context_is_truncated_never_the_response(tiny_lm):
     long_context = " ".join(["The tower is 330 m tall."] * 200)
     response = "It is 330 m tall. It was built in 1889."
-    res = Scorer(tiny_lm, lid=None, max_length=120).score(long_context, response, "How tall?")
+    res = Scorer(tiny_lm, lid=None, max_length=120).score(context=long_context, response=response, question="How tall?")
     assert res.error is None
     assert any("context truncated" in w for w in res.warnings)
     assert " ".join(s.text for s in res.sentences) == response
@@ -137,7 +137,7 @@ def test_context_is_truncated_never_the_response(tiny_lm):
 
 
 def test_response_longer_than_the_window_is_a_row_error(tiny_lm):
-    res = Scorer(tiny_lm, lid=None, max_length=40).score("ctx", "word " * 100, "Q?")
+    res = Scorer(tiny_lm, lid=None, max_length=40).score(context="ctx", response="word " * 100, question="Q?")
     assert res.error and "model window" in res.error and res.sentences == []
 
 
@@ -152,7 +152,7 @@ def test_bad_rows_get_errors_and_the_others_are_scored(tiny_lm):
 
 
 def test_empty_context_warns(tiny_lm):
-    res = Scorer(tiny_lm, lid=None).score("", "It is tall.", "How tall?")
+    res = Scorer(tiny_lm, lid=None).score(context="", response="It is tall.", question="How tall?")
     assert res.error is None and any("empty context" in w for w in res.warnings)
 
 

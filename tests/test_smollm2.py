@@ -98,8 +98,8 @@ def test_batched_equals_one_by_one_on_the_real_model(scorer, example_records):
 def test_copied_sentence_shows_more_context_influence_than_a_contradicting_one(scorer, context, question, copied, contradicting):
     from features.stats import feature_sign
 
-    good = scorer.score(context, copied, question).sentences[0].features
-    bad = scorer.score(context, contradicting, question).sentences[0].features
+    good = scorer.score(context=context, response=copied, question=question).sentences[0].features
+    bad = scorer.score(context=context, response=contradicting, question=question).sentences[0].features
     sign = feature_sign("mean_contrastive_kl")
     assert sign * good["mean_contrastive_kl"] > sign * bad["mean_contrastive_kl"]
     assert good["mean_prob"] > bad["mean_prob"] and good["mean_entropy"] < bad["mean_entropy"]
@@ -108,6 +108,6 @@ def test_copied_sentence_shows_more_context_influence_than_a_contradicting_one(s
 @pytest.mark.parametrize("context,question,copied,contradicting", HANDMADE, ids=[h[1][:25] for h in HANDMADE])
 def test_the_default_score_ranks_a_copied_sentence_above_a_contradicting_one(scorer, context, question, copied,
                                                                               contradicting):
-    good = scorer.score(context, copied, question).sentences[0]
-    bad = scorer.score(context, contradicting, question).sentences[0]
+    good = scorer.score(context=context, response=copied, question=question).sentences[0]
+    bad = scorer.score(context=context, response=contradicting, question=question).sentences[0]
     assert good.score > bad.score and "hidden_probe" in good.features

@@ -87,7 +87,7 @@ def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *
     with out.open("a", encoding="utf-8") as f:
         for job in tqdm(todo, desc="generating + labelling", disable=len(todo) < 4):
             sampling = Sampling() if job["sample"] == 0 else Sampling(do_sample=True, temperature=1.0, top_p=0.95)
-            gen = monitor.generate(job["question"], job["context"], max_new_tokens=max_new_tokens, sampling=sampling,
+            gen = monitor.generate(question=job["question"], context=job["context"], max_new_tokens=max_new_tokens, sampling=sampling,
                                    seed=seed + job["sample"])
             texts = [s.text for s in gen.sentences]
             labels, scores = label_sentences(judge, job["context"], job["question"], texts, threshold, job["memorised"])
