@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
 
     from benchmarks.halueval.pairs import build_pairs
-    from features.alignment import make_alignment_scorer
+    from syncheck.alignment import make_alignment_scorer
     from syncheck.scorer import Scorer
 
     methods = [m for m in args.methods.split(",") if m]

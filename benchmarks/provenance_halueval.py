@@ -39,7 +39,7 @@ import numpy as np
 
 from benchmarks.halueval.data import SUBSETS, Example, load_subset, split_by_record
 from syncheck.stats import bootstrap_auroc
-from features.alignment import make_alignment_scorer
+from syncheck.alignment import make_alignment_scorer
 from features.alignment.embedding import EmbeddingScorer, SentenceEncoder
 from features.alignment.lexical import lexical_precision
 from features.alignment.relevance import BiEncoderRelevance, make_relevance_scorer

@@ -75,7 +75,7 @@ def make_backend(name: str):
         from syncheck.support import SynCheckSupport
 
         return SynCheckSupport()
-    from features.alignment import make_alignment_scorer
+    from syncheck.alignment import make_alignment_scorer
 
     return make_alignment_scorer(name)
 

@@ -9,6 +9,6 @@ paper (Wu et al., 2024).
 """
 
 from features.stats import TokenStats, SENTENCE_FEATURE_SIGNS
-from features.sentence import sentence_features, sentence_vectors
+from features.sentence_features import sentence_features, sentence_vectors
 
 __all__ = ["TokenStats", "SENTENCE_FEATURE_SIGNS", "sentence_features", "sentence_vectors"]

@@ -7,7 +7,7 @@ faithful, ``-1``: higher = less faithful).
 RAGulator (Poey et al.), on text preprocessed by :func:`preprocess`
 (lower-case, punctuation dropped, stop words removed, Porter-stemmed):
 
-- :func:`lexical_precision`: share of the sentence's distinct words found
+- :func:`stemmed_word_precision` (RAGulator's ``lexical_precision``): share of the sentence's distinct words found
   among the context's distinct words (``+``);
 - :func:`unigram_perplexity` / :func:`bigram_perplexity`: perplexity of the
   sentence's unigrams / bigrams under a unigram / bigram-token frequency model
@@ -83,7 +83,7 @@ def _context_sentence_words(context: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(words(span.text)) for span in split_sentences(context))
 
 
-def lexical_precision(context: str, sentence: str) -> float:
+def stemmed_word_precision(context: str, sentence: str) -> float:
     """Share of the sentence's distinct preprocessed words found in the context's (1.0 for a sentence with none)."""
     cand = set(preprocess(sentence))
     if not cand:
@@ -181,7 +181,7 @@ def keyword_flags_hallucination(context: str, sentence: str, max_missing: float 
 def lexical_features(context: str, sentence: str) -> dict[str, float]:
     """All string-only features of this module for one sentence (no embedding)."""
     return {
-        "lexical_precision": lexical_precision(context, sentence),
+        "lexical_precision": stemmed_word_precision(context, sentence),
         "unigram_perplexity": unigram_perplexity(context, sentence),
         "bigram_perplexity": bigram_perplexity(context, sentence),
         "overlap_ratio": overlap_ratio(context, sentence),

@@ -76,7 +76,9 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
     else:
         result = METHODS["greedy"](scorer, **common).generate(**texts, max_sentences=max_sentences)
     if as_json:
-        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+        from syncheck.io import dumps_row, guard_row
+
+        click.echo(dumps_row(guard_row(result.to_json())), nl=False)
         return
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)

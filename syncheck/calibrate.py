@@ -284,7 +284,7 @@ def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledReco
     ``judge_spec``; ``None`` (keep the held-out thresholds) when those labels hold one class only."""
     import warnings
 
-    from features.alignment import make_alignment_scorer
+    from syncheck.alignment import make_alignment_scorer
     from syncheck.featurize import alignment_claim
     from syncheck.live import Sampling
     from syncheck.monitor import Monitor

@@ -19,7 +19,7 @@ import numpy as np
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
 from features.novelty import novel_ngram_share
-from features.sentence import sentence_features, sentence_vectors
+from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
 from features.specifics import unsupported_specifics
 from features.stats import TokenStats
@@ -84,7 +84,7 @@ class SentenceFeaturizer:
             (for the hidden-state probe); empty for none.
         keep_vectors: keep the vectors on each :class:`ScoredSentence` (to train probes).
         probes: probes adding their feature (``hidden_probe``, ``lookback_lens``) before the aggregator.
-        model: an aggregator giving ``score``; ``None`` leaves scores unset.
+        aggregator: gives each sentence its ``score`` (``score_features``); ``None`` leaves scores unset.
         score_fn: research/test hook replacing ``model``: ``(text, features) -> score``.
     """
 
@@ -96,7 +96,7 @@ class SentenceFeaturizer:
     vector_layers: list[int] = field(default_factory=list)
     keep_vectors: bool = False
     probes: list[LinearProbe] = field(default_factory=list)
-    model: SentenceScoreModel | None = None
+    aggregator: SentenceScoreModel | None = None
     score_fn: Callable[[str, dict[str, float]], float] | None = None
 
     @property
@@ -138,9 +138,9 @@ class SentenceFeaturizer:
         if self.score_fn is not None:
             for s in out:
                 s.score = float(self.score_fn(s.text, s.features))
-        elif self.model is not None and out:
+        elif self.aggregator is not None and out:
             # a sentence with a NaN or infinite feature keeps score None (the scorer turns its row into an error)
             finite = [s for s in out if all(math.isfinite(float(v)) for v in s.features.values())]
-            for s, p in zip(finite, self.model.score_features([s.features for s in finite]) if finite else []):
+            for s, p in zip(finite, self.aggregator.score_features([s.features for s in finite]) if finite else []):
                 s.score = float(p)
         return out

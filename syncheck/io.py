@@ -62,9 +62,11 @@ def guard_row(row: dict[str, Any]) -> dict[str, Any]:
     bad = non_finite_fields(row)
     if not bad:
         return row
+    emptied = {"sentences": [], "response_score": None, "factuality": None, "sources": [], "best_source": None}
     return {
+        **{k: v for k, v in row.items() if k not in emptied},
+        **{k: v for k, v in emptied.items() if k in row or k == "sentences"},
         "id": row.get("id"),
-        "sentences": [],
         "warnings": list(row.get("warnings") or []),
         "error": (
             f"non-finite value (NaN or infinity) in {', '.join(bad[:5])}"
@@ -76,7 +78,10 @@ def guard_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps_row(row: dict[str, Any]) -> str:
-    """One JSON line (with its newline). Never emits NaN; a lone surrogate is written \\u-escaped."""
+    """One JSON line (with its newline). Never emits NaN; a lone surrogate is written \\u-escaped.
+
+    Every command writes its rows with this (after :func:`guard_row`): one NaN policy, one writer.
+    """
     try:
         text = json.dumps(row, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")

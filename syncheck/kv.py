@@ -1,7 +1,6 @@
-"""KV-cache operations for the live monitor and FOD: expand, select-and-crop, crop.
+"""KV-cache operations for the live monitor and FOD: expand, select-and-crop.
 
-Every function returns a new cache built from slices of the old one (or crops
-in place where said), so a beam can be branched without recomputing its
+Every function returns a new cache built from slices of the old one, so a beam can be branched without recomputing its
 prefix. Only full-attention caches (``DynamicCache`` with plain layers) are
 supported; that covers Llama, Qwen2, Mistral-without-sliding-window, SmolLM.
 """
@@ -83,9 +82,3 @@ def expand(cache: DynamicCache, n: int) -> DynamicCache:
             raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
         data.append((keys.expand(n, -1, -1, -1).contiguous(), values.expand(n, -1, -1, -1).contiguous()))
     return DynamicCache(ddp_cache_data=data)
-
-
-def crop(cache: DynamicCache, length: int) -> DynamicCache:
-    """Cut every row to its first ``length`` positions, in place; returns the cache."""
-    cache.crop(length)
-    return cache

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from features.alignment.hf_utils import hub_offline, resolve_dtype
 from syncheck.cache import cache_dir, slug
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -106,10 +107,6 @@ class LoadedModel:
             if isinstance(value, int) and value > 0:
                 return value
         return int(getattr(self.tokenizer, "model_max_length", 2048))
-
-
-def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
 
 def _embedded_gguf(alias: str) -> Path:
@@ -232,8 +229,7 @@ def load_model(
     Raises:
         ModelNotFoundError: with a message saying how to get the model.
     """
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
+    dtype = resolve_dtype(dtype)
     if isinstance(model, LoadedModel):
         return model
     if not isinstance(model, (str, os.PathLike)):
@@ -249,7 +245,7 @@ def load_model(
 
     label = str(model)
     source, kwargs = _resolve(label)
-    if _hub_offline():  # huggingface_hub reads the variable at import; honour it when set later too
+    if hub_offline():  # huggingface_hub reads the variable at import; honour it when set later too
         kwargs["local_files_only"] = True
     try:
         tok = tokenizer or AutoTokenizer.from_pretrained(source, **kwargs)
@@ -258,7 +254,7 @@ def load_model(
         how = (
             "HF_HUB_OFFLINE is set, so only local files are used: download it on a machine with internet "
             "(`hf download " + label + "`) and copy the cache, or pass a local directory"
-            if _hub_offline()
+            if hub_offline()
             else "check the hub id and your network, or pass a local directory, a .gguf file, or one of "
             + ", ".join(EMBEDDED_MODELS)
         )

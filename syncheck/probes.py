@@ -29,7 +29,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from features.sentence import HIDDEN_VECTOR, LOOKBACK_VECTOR
+from features.sentence_features import HIDDEN_VECTOR, LOOKBACK_VECTOR
 from syncheck.aggregators.base import sigmoid
 
 #: probe feature name -> the sentence vector it reads.
@@ -67,7 +67,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
 
     @property
     def input(self) -> str:
-        """The sentence vector this probe reads (see :func:`features.sentence.sentence_vectors`)."""
+        """The sentence vector this probe reads (see :func:`features.sentence_features.sentence_vectors`)."""
         try:
             return PROBE_INPUTS[self.name]
         except KeyError:

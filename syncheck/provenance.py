@@ -30,9 +30,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from features.alignment import AlignmentScorer, make_alignment_scorer
+from features.alignment import AlignmentScorer
 from features.alignment.relevance import RelevanceScorer, make_relevance_scorer
 from features.sentences import split_sentences
+from syncheck.alignment import make_alignment_scorer
 from syncheck.records import Record, RecordError
 
 AGGREGATIONS = ("min", "max", "weighted")

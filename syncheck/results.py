@@ -19,7 +19,7 @@ class ScoredSentence:
     end: int
     features: dict[str, float]
     score: float | None = None
-    #: ``{"hidden": (d,), "lookback": (n_heads,)}`` for probes (:func:`features.sentence.sentence_vectors`);
+    #: ``{"hidden": (d,), "lookback": (n_heads,)}`` for probes (:func:`features.sentence_features.sentence_vectors`);
     #: in JSON only when asked (:meth:`to_json` ``vectors=True``), as base64 float32
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
 

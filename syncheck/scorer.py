@@ -17,7 +17,8 @@ from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
 from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
-from syncheck.aggregators.apply import aggregate_response
+from syncheck.aggregators.apply import RESPONSE_AGGREGATIONS, aggregate_response
+from syncheck.aggregators.resolve import resolve_aggregator
 from syncheck.attention import enable_lookback
 from syncheck.featurize import TEXT_CHECK_FEATURES, Premise, SentenceFeaturizer, SentenceItem
 from syncheck.lid_reference import LIDReference, load_or_build
@@ -33,7 +34,7 @@ def _alignment(spec: AlignmentScorer | str | None) -> AlignmentScorer | None:
     """An ``align_score`` backend from a spec (see :func:`features.alignment.make_alignment_scorer`)."""
     if spec is None or not isinstance(spec, str):
         return spec
-    from features.alignment import make_alignment_scorer
+    from syncheck.alignment import make_alignment_scorer
 
     return make_alignment_scorer(spec)
 
@@ -126,14 +127,12 @@ class Scorer:
         self.featurizer = SentenceFeaturizer(lid=self.lid, alignment=self.alignment, align_with_question=align_with_question,
                                              kl_threshold=kl_threshold, text_checks=text_checks,
                                              vector_layers=vector_layers, keep_vectors=bool(vectors))
-        from syncheck.aggregators import RESPONSE_AGGREGATIONS, resolve_aggregator
-
         if response_aggregation not in RESPONSE_AGGREGATIONS:
             raise ValueError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS}, got {response_aggregation!r}")
         self.response_aggregation = response_aggregation
         self.aggregator_source: str | None = None  # set by resolve_aggregator: calibrated / default / portable / ...
         self.aggregator = resolve_aggregator(aggregator, self)
-        self.featurizer.model = self.aggregator
+        self.featurizer.aggregator = self.aggregator
         self.max_length = max_length
         self.batch_size = batch_size
 

@@ -73,4 +73,12 @@ def test_without_context_prompt_contains_no_context_token():
 
 
 def test_all_methods_share_one_interface():
-    assert set(METHODS) == {"fod", "greedy", "abstain", "rerank", "cad"}
+    """Every method runs from the same constructor and texts, and returns a GenerationResult of its own name."""
+    from fod.results import GenerationResult
+
+    script = table({"": {"Good": 1}, "Good.": {" Fine": 1}})
+    for name, cls in METHODS.items():
+        res = cls(scorer_for(script), max_new_tokens=20, top_p=1.0, checker=None).generate(question="Q?", context="c")
+        assert isinstance(res, GenerationResult) and res.method == name, name
+        assert res.text.startswith("Good.") and all(s.score is not None for s in res.sentences), name
+        assert set(res.to_json()) >= {"text", "sentences", "method", "trace", "final_check"}, name

@@ -12,7 +12,7 @@ from features.context_influence import contrastive_kl, large_kl_pos, mean_contra
 from features.entropy import max_entropy, mean_entropy, normalized_entropy
 from features.lid import lid_mle
 from features.likelihood import mean_prob, min_prob, token_logprobs
-from features.sentence import sentence_features
+from features.sentence_features import sentence_features
 from features.stats import TokenStats, feature_sign
 
 

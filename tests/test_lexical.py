@@ -14,10 +14,10 @@ from features.lexical import (
     keywords,
     lcs_length,
     lexical_features,
-    lexical_precision,
     ngram_perplexity,
     overlap_ratio,
     preprocess,
+    stemmed_word_precision,
     unigram_perplexity,
 )
 
@@ -31,10 +31,10 @@ def test_preprocess_lowercases_drops_stop_words_and_punctuation_and_stems():
 
 
 def test_lexical_precision_counts_distinct_stemmed_words():
-    assert lexical_precision(CONTEXT, "The tower was completed in 1889.") == 1.0
+    assert stemmed_word_precision(CONTEXT, "The tower was completed in 1889.") == 1.0
     # {tower, complet, 1925, gustav}: 2 of 4 in the context; repeats do not count twice
-    assert lexical_precision(CONTEXT, "The tower tower was completed in 1925 by Gustave.") == 0.5
-    assert lexical_precision(CONTEXT, "It was.") == 1.0  # no content word: nothing unsupported
+    assert stemmed_word_precision(CONTEXT, "The tower tower was completed in 1925 by Gustave.") == 0.5
+    assert stemmed_word_precision(CONTEXT, "It was.") == 1.0  # no content word: nothing unsupported
 
 
 def test_unigram_perplexity_is_laplace_smoothed_over_context_types_plus_unknown():

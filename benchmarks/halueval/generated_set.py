@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     from benchmarks.fod_faithfulness import counterfactual_contexts
     from benchmarks.halueval.pairs import build_pairs
-    from features.alignment import make_alignment_scorer
+    from syncheck.alignment import make_alignment_scorer
     from syncheck.monitor import Monitor
     from syncheck.scorer import Scorer
 

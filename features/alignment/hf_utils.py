@@ -14,6 +14,7 @@ _PADDED_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2
 
 
 def hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` is set (read at call time: huggingface_hub reads it only at import)."""
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
 
@@ -23,6 +24,7 @@ def hub_kwargs() -> dict:
 
 
 def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype:
+    """``"bfloat16"`` / ``torch.bfloat16`` / ``None`` (float32) -> a ``torch.dtype``; anything else raises ``ValueError``."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, str):

@@ -21,7 +21,7 @@ runs SmolLM2-135M-Instruct (``smollm2-135m``). Sign convention ``+``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -54,10 +54,11 @@ class LLMJudgeScorer:
     """``align_score`` backend: a causal LM asked whether the premise supports the claim.
 
     Args:
-        model: a model name for ``syncheck.models.load_model`` (alias, hub id,
-            directory, ``.gguf``; default ``"smollm2-135m"``), an already
-            loaded ``LoadedModel`` (anything with ``.model`` and
-            ``.tokenizer``), or a ``transformers`` causal LM with ``tokenizer``.
+        model: an already loaded ``LoadedModel`` (anything with ``.model`` and
+            ``.tokenizer``), a ``transformers`` causal LM with ``tokenizer``, or
+            a model name together with ``loader``.
+        loader: ``loader(name, device=..., dtype=...)`` -> a loaded model, e.g.
+            ``syncheck.models.load_model`` (what ``syncheck.alignment.make_alignment_scorer`` passes).
         device, dtype: used when loading by name.
         max_premise_tokens: premise window size (also capped by the model window).
         progress: tqdm bar (``None``: only for long jobs).
@@ -75,11 +76,14 @@ class LLMJudgeScorer:
         max_premise_tokens: int = DEFAULT_PREMISE_TOKENS,
         overlap: int | None = None,
         progress: bool | None = None,
+        loader: Callable[..., Any] | None = None,
     ) -> None:
         if isinstance(model, str):
-            from syncheck.models import load_model  # the one loader for causal LMs (aliases, GGUF, cache)
-
-            model = load_model(model, device=device, dtype=dtype or torch.float32)
+            if loader is None:  # features/ loads no model by name itself: it is the bottom layer
+                raise ValueError(f"LLMJudgeScorer({model!r}) needs a loader for model names: pass "
+                                 "loader=syncheck.models.load_model, a loaded model, or build it with "
+                                 "syncheck.alignment.make_alignment_scorer('llm-judge:NAME')")
+            model = loader(model, device=device, dtype=dtype or torch.float32)
         if hasattr(model, "model") and hasattr(model, "tokenizer"):
             model, tokenizer = model.model, model.tokenizer
         if tokenizer is None:

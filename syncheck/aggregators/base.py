@@ -38,6 +38,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from syncheck.aggregators.apply import score_sentences
+
 #: Fewest rows per class for which the threshold is tuned on a validation split; below it, 0.5 is used.
 MIN_ROWS_PER_CLASS_FOR_TUNING = 5
 
@@ -140,8 +142,6 @@ class BaseAggregator(ClassifierMixin, BaseEstimator):
 
     def score_features(self, features: Sequence[dict[str, float]]) -> np.ndarray:
         """``n`` sentence feature dicts -> ``(n,)`` P(faithful); see :func:`syncheck.aggregators.score_sentences`."""
-        from syncheck.aggregators.apply import score_sentences
-
         return score_sentences(self, features)
 
     def __sklearn_tags__(self):

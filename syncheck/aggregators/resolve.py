@@ -183,7 +183,7 @@ def usable_probes(agg: Any, scorer: Any) -> list[Any]:
     needs layers and a hidden size this model has. Probes that cannot run are
     left out, so their feature shows up as missing with a hint.
     """
-    from features.sentence import HIDDEN_VECTOR, LOOKBACK_VECTOR
+    from features.sentence_features import HIDDEN_VECTOR, LOOKBACK_VECTOR
 
     out = []
     for probe in getattr(agg, "probes", None) or []:
@@ -204,7 +204,7 @@ def usable_probes(agg: Any, scorer: Any) -> list[Any]:
 
 def attach_probes(featurizer: Any, probes: Sequence[Any]) -> None:
     """Make ``featurizer`` compute each probe's feature (and pool the hidden layers a hidden-state probe reads)."""
-    from features.sentence import HIDDEN_VECTOR
+    from features.sentence_features import HIDDEN_VECTOR
 
     featurizer.probes = list(probes)
     for probe in probes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import click
 from tqdm import tqdm
 
 from syncheck.cli.common import count_lines, device_option, dtype_option, read_records
+from syncheck.io import dumps_row, guard_row
 
 
 @click.command()
@@ -61,8 +61,8 @@ def check(input_path, output_path, relevance, nli, top_k, top_p, aggregation, de
     try:
         with tqdm(total=total, unit="row", desc="checking", file=sys.stderr, disable=None) as bar:
             for result in checker.check_records(read_records(input_path)):
-                row = result.to_json()
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                row = guard_row(result.to_json())
+                out.write(dumps_row(row))
                 out.flush()
                 failed += row["error"] is not None
                 bar.update(1)

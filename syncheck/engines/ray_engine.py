@@ -32,6 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from syncheck.io import output_id
 from syncheck.records import Record, RecordError
 
 INSTALL_HINT = "pip install 'syncheck[ray]'  (or: pip install 'ray[data]>=2.9')"
@@ -51,17 +52,13 @@ def import_ray():
     return ray
 
 
-def _item_id(item: Record | RecordError) -> Any:
-    return item.record_id if isinstance(item, RecordError) else item.id
-
-
 def _failed_rows(items: list[Record | RecordError], exc: BaseException) -> list[dict[str, Any]]:
     """Error rows for a group whose scoring raised (the other groups go on)."""
     msg = (
         f"scoring failed on a Ray worker ({exc.__class__.__name__}: {exc}); "
         "rerun this row with --engine local to see the full traceback"
     )
-    return [{"id": _item_id(it), "sentences": [], "warnings": [], "error": msg} for it in items]
+    return [{"id": output_id(it), "sentences": [], "warnings": [], "error": msg} for it in items]
 
 
 class ScoreGroups:
