@@ -32,6 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from syncheck.stats import bootstrap_auroc
+
 SCORE_SOURCES: dict[str, str] = {
     "score": "sentence score from the aggregator (estimated probability that the sentence is faithful)",
     "align_score": (
@@ -215,27 +217,6 @@ def build_row(n: int, row: dict[str, Any], inp: dict[str, Any], source: str, lab
 
 
 # ---------------------------------------------------------------------------- metrics and plots
-def _auc(y: np.ndarray, s: np.ndarray) -> float:
-    """ROC AUC by the Mann-Whitney rank sum (ties count half; equals sklearn's roc_auc_score, ~100x faster)."""
-    from scipy.stats import rankdata
-
-    pos = y == 1
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    return float((rankdata(s)[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def _auc_ci(y: np.ndarray, s: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
-    """AUC and its 95% percentile-bootstrap interval (rows resampled with replacement)."""
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(y), len(y))
-        if 0 < y[i].sum() < len(i):
-            boots.append(_auc(y[i], s[i]))
-    lo, hi = np.percentile(boots, [2.5, 97.5]) if boots else (float("nan"), float("nan"))
-    return _auc(y, s), float(lo), float(hi)
-
-
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
@@ -266,7 +247,7 @@ def subset_plots(subsets: dict[str, dict[str, np.ndarray]], value_name: str = "s
         for key in ("score", "length", "overlap"):
             keep = ~np.isnan(d[key])
             if keep.sum() >= 2 and 0 < y[keep].sum() < keep.sum():
-                auc, lo, hi = _auc_ci(y[keep], d[key][keep])
+                auc, lo, hi = bootstrap_auroc(y[keep], d[key][keep])
                 cells.append((f"{auc:.3f}", f"[{lo:.2f}, {hi:.2f}]"))
             else:
                 cells.append(("–", ""))

@@ -82,3 +82,24 @@ def test_all_methods_share_one_interface():
         assert isinstance(res, GenerationResult) and res.method == name, name
         assert res.text.startswith("Good.") and all(s.score is not None for s in res.sentences), name
         assert set(res.to_json()) >= {"text", "sentences", "method", "trace", "final_check"}, name
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0])
+def test_cad_equals_transformers_classifier_free_guidance(tiny_lm, alpha):
+    """Our CAD loop picks exactly the tokens of generate(guidance_scale=1 + alpha, negative_prompt_ids=<no context>):
+    transformers' unbatched CFG is (1 + alpha) * log p(with) - alpha * log p(without), as CAD is."""
+    import torch
+
+    from syncheck.passes import decode_text, prompt_pair
+
+    scorer = Scorer(tiny_lm, aggregator=None)
+    ctx = "The tower is 330 m tall. It opened in 1889."
+    res = CADGenerator(scorer, alpha=alpha, checker=None, max_new_tokens=20).generate(question="How tall?", context=ctx)
+    pair = prompt_pair(tiny_lm, ctx, "How tall?", 20)
+    ids = torch.tensor([pair.with_context])
+    out = tiny_lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=res.trace["tokens"],
+                                 do_sample=False, guidance_scale=1 + alpha,
+                                 negative_prompt_ids=torch.tensor([pair.without_context]),
+                                 pad_token_id=tiny_lm.tokenizer.pad_token_id)
+    hf_text = decode_text(tiny_lm.tokenizer, out[0, ids.shape[1]:].tolist())
+    assert res.trace["tokens"] == 20 and hf_text.startswith(res.text) and len(res.text) > 0
