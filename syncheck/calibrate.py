@@ -129,7 +129,8 @@ def calibrate(
     else:
         records, skipped = list(data)[:limit], []
     if not records:
-        raise ValueError(f"no usable labelled records in {data}: " + "; ".join(skipped[:3]))
+        raise ValueError(f"no usable labelled records in {data} (RAGTruth records, or syncheck records with 'label' / "
+                         "'sentence_labels' / 'spans'): " + "; ".join(skipped[:3]))
     out = Path(output) if output is not None else default_calibration_dir(lm.name, lm.fingerprint)
     scorer = Scorer(lm, alignment=alignment, vectors=True, aggregator=None, batch_size=batch_size)
     rows = _score_resumable(scorer, records, out / "scored.jsonl", progress)
@@ -137,7 +138,8 @@ def calibrate(
     table = _sentence_rows(records, rows, names, skipped)
     if len(set(table["y"].tolist())) < 2:
         raise ValueError(f"all {len(table['y'])} labelled sentences carry label {int(table['y'][0])}: calibration "
-                         "needs faithful and unfaithful sentences")
+                         "needs faithful and unfaithful sentences: add records with hallucinated sentences (spans, or label 0) and "
+                         "clean ones (label 1)")
     params = DEFAULT_PARAMS if kind == DEFAULT_KIND else {}
     probe = LinearProbe("hidden_probe", layers=list(scorer.featurizer.vector_layers))
     vectors = {"hidden_probe": table["hidden"]}
@@ -171,32 +173,35 @@ def calibrate(
 
 
 def _score_resumable(scorer: Any, records: Sequence[LabelledRecord], path: Path, progress: bool) -> list[dict]:
-    """Scored rows (``ScoredResponse.to_json(vectors=True)``) of ``records``, reusing those already in ``path``."""
-    fingerprint = scorer.lm.fingerprint
-    done: dict[int, dict] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by an interruption
-                continue
-            i = row.get("index")
-            if (row.get("fingerprint") == fingerprint and isinstance(i, int) and i < len(records)
-                    and row.get("id") == records[i].record.id):
-                done[i] = row
-    todo = [i for i in range(len(records)) if i not in done]
+    """Scored rows (``ScoredResponse.to_json(vectors=True)``) of ``records``, in order, continuing ``path``.
+
+    ``path`` is written as ``syncheck score -o`` writes (:class:`syncheck.io.RowWriter`) and resumed the same way
+    (:func:`syncheck.io.prepare_resume`); ``path`` with suffix ``.json`` records the scorer's setup (model
+    fingerprint, alignment, ...), and rows scored with another setup, or for other records, are scored again.
+    """
+    from syncheck.aggregators.resolve import scorer_config
+    from syncheck.io import ResumeError, RowWriter, complete_rows, prepare_resume
+
+    setup_path = path.with_suffix(".json")
+    setup = json.loads(json.dumps(scorer_config(scorer)))
+    if path.exists() and (not setup_path.is_file() or json.loads(setup_path.read_text(encoding="utf-8")) != setup):
+        path.unlink()
+    try:
+        done = prepare_resume(path, [r.record.id for r in records])
+    except ResumeError:  # rows of another data file: start over
+        path.unlink()
+        done = 0
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f, tqdm(total=len(records), initial=len(done), desc="scoring",
+    setup_path.write_text(json.dumps(setup, indent=1), encoding="utf-8")
+    rows = complete_rows(path)[0] if done else []
+    with open(path, "a", encoding="utf-8") as f, tqdm(total=len(records), initial=done, desc="scoring",
                                                        disable=not progress) as bar:
-        for start in range(0, len(todo), scorer.batch_size):
-            chunk = todo[start:start + scorer.batch_size]
-            for i, res in zip(chunk, scorer.score_records([records[i].record for i in chunk])):
-                row = {**res.to_json(vectors=True), "index": i, "fingerprint": fingerprint}
-                done[i] = row
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            f.flush()
-            bar.update(len(chunk))
-    return [done[i] for i in range(len(records))]
+        writer = RowWriter(f, group_size=scorer.batch_size, start=done)
+        for res in scorer.score_records([r.record for r in records[done:]]):
+            rows.append(writer.write(res.to_json(vectors=True)))
+            bar.update(1)
+        writer.flush()
+    return rows
 
 
 def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], names: Sequence[str],

@@ -11,7 +11,7 @@ Fingerprint (:func:`model_fingerprint`): SHA-256 of the architecture config
 and the names and shapes of every parameter, plus a strided sample of up to
 4,096 values of five parameters (the first two, the middle one, the last two),
 rounded to bfloat16 so that the same weights loaded in float32, bfloat16 or
-float16 on any device match. It costs a few milliseconds, even for a 70B model.
+float16 on any device match. It reads those samples, never all the weights.
 Fine-tuning changes the sampled values, hence the fingerprint; so does a
 different quantisation of the same model.
 

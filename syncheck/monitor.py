@@ -67,7 +67,8 @@ class Monitor:
     # ------------------------------------------------------------------ building blocks (FOD uses these)
     def start(self, question: str | None, context, max_new_tokens: int) -> tuple[Batch, Premise, list[str]]:
         """Prefill both prompts; returns the one-row batch, the alignment premise and warnings."""
-        pair = prompt_pair(self.scorer.lm, context, question, max_new_tokens, self.scorer.max_length)
+        pair = prompt_pair(self.scorer.lm, context, question, max_new_tokens, self.scorer.max_length,
+                           locate_context=self.engine.lookback)
         batch = self.engine.start(pair.with_context, pair.without_context if self.scorer.kl else None, pair.context_span)
         return batch, Premise(format_context(context), question), pair.warnings
 

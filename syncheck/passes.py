@@ -40,7 +40,7 @@ class EncodedRecord:
     response: list[int]
     offsets: np.ndarray  # (T, 2) character spans of the response tokens
     warnings: list[str] = field(default_factory=list)
-    context_span: tuple[int, int] = (0, 0)  # token range of the context inside ``with_context``
+    context_span: tuple[int, int] | None = None  # token range of the context in ``with_context`` (lookback only)
 
 
 @dataclass
@@ -50,7 +50,9 @@ class PromptPair:
     with_context: list[int]
     without_context: list[int]
     warnings: list[str]
-    context_span: tuple[int, int]  # token index range [start, end) of the context inside ``with_context``
+    #: token index range [start, end) of the context inside ``with_context``; located only when asked
+    #: (``locate_context=True``: recording lookback ratios needs it)
+    context_span: tuple[int, int] | None = None
 
 
 def response_ids_and_offsets(tokenizer, response: str) -> tuple[list[int], np.ndarray]:
@@ -97,14 +99,20 @@ def prompt_pair(
     question: str | None,
     reserve: int,
     limit: int | None = None,
+    *,
+    locate_context: bool = False,
 ) -> PromptPair:
     """Token ids of the with- and without-context prompts, leaving ``reserve`` tokens for the response.
 
     The context is truncated (its end dropped) when the with-context prompt
-    would not leave room; the warning says so.
+    would not leave room; the warning says so. ``locate_context``: also find
+    the context's token range in the with-context prompt (lookback needs it;
+    a chat template that rewrites the message makes it fail, so it is only
+    done when asked).
 
     Raises:
         ResponseTooLongError: when even the prompt without context leaves no room.
+        ValueError: ``locate_context`` and the chat template does not keep the context verbatim.
     """
     tok = lm.tokenizer
     limit = min(limit or lm.max_length, lm.max_length)
@@ -130,7 +138,7 @@ def prompt_pair(
             f"context truncated from {len(ctx_ids)} to {keep} tokens (its end was dropped) to fit the model window "
             f"of {limit} tokens; features of sentences that rely on the dropped part are unreliable"
         )
-    span = context_token_span(tok, prompt, ctx_text)
+    span = context_token_span(tok, prompt, ctx_text) if locate_context else None
     return PromptPair(with_ids, without, warnings, span)
 
 
@@ -142,15 +150,18 @@ def encode_record(
     *,
     max_length: int | None = None,
     with_kl: bool = True,
+    locate_context: bool = False,
 ) -> EncodedRecord:
     """Build both prompts and tokenise; truncate the context (never the response) to fit.
+
+    ``locate_context``: record where the context sits in the prompt (for lookback ratios).
 
     Raises:
         ResponseTooLongError: when even the prompt without context plus the
             response exceed ``max_length``.
     """
     resp_ids, offsets = response_ids_and_offsets(lm.tokenizer, response)
-    pair = prompt_pair(lm, context, question, len(resp_ids), max_length)
+    pair = prompt_pair(lm, context, question, len(resp_ids), max_length, locate_context=locate_context)
     return EncodedRecord(pair.with_context, pair.without_context if with_kl else None, resp_ids, offsets, pair.warnings,
                          pair.context_span)
 
@@ -281,6 +292,9 @@ def token_stats(
         raise ValueError("every record needs at least one response token")
     responses = [e.response for e in encoded]
     spans = [e.context_span for e in encoded] if lookback else None
+    if spans is not None and any(s is None for s in spans):
+        raise ValueError("lookback ratios need the context's place in each prompt: encode the records with "
+                         "encode_record(..., locate_context=True)")
     with_out = forward_response(lm, [e.with_context for e in encoded], responses, hidden_layers, spans)
     want_kl = [e.without_context is not None for e in encoded]
     without_out: list[ForwardOutput | None] = [None] * len(encoded)

@@ -69,7 +69,9 @@ def context_token_span(tokenizer, prompt: str, context: str) -> tuple[int, int]:
     """
     at = prompt.find(CONTEXT_HEADER + context)
     if at < 0:
-        raise ValueError("the prompt does not contain the context verbatim; its chat template rewrites the user message")
+        raise ValueError("the prompt does not contain the context verbatim (the chat template rewrites the user "
+                         "message), so the lookback ratios cannot find it: score without lookback (drop --lookback), "
+                         "or give the tokenizer a chat template that keeps the message as it is")
     c0 = at + len(CONTEXT_HEADER)
     c1 = c0 + len(context)
     templated = bool(getattr(tokenizer, "chat_template", None))

@@ -189,7 +189,8 @@ class Scorer:
                 out.error = "empty response: there is nothing to score; drop the row or fill in 'response'"
                 continue
             try:
-                enc = encode_record(self.lm, rec.context, rec.response, rec.question, max_length=self.max_length, with_kl=self.kl)
+                enc = encode_record(self.lm, rec.context, rec.response, rec.question, max_length=self.max_length,
+                                    with_kl=self.kl, locate_context=self.lookback)
             except ResponseTooLongError as exc:
                 out.error = str(exc)
                 continue

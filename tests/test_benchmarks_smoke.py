@@ -57,3 +57,18 @@ def test_fod_faithfulness_benchmark_runs(capsys):
                     "--max-new-tokens", "12", "--max-sentences", "1", "--num-samples", "2", "--num-beams", "1"])
     assert ("original", "greedy") in summary and ("original", "fod") in summary
     assert "| original | fod |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_dtype_drift_benchmark_runs(capsys):
+    from pathlib import Path
+
+    from benchmarks.dtype_drift import main
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "ragtruth" / "dev.jsonl"
+    if not data.exists():
+        pytest.skip(f"RAGTruth not found at {data}")
+    summary = main(["--limit", "1", "--data", str(data)])
+    assert set(summary["seconds_per_response"]) == {"float32", "bfloat16"}
+    assert summary["max_abs_diff"]["align_score"] == 0.0 and "mean_contrastive_kl" in summary["max_abs_diff"]
+    assert "| bfloat16 |" in capsys.readouterr().out

@@ -208,9 +208,16 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
     with pytest.warns(UserWarning, match="fingerprint .* not used. Calibrate again"):
         stale = Scorer(load_model(changed, tiny_tokenizer, name="tiny-qwen2"))
     assert stale.aggregator_source == "portable"
-    # rerun resumes from the scored rows
+    # a run cut mid-write resumes from its complete rows, and rows of another setup are scored again
+    scored = tmp_path / "cal" / "scored.jsonl"
+    lines = scored.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert len(lines) == 24
+    scored.write_text("".join(lines[:10]) + lines[10][:25], encoding="utf-8")
     again = calibrate(lm, path, output=tmp_path / "cal", kind="lr", progress=False, register=False)
-    assert again.sentences == 48
+    assert again.sentences == 48 and scored.read_text(encoding="utf-8").splitlines(keepends=True) == lines
+    other = calibrate(lm, path, output=tmp_path / "cal", kind="lr", alignment="embedding",
+                      progress=False, register=False)
+    assert other.sentences == 48 and json.loads((tmp_path / "cal" / "scored.json").read_text())["alignment"] == "embedding"
 
 
 def test_calibrate_needs_both_labels(tiny_lm, tmp_path):

@@ -97,7 +97,7 @@ def test_recording_needs_the_wrapper(tiny_tokenizer):
 
 def test_batched_padded_lookback_equals_one_by_one(tiny_lm):
     enable_lookback(tiny_lm.model)
-    encs = [encode_record(tiny_lm, CONTEXT, r, q) for r, q in [("It is tall.", "How tall?"), (RESPONSE, "When?")]]
+    encs = [encode_record(tiny_lm, CONTEXT, r, q, locate_context=True) for r, q in [("It is tall.", "How tall?"), (RESPONSE, "When?")]]
     batched = token_stats(tiny_lm, encs, lookback=True)
     for e, b in zip(encs, batched):
         (single,) = token_stats(tiny_lm, [e], lookback=True)
@@ -194,7 +194,7 @@ def test_lookback_of_left_padded_beams_equals_one_row_decoding(lookback_scorer):
     mon = Monitor(lookback_scorer)
     engine, lm = mon.engine, lookback_scorer.lm
     ids, _ = response_ids_and_offsets(lm.tokenizer, RESPONSE)
-    pair = prompt_pair(lm, CONTEXT, "When?", 64)
+    pair = prompt_pair(lm, CONTEXT, "When?", 64, locate_context=True)
 
     def advanced(n):
         batch = engine.start(pair.with_context, pair.without_context, pair.context_span)
@@ -278,3 +278,19 @@ def test_cli_scores_vectors_and_trains_a_stacked_probe(tiny_dir, tmp_path):
     plain.write_text("".join(json.dumps({**r, "label": src["label"]}) + "\n" for r, src in zip(out, records)))
     res = runner.invoke(main, ["train", str(plain), "--probe", "hidden_probe", "-o", str(tmp_path / "x")])
     assert res.exit_code != 0 and "syncheck score --vectors" in res.output
+
+
+def test_a_template_that_rewrites_the_message_still_scores_without_lookback():
+    """Only lookback needs the context verbatim in the prompt; other scoring must not depend on it."""
+    from conftest import make_model, make_tokenizer
+
+    from syncheck.models import load_model
+
+    template = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] | replace('Context:', 'Documents:') }}\n"
+                "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
+    tok = make_tokenizer(template)
+    lm = load_model(make_model(len(tok)), tok, name="rewriting-template")
+    res = Scorer(lm, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
+    assert res.error is None and res.sentences
+    failed = Scorer(lm, lookback=True, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
+    assert "context verbatim" in failed.error

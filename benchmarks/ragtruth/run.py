@@ -68,8 +68,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="fold assignment and model seeds")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of each 95%% interval")
     p.add_argument("--batch-size", type=int, default=2)
-    p.add_argument("--dtype", default="float32", help="scoring model dtype (bfloat16 is ~2.5x faster for a 1.5B model "
-                                                      "on CPUs with AMX; features drift slightly from float32)")
+    p.add_argument("--dtype", default="float32", help="scoring model dtype (bfloat16: ~3x faster for a 1.5B model on "
+                                                      "CPUs with AMX; features drift slightly: benchmarks.dtype_drift)")
     p.add_argument("--score-only", action="store_true", help="fill the feature cache and stop (no evaluation)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--no-lookback", action="store_true", help="do not record lookback ratios (faster scoring)")

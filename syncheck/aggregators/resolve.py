@@ -121,7 +121,7 @@ def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:
 
 def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     """The calibrated, shipped or portable aggregator for ``scorer``'s model (see the module docstring)."""
-    from syncheck.aggregators.io import load_aggregator
+    from syncheck.aggregators.io import load_aggregator, read_meta
     from syncheck.calibrations import calibrations_for_name, find_calibration
 
     name = str(getattr(scorer.lm, "name", "model"))
@@ -144,9 +144,9 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
                 f"not used. Calibrate again: {calibrate_hint(name)}"))
     shipped_dir = default_aggregator_dir()
     if (shipped_dir / "meta.json").is_file():
-        agg = load_aggregator(shipped_dir)
-        trained = agg.meta.get("scorer") or {}
+        trained = read_meta(shipped_dir).get("scorer") or {}
         if (fingerprint and trained.get("fingerprint") == fingerprint) or trained.get("model") == name:
+            agg = load_aggregator(shipped_dir)
             probes = usable_probes(agg, scorer)
             missing = _missing(agg, scorer, probes)
             if not missing:
