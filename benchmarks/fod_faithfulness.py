@@ -109,12 +109,11 @@ class CachedJudge:
         return [self.cache[(context, c)] for c in claims]
 
 
-def build_generators(scorer, max_new_tokens: int, tau1: float | None, temperature: float = 1.0):
+def build_generators(scorer, tau1: float | None):
     from fod.baselines import AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
     from fod.generator import FODGenerator
 
-    kw = {"max_new_tokens": max_new_tokens, "checker": None,  # the judge below checks faithfulness
-          "temperature": temperature}  # of the sampled candidates (FOD's beam search, reranking)
+    kw = {"checker": None}  # the judge below checks faithfulness
     return {
         "greedy": GreedyGenerator(scorer, **kw),
         "abstain": AbstainGenerator(scorer, threshold=tau1, **kw),
@@ -126,14 +125,18 @@ def build_generators(scorer, max_new_tokens: int, tau1: float | None, temperatur
 
 
 def run_method(gen, name: str, question: str, context: str, args) -> object:
-    texts = {"question": question, "context": context}
+    from syncheck.decoding import Decoding
+
+    texts = {"question": question, "context": context, "max_sentences": args.max_sentences}
+    # the sampled candidates of FOD's beam search and of reranking
+    sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=args.temperature, top_p=0.95,
+                       seed=args.seed)
     if name in ("fod", "fod-bt"):
         return gen.generate(**texts, tau1=args.tau1, tau2=args.tau2, num_samples=args.num_samples,
-                            num_beams=args.num_beams, max_sentences=args.max_sentences, seed=args.seed,
-                            backtrack_only=name == "fod-bt")
+                            num_beams=args.num_beams, decoding=sampled, backtrack_only=name == "fod-bt")
     if name == "rerank":
-        return gen.generate(**texts, num_samples=args.num_samples, max_sentences=args.max_sentences, seed=args.seed)
-    return gen.generate(**texts, max_sentences=args.max_sentences)
+        return gen.generate(**texts, num_samples=args.num_samples, decoding=sampled)
+    return gen.generate(**texts, decoding=Decoding(max_new_tokens=args.max_new_tokens))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -172,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
     cf = counterfactual_contexts(pairs, args.seed)
     scorer = Scorer(args.model)
     judge = CachedJudge(make_alignment_scorer(args.judge), args.judge_with_question)
-    gens = build_generators(scorer, args.max_new_tokens, args.tau1, args.temperature)
+    gens = build_generators(scorer, args.tau1)
     t_start = time.perf_counter()
 
     results: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))

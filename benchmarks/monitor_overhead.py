@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> dict:
         from fod.baselines import GreedyGenerator
         from fod.generator import FODGenerator
 
-        fod, greedy = FODGenerator(scorer, max_new_tokens=args.tokens), GreedyGenerator(scorer, max_new_tokens=args.tokens)
+        fod, greedy = FODGenerator(scorer), GreedyGenerator(scorer)
+        budget = {"max_new_tokens": args.tokens}
+        sampled = {"max_new_tokens": args.tokens, "do_sample": True, "top_p": 0.95, "seed": 0}
         times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6 K=2, tau1=1.0 (always backtracks)": []})
         backtracked = []
     prompt_tokens = []
@@ -114,26 +116,28 @@ def main(argv: list[str] | None = None) -> dict:
         with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
         prompt_tokens.append(len(with_ids))
         ids = torch.tensor([with_ids], device=lm.device)
-        deferred.generate(question=q, context=CONTEXT, max_new_tokens=8)  # warm-up
+        deferred.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 8})  # warm-up
         for _ in range(args.rounds):
-            t_mon, gen = _timed(lambda: deferred.generate(question=q, context=CONTEXT, max_new_tokens=args.tokens))
+            t_mon, gen = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget))
             n = len(gen.token_ids)
             tokens.append(n)
             kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
             t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
-            t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, max_new_tokens=args.tokens))
+            t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, decoding=budget))
             assert gen2.token_ids == gen.token_ids
             times["generate"].append(t_gen)
             times["monitor (deferred KL)"].append(t_mon)
             times["monitor (lockstep KL)"].append(t_lock)
             if args.lookback:
-                t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, max_new_tokens=args.tokens))
+                t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
                 assert gen3.token_ids == gen.token_ids
                 times["monitor + lookback (deferred KL)"].append(t_lb)
             if args.fod:
-                t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT))
-                t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2, seed=0))
-                t_w, _ = _timed(lambda: fod.generate(question=q, context=CONTEXT, tau1=1.0, num_samples=6, num_beams=2, seed=0))
+                t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
+                t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
+                                                       decoding=sampled))
+                t_w, _ = _timed(lambda: fod.generate(question=q, context=CONTEXT, tau1=1.0, num_samples=6, num_beams=2,
+                                                     decoding=sampled))
                 backtracked.append(res.trace["backtrack"] is not None)
                 times["greedy (FOD interface)"].append(t_g)
                 times["FOD S=6 K=2"].append(t_f)

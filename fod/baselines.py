@@ -13,20 +13,26 @@ from typing import Any
 
 import torch
 
-from fod.generator import FODGenerator
+from transformers import GenerationConfig
+
+from fod.generator import FODGenerator, cut_at_stop
 from fod.results import ABSTAIN_TEXT, GenerationResult
 from syncheck.aggregators.thresholds import resolve_threshold
-from syncheck.live import Sampling
+from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding
 from syncheck.records import Record
+
+#: what every baseline's ``decoding=`` accepts (see :mod:`syncheck.decoding`)
+DecodingLike = Decoding | GenerationConfig | dict | None
 
 
 class GreedyGenerator(FODGenerator):
-    """Plain greedy decoding under the monitor."""
+    """Plain decoding under the monitor: greedy unless ``decoding`` samples."""
 
     method = "greedy"
 
-    def generate(self, *, question: str | None = None, context, max_sentences: int = 8) -> GenerationResult:
-        gen = self.monitor.generate(question=question, context=context, max_new_tokens=self.max_new_tokens)
+    def generate(self, *, question: str | None = None, context, max_sentences: int = 8,
+                 decoding: DecodingLike = None) -> GenerationResult:
+        gen = self.monitor.generate(question=question, context=context, decoding=Decoding.coerce(decoding, GREEDY))
         sentences = gen.sentences[:max_sentences]
         text = gen.text[: sentences[-1].end] if sentences else ""
         trace = {"stop": gen.stop_reason, "tokens": len(gen.token_ids)}
@@ -46,8 +52,9 @@ class AbstainGenerator(GreedyGenerator):
         super().__init__(*args, **kwargs)
         self.threshold, self.threshold_from = resolve_threshold(self.scorer, "tau1", threshold)
 
-    def generate(self, *, question: str | None = None, context, max_sentences: int = 8) -> GenerationResult:
-        res = super().generate(question=question, context=context, max_sentences=max_sentences)
+    def generate(self, *, question: str | None = None, context, max_sentences: int = 8,
+                 decoding: DecodingLike = None) -> GenerationResult:
+        res = super().generate(question=question, context=context, max_sentences=max_sentences, decoding=decoding)
         low = [i for i, s in enumerate(res.sentences) if s.score is not None and s.score < self.threshold]
         res.method = self.method
         res.trace.update({"threshold": self.threshold, "threshold_from": self.threshold_from, "abstained": bool(low),
@@ -64,14 +71,16 @@ class RerankGenerator(FODGenerator):
     method = "rerank"
 
     def generate(self, *, question: str | None = None, context, num_samples: int = 6, max_sentences: int = 8,
-                 seed: int | None = 0) -> GenerationResult:
+                 decoding: DecodingLike = None) -> GenerationResult:
+        """``decoding``: default :data:`~syncheck.decoding.CANDIDATE_SAMPLING`; stop strings end each candidate
+        with its last sentence before them."""
+        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING)
         generator = torch.Generator(device=self.scorer.lm.device)
-        generator.manual_seed(0 if seed is None else seed)
-        batch, _, warnings = self.monitor.start(question, context, self.max_new_tokens)
+        generator.manual_seed(dec.seed_or_zero)
+        batch, _, warnings = self.monitor.start(question, context, dec.max_new_tokens)
         batch = self.engine.expand(batch, num_samples)
-        sampling = Sampling(do_sample=True, temperature=self.sampling.temperature, top_p=self.sampling.top_p)
-        for _ in range(self.max_new_tokens):
-            self.engine.step(batch, self.engine.choose(batch, sampling, generator))
+        for _ in range(dec.max_new_tokens):
+            self.engine.step(batch, self.engine.choose(batch, dec, generator))
             if all(r.ended for r in batch.rows):
                 break
         texts = [r.text for r in batch.rows]
@@ -81,12 +90,12 @@ class RerankGenerator(FODGenerator):
         ))
         candidates = []
         for text, res in zip(texts, scored):
-            sents = res.sentences[:max_sentences]
+            sents = cut_at_stop(text, res.sentences, dec)[:max_sentences]
             scores = [s.score for s in sents if s.score is not None]
             mean = sum(scores) / len(scores) if scores else float("-inf")
             candidates.append({"text": text, "mean_score": mean if scores else None, "error": res.error})
         best = max(range(len(texts)), key=lambda i: candidates[i]["mean_score"] or float("-inf"))
-        sents = scored[best].sentences[:max_sentences]
+        sents = cut_at_stop(texts[best], scored[best].sentences, dec)[:max_sentences]
         text = texts[best][: sents[-1].end] if sents else ""
         trace = {"candidates": candidates, "chosen": best}
         return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings), question, context)
@@ -104,11 +113,17 @@ class CADGenerator(FODGenerator):
         self.alpha = alpha
 
     @torch.inference_mode()
-    def generate(self, *, question: str | None = None, context, max_sentences: int = 8) -> GenerationResult:
+    def generate(self, *, question: str | None = None, context, max_sentences: int = 8,
+                 decoding: DecodingLike = None) -> GenerationResult:
+        """Greedy on the contrast; ``decoding`` gives the token budget and stop strings (CAD does not sample:
+        ``do_sample=True`` raises)."""
         from syncheck.passes import decode_text, prompt_pair
 
+        dec = Decoding.coerce(decoding, GREEDY)
+        if dec.do_sample:
+            raise ValueError("CAD decodes greedily on the contrasted logits: give decoding with do_sample=False")
         lm = self.scorer.lm
-        pair = prompt_pair(lm, context, question, self.max_new_tokens, self.scorer.max_length)
+        pair = prompt_pair(lm, context, question, dec.max_new_tokens, self.scorer.max_length)
         with_ids, without_ids, warnings = pair.with_context, pair.without_context, pair.warnings
         dev = lm.device
         out_w = lm.model(input_ids=torch.tensor([with_ids], device=dev), use_cache=True, logits_to_keep=1)
@@ -116,7 +131,7 @@ class CADGenerator(FODGenerator):
         cache_w, cache_o = out_w.past_key_values, out_o.past_key_values
         lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
         ids: list[int] = []
-        for step in range(self.max_new_tokens):
+        for step in range(dec.max_new_tokens):
             combined = (1 + self.alpha) * torch.log_softmax(lw, -1) - self.alpha * torch.log_softmax(lo, -1)
             tok = int(combined.argmax())
             if tok in self.engine.eos_ids:
@@ -132,7 +147,7 @@ class CADGenerator(FODGenerator):
         text = decode_text(lm.tokenizer, ids)
         ctx = context if isinstance(context, str) else tuple(context)
         res = next(self.scorer.score_records([Record(id=0, context=ctx, response=text, question=question)]))
-        sents = res.sentences[:max_sentences]
+        sents = cut_at_stop(text, res.sentences, dec)[:max_sentences]
         text = text[: sents[-1].end] if sents else ""
         trace = {"alpha": self.alpha, "tokens": len(ids)}
         return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings + res.warnings),

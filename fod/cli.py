@@ -37,12 +37,17 @@ def main() -> None:
 @click.option("--alpha", default=0.5, show_default=True, type=float, help="CAD contrast strength.")
 @click.option("--max-new-tokens", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-sentences", default=8, show_default=True, type=click.IntRange(min=1))
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sampled candidates (fod, rerank).")
+@click.option("--temperature", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Temperature of the sampled candidates (fod, rerank).")
+@click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Top-p of the sampled candidates (fod, rerank).")
+@click.option("--stop", multiple=True, help="Stop string (repeatable): the answer ends before it.")
 @click.option("--device", default=None, help="torch device, e.g. cpu, cuda.")
 @click.option("--check/--no-check", default=True, show_default=True, help="Check the final answer with Provenance.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def generate(context_path, question, method, model, aggregator, tau1, tau2, num_samples, num_beams, alpha,
-             max_new_tokens, max_sentences, seed, device, check, as_json):
+             max_new_tokens, max_sentences, seed, temperature, top_p, stop, device, check, as_json):
     """Answer QUESTION from the context, scoring each sentence; steer away from unfaithful ones."""
     from fod.baselines import METHODS
     from syncheck.scorer import Scorer
@@ -60,21 +65,25 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
         from fod.generator import FINAL_CHECK_TOP_K
 
         checker = ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
-    common = {"checker": checker, "max_new_tokens": max_new_tokens}
-    texts = {"question": question, "context": context}
+    from syncheck.decoding import Decoding
+
+    greedy = Decoding(max_new_tokens=max_new_tokens, stop=stop)
+    sampled = Decoding(max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature, top_p=top_p,
+                       seed=seed, stop=stop)
+    common = {"checker": checker}
+    texts = {"question": question, "context": context, "max_sentences": max_sentences}
     if method in ("fod", "fod-bt"):
         result = METHODS["fod"](scorer, **common).generate(
-            **texts, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams, max_sentences=max_sentences,
-            seed=seed, backtrack_only=method == "fod-bt")
+            **texts, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams, decoding=sampled,
+            backtrack_only=method == "fod-bt")
     elif method == "abstain":
-        result = METHODS["abstain"](scorer, threshold=tau1, **common).generate(**texts, max_sentences=max_sentences)
+        result = METHODS["abstain"](scorer, threshold=tau1, **common).generate(**texts, decoding=greedy)
     elif method == "cad":
-        result = METHODS["cad"](scorer, alpha=alpha, **common).generate(**texts, max_sentences=max_sentences)
+        result = METHODS["cad"](scorer, alpha=alpha, **common).generate(**texts, decoding=greedy)
     elif method == "rerank":
-        result = METHODS["rerank"](scorer, **common).generate(**texts, num_samples=num_samples,
-                                                              max_sentences=max_sentences, seed=seed)
+        result = METHODS["rerank"](scorer, **common).generate(**texts, num_samples=num_samples, decoding=sampled)
     else:
-        result = METHODS["greedy"](scorer, **common).generate(**texts, max_sentences=max_sentences)
+        result = METHODS["greedy"](scorer, **common).generate(**texts, decoding=greedy)
     if as_json:
         from syncheck.io import dumps_row, guard_row
 

@@ -22,15 +22,19 @@ The result carries a trace of every decision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from fod.results import ABSTAIN_TEXT, GenerationResult
+from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.featurize import Premise
-from syncheck.live import Batch, Sampling
+from transformers import GenerationConfig
+
+from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding
+from syncheck.live import Batch
 from syncheck.monitor import Monitor, SentenceEvent
+from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
 
@@ -73,10 +77,11 @@ class FODGenerator:
             ``"auto"`` (default) builds :meth:`syncheck.provenance.ProvenanceChecker.for_scorer` on first
             use (its support model reuses this scorer; the :data:`FINAL_CHECK_TOP_K` most relevant sources,
             each one teacher-forced pass of the answer); ``None`` skips the check.
-        max_new_tokens: total response token budget.
         max_sentence_tokens: cap on one sampled sentence.
-        temperature, top_p: sampling of the beam-search candidates.
         scorer_kwargs: passed to :class:`Scorer` when one is built here.
+
+    Decoding settings (token budget, the candidates' temperature / top-p / top-k, seed, stop strings) are
+    given per call to :meth:`generate` as ``decoding=``, the same way as :meth:`syncheck.monitor.Monitor.generate`.
     """
 
     method = "fod"
@@ -87,19 +92,20 @@ class FODGenerator:
         tokenizer: Any = None,
         *,
         checker: Any = "auto",
-        max_new_tokens: int = 256,
         max_sentence_tokens: int = 96,
-        temperature: float = 1.0,
-        top_p: float = 0.95,
         **scorer_kwargs: Any,
     ) -> None:
+        if isinstance(model, Scorer) and (scorer_kwargs or tokenizer is not None):
+            raise TypeError(
+                f"{type(self).__name__} got a ready Scorer and Scorer settings {sorted(scorer_kwargs) or ['tokenizer']}: "
+                "configure the Scorer itself, and give decoding settings (max_new_tokens, temperature, top_p, seed, "
+                "stop) to generate(decoding=...)"
+            )
         self.scorer = model if isinstance(model, Scorer) else Scorer(model, tokenizer, **scorer_kwargs)
         self.monitor = Monitor(self.scorer)
         self.engine = self.monitor.engine
         self.checker = checker
-        self.max_new_tokens = max_new_tokens
         self.max_sentence_tokens = max_sentence_tokens
-        self.sampling = Sampling(do_sample=True, temperature=temperature, top_p=top_p)
 
     # ------------------------------------------------------------------ public
     def generate(
@@ -112,48 +118,61 @@ class FODGenerator:
         num_samples: int = 6,
         num_beams: int = 2,
         max_sentences: int = 8,
-        seed: int | None = 0,
+        decoding: Decoding | GenerationConfig | dict | None = None,
         backtrack_only: bool = False,
+        callback: Callable[[AcceptedSentence], None] | None = None,
     ) -> GenerationResult:
         """Run Algorithm 1. ``backtrack_only=True`` is the paper's FOD (BT): stop after backtracking.
 
         ``tau1``/``tau2`` default to the thresholds tuned for the scorer's aggregator (its
         ``meta.json``), else the paper's 0.7/0.85 (see :mod:`syncheck.aggregators.thresholds`); the trace
         records the values used and where they came from.
+
+        Args:
+            decoding: token budget, sampling of the beam-search candidates, seed and stop strings
+                (:class:`~syncheck.decoding.Decoding`, ``GenerationConfig`` or dict); default
+                :data:`~syncheck.decoding.CANDIDATE_SAMPLING`. The greedy phase is greedy whatever it says.
+                Stop strings end the answer with its last sentence before them.
+            callback: called with an :class:`~fod.results.AcceptedSentence` for each sentence of the answer once it
+                can no longer be backtracked (greedy sentences as soon as they pass ``tau1``, beam-search sentences
+                when the search ends), in order; joining their ``text`` gives ``result.text``.
         """
+        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING)
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
         if not 0 < num_beams <= num_samples:
             raise ValueError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")
         if max_sentences < 1:
             raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
         generator = torch.Generator(device=self.scorer.lm.device)
-        generator.manual_seed(0 if seed is None else seed)
-        batch, premise, warnings = self.monitor.start(question, context, self.max_new_tokens)
+        generator.manual_seed(dec.seed_or_zero)
+        batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
         trace: dict[str, Any] = {"tau1": tau1, "tau2": tau2, "thresholds_from": source, "num_samples": num_samples,
                                  "num_beams": num_beams, "backtrack": None, "steps": []}
-
-        beam, backtracked = self._greedy_until_unfaithful(batch, premise, tau1, max_sentences, trace)
+        accept = _Acceptor(callback)
+        beam, backtracked = self._greedy_until_unfaithful(batch, premise, tau1, max_sentences, dec, trace, accept)
         if backtracked and not backtrack_only:
-            beam = self._beam_search(beam, premise, tau2, num_samples, num_beams, max_sentences, generator, trace)
+            beam = self._beam_search(beam, premise, tau2, num_samples, num_beams, max_sentences, dec, generator, trace)
         row = beam.row
-        trace["abstained"] = not row.sentences
-        text = row.text[: row.sentences[-1].end] if row.sentences else ABSTAIN_TEXT
+        sentences = cut_at_stop(row.text, list(row.sentences), dec)
+        trace["abstained"] = not sentences
+        text = row.text[: sentences[-1].end] if sentences else ABSTAIN_TEXT
+        accept.emit(row.text, sentences)
         method = "fod-bt" if backtrack_only else "fod"
-        return self._finish(GenerationResult(text, list(row.sentences), method, trace, warnings=warnings), question, context)
+        return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings), question, context)
 
     # ------------------------------------------------------------------ phases
     def _greedy_until_unfaithful(self, batch: Batch, premise: Premise, tau1: float, max_sentences: int,
-                                 trace: dict) -> tuple[_Beam, bool]:
+                                 dec: Decoding, trace: dict, accept: "_Acceptor") -> tuple[_Beam, bool]:
         row = batch.rows[0]
-        greedy = Sampling()
-        for _ in range(self.max_new_tokens):
-            self.engine.step(batch, self.engine.choose(batch, greedy, None))
-            final = row.ended
+        for _ in range(dec.max_new_tokens):
+            self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
+            final = row.ended or (bool(dec.stop) and dec.stop_position(row.text) is not None)
             events = self.monitor.score_finished(batch, premise, final=final)[0]
             _require_scores(events)
             low = self._first_below(events, tau1, trace)
             if low is not None:
                 return _Beam(self.engine.backtrack(batch, low.tokens[0])), True
+            accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
             if final or len(row.sentences) >= max_sentences:
                 return _Beam(batch), False
         events = self.monitor.score_finished(batch, premise, final=True)[0]
@@ -173,7 +192,7 @@ class FODGenerator:
                 return ev
         return None
 
-    def _sample_sentences(self, beams: list[_Beam], shares: list[int], premise: Premise,
+    def _sample_sentences(self, beams: list[_Beam], shares: list[int], premise: Premise, dec: Decoding,
                           generator: torch.Generator) -> tuple[Batch, list[list[SentenceEvent]]]:
         """``shares[j]`` sampled next sentences of each beam ``j``, all decoded as one batch.
 
@@ -182,9 +201,9 @@ class FODGenerator:
         batch = self.engine.merge([b.batch for b in beams], shares)
         n = len(batch)
         done = [False] * n
-        budget = min(self.max_sentence_tokens, self.max_new_tokens - min(len(b.row.ids) for b in beams))
+        budget = min(self.max_sentence_tokens, dec.max_new_tokens - min(len(b.row.ids) for b in beams))
         for _ in range(max(budget, 0)):
-            tokens = self.engine.choose(batch, self.sampling, generator)
+            tokens = self.engine.choose(batch, dec, generator)
             self.engine.step(batch, tokens, active=[not d for d in done])
             for i, row in enumerate(batch.rows):
                 if not done[i] and (row.ended or row.pending_sentences(final=False)):
@@ -199,11 +218,11 @@ class FODGenerator:
         return batch, events
 
     def _beam_search(self, beam: _Beam, premise: Premise, tau2: float, num_samples: int, num_beams: int,
-                     max_sentences: int, generator: torch.Generator, trace: dict) -> _Beam:
+                     max_sentences: int, dec: Decoding, generator: torch.Generator, trace: dict) -> _Beam:
         beams = [beam]
         best_ended: _Beam | None = None
         while True:
-            if len(beams[0].row.sentences) >= max_sentences or len(beams[0].row.ids) >= self.max_new_tokens:
+            if len(beams[0].row.sentences) >= max_sentences or len(beams[0].row.ids) >= dec.max_new_tokens:
                 trace["stop"] = "max_sentences" if len(beams[0].row.sentences) >= max_sentences else "max_new_tokens"
                 return beams[0]
             step: dict[str, Any] = {"candidates": [], "kept": []}
@@ -211,7 +230,7 @@ class FODGenerator:
             seen: set[tuple[int, ...]] = set()  # identical samples would fill the K beams with one continuation
             shares = _spread(num_samples, len(beams))
             owner = [b for b, n in enumerate(shares) for _ in range(n)]
-            batch, events = self._sample_sentences(beams, shares, premise, generator)
+            batch, events = self._sample_sentences(beams, shares, premise, dec, generator)
             for i, evs in enumerate(events):
                 row = batch.rows[i]
                 ended = row.ended and (not evs or evs[-1].tokens[1] == len(row.ids))
@@ -255,6 +274,25 @@ class FODGenerator:
         return result
 
 
+class _Acceptor:
+    """Passes each accepted sentence to the caller's callback once, in order."""
+
+    def __init__(self, callback: Callable[[AcceptedSentence], None] | None) -> None:
+        self.callback, self.done, self.shown = callback, 0, 0
+
+    def emit(self, text: str, sentences: list[ScoredSentence]) -> None:
+        for sent in sentences[self.done :]:
+            if self.callback is not None:
+                self.callback(AcceptedSentence(self.done, sent, text[self.shown : sent.end]))
+            self.done, self.shown = self.done + 1, sent.end
+
+
+def cut_at_stop(text: str, sentences: list[ScoredSentence], decoding: Decoding) -> list[ScoredSentence]:
+    """The sentences of ``text`` that end before its first stop string (all when there is none)."""
+    at = decoding.stop_position(text) if decoding.stop else None
+    return sentences if at is None else [s for s in sentences if s.end <= at]
+
+
 def _spread(total: int, parts: int) -> list[int]:
     """Split ``total`` samples over ``parts`` beams as evenly as possible (earlier beams get the extra)."""
     base = total // parts
@@ -267,4 +305,4 @@ def _ended_view(batch: Batch, i: int) -> Batch:
                  batch.prompt, batch.prompt_len_without)
 
 
-__all__ = ["FODGenerator"]
+__all__ = ["FODGenerator", "cut_at_stop"]

@@ -11,6 +11,22 @@ from syncheck.results import ScoredSentence
 ABSTAIN_TEXT = "I cannot answer this faithfully from the given context."
 
 
+@dataclass(frozen=True)
+class AcceptedSentence:
+    """A sentence of the answer that can no longer be taken back (FOD's ``callback``).
+
+    Attributes:
+        index: its position in the answer.
+        sentence: the scored sentence (``start``/``end`` in the answer's text).
+        text: the answer's text from the end of the previous accepted sentence to the end of this one (the
+            whitespace between them included), so joining every ``text`` gives the answer.
+    """
+
+    index: int
+    sentence: ScoredSentence
+    text: str
+
+
 @dataclass
 class GenerationResult:
     """A generated answer with its per-sentence scores.

@@ -291,7 +291,7 @@ def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledReco
 
     from syncheck.alignment import make_alignment_scorer
     from syncheck.featurize import alignment_claim
-    from syncheck.live import Sampling
+    from syncheck.decoding import Decoding
     from syncheck.monitor import Monitor
     from syncheck.prompts import format_context
     from syncheck.scorer import Scorer
@@ -310,9 +310,9 @@ def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledReco
     labels: list[int] = []
     scores: list[float] = []
     for k, rec in enumerate(tqdm(jobs, desc="generating for thresholds", disable=not progress)):
-        sampling = Sampling() if k % 2 == 0 else Sampling(do_sample=True, temperature=1.0, top_p=0.95)
-        gen = monitor.generate(question=rec.question, context=rec.context, max_new_tokens=GENERATION_TOKENS, sampling=sampling,
-                               seed=seed + k)
+        decoding = Decoding(max_new_tokens=GENERATION_TOKENS, do_sample=k % 2 == 1, top_p=0.95 if k % 2 else 1.0,
+                            seed=seed + k)
+        gen = monitor.generate(question=rec.question, context=rec.context, decoding=decoding)
         sentences = [s for s in gen.sentences if s.score is not None]
         if not sentences:
             continue

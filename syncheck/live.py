@@ -25,12 +25,6 @@ from typing import Sequence
 import numpy as np
 import torch
 from transformers import DynamicCache
-from transformers.generation.logits_process import (
-    LogitsProcessorList,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
 
 from features.context_influence import contrastive_kl
 from features.entropy import normalized_entropy
@@ -38,35 +32,10 @@ from features.lookback import lookback_ratios
 from features.sentences import Span, assign_tokens, split_sentences
 from features.stats import TokenStats
 from syncheck.attention import record_lookback
+from syncheck.decoding import Decoding
 from syncheck.kv import cache_length, concat_left_padded, expand, select_rows
 from syncheck.models import LoadedModel
 from syncheck.passes import capture_hidden, decode_offsets
-
-
-@dataclass
-class Sampling:
-    """How the next token is chosen. ``do_sample=False`` is greedy (argmax)."""
-
-    do_sample: bool = False
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-
-    def __post_init__(self) -> None:
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}; use do_sample=False for greedy decoding")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-
-    def processors(self) -> LogitsProcessorList:
-        procs = LogitsProcessorList()
-        if self.temperature != 1.0:
-            procs.append(TemperatureLogitsWarper(self.temperature))
-        if self.top_k > 0:
-            procs.append(TopKLogitsWarper(self.top_k))
-        if self.top_p < 1.0:
-            procs.append(TopPLogitsWarper(self.top_p))
-        return procs
 
 
 @dataclass
@@ -137,6 +106,25 @@ class Row:
             sentences=list(self.sentences), emitted_tokens=self.emitted_tokens, emitted_chars=self.emitted_chars,
             ended=self.ended, stale=self.stale, has_without=self.has_without, boundaries=dict(self.boundaries),
         )
+
+    def truncate(self, length: int) -> None:
+        """Drop tokens ``[length, ...)`` for good and end the row (a stop string began there).
+
+        Unlike :meth:`LiveEngine.select` this keeps no caches: the row is only scored, never continued.
+        """
+        if not self.emitted_tokens <= length <= len(self.ids):
+            raise ValueError(f"cannot cut row to {length} tokens: it has {len(self.ids)}, {self.emitted_tokens} emitted")
+        unflushed = max(length - self.kl_done, 0)
+        self.logp_rows = self.logp_rows[:unflushed]
+        self.kl_done = min(self.kl_done, length)
+        self.ids, self.logprob, self.entropy = self.ids[:length], self.logprob[:length], self.entropy[:length]
+        self.kl, self.logprob_without = self.kl[:length], self.logprob_without[:length]
+        self.hidden = {k: v[:length] for k, v in self.hidden.items()}
+        self.lookback = self.lookback[:length]
+        self.offsets = self.offsets[:length]
+        self.text = self.text[: int(self.offsets[-1][1])] if length else ""
+        self.boundaries = {k: v for k, v in self.boundaries.items() if k <= length}
+        self.ended = True
 
     def mark_emitted(self, t1: int, char_end: int) -> None:
         self.emitted_tokens = t1
@@ -251,12 +239,12 @@ class LiveEngine:
                      context_span=context_span if self.lookback else None, next_lookback=ratios)
 
     # -------------------------------------------------------------- token steps
-    def choose(self, batch: Batch, sampling: Sampling, generator: torch.Generator | None) -> torch.Tensor:
-        """Next token per row, ``(B,)``, from the with-context distribution."""
-        if not sampling.do_sample:
+    def choose(self, batch: Batch, decoding: Decoding, generator: torch.Generator | None) -> torch.Tensor:
+        """Next token per row, ``(B,)``, from the with-context distribution (argmax unless ``decoding.do_sample``)."""
+        if not decoding.do_sample:
             return batch.next_logp.argmax(-1)
         ids = torch.zeros((len(batch), 1), dtype=torch.long, device=batch.next_logp.device)
-        scores = sampling.processors()(ids, batch.next_logp.clone())
+        scores = decoding.processors()(ids, batch.next_logp.clone())
         probs = torch.softmax(scores, -1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 

@@ -23,7 +23,10 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from syncheck.featurize import Premise, SentenceItem
-from syncheck.live import Batch, LiveEngine, Sampling
+from transformers import GenerationConfig
+
+from syncheck.decoding import GREEDY, Decoding
+from syncheck.live import Batch, LiveEngine
 from syncheck.passes import prompt_pair
 from syncheck.prompts import format_context
 from syncheck.results import ScoredSentence
@@ -45,8 +48,17 @@ class MonitoredGeneration:
     text: str
     sentences: list[ScoredSentence]
     token_ids: list[int]
-    stop_reason: str  # "eos" | "max_new_tokens" | "forced"
+    stop_reason: str  # "eos" | "max_new_tokens" | "stop" (a stop string) | "forced"
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MonitorStep:
+    """What one decoding step produced (see :meth:`Monitor.steps`)."""
+
+    text: str  # response text that became safe to show (held back while it could begin a stop string)
+    events: list[SentenceEvent]  # sentences finished at this step, scored
+    result: MonitoredGeneration | None = None  # on the last step only
 
 
 class Monitor:
@@ -109,74 +121,124 @@ class Monitor:
         return events
 
     # ------------------------------------------------------------------ public API
+    def steps(
+        self,
+        *,
+        question: str | None = None,
+        context,
+        decoding: Decoding | GenerationConfig | dict | None = None,
+        forced_ids: Sequence[int] | None = None,
+    ) -> Iterator[MonitorStep]:
+        """Generate, yielding after every token: the text that became safe to show and any finished sentences.
+
+        The lowest-level public loop (a server interleaves requests between its steps). Concatenating
+        every ``step.text`` gives the final text exactly; the last step carries ``result``.
+
+        Args:
+            decoding: a :class:`~syncheck.decoding.Decoding`, a ``transformers.GenerationConfig`` or a dict
+                of its fields; greedy with 256 new tokens when ``None``.
+            forced_ids: replay these response tokens instead of choosing (scores an existing response live).
+        """
+        dec = Decoding.coerce(decoding, GREEDY)
+        budget = len(forced_ids) if forced_ids is not None else dec.max_new_tokens
+        if budget < 1:
+            raise ValueError("forced_ids is empty: give at least one token")
+        batch, premise, warnings = self.start(question, context, budget)
+        generator = None
+        if dec.do_sample:
+            generator = torch.Generator(device=self.scorer.lm.device)
+            generator.manual_seed(dec.seed_or_zero)
+        stop, shown, scanned = "max_new_tokens", 0, 0
+        for step in range(budget):
+            if forced_ids is not None:
+                tok = torch.tensor([int(forced_ids[step])], device=self.scorer.lm.device)
+            else:
+                tok = self.engine.choose(batch, dec, generator)
+            self.engine.step(batch, tok)
+            row = batch.rows[0]
+            if row.ended:
+                stop = "eos"
+                break
+            if dec.stop:
+                at = dec.stop_position(row.text, max(scanned - max(map(len, dec.stop)), 0))
+                scanned = len(row.text)
+                if at is not None:
+                    row.truncate(max(_token_at(row.offsets, at), row.emitted_tokens))
+                    stop = "stop"
+                    break
+            if self.lockstep:
+                self.engine.flush_kl(batch, [len(row.ids)])
+            events = self.score_finished(batch, premise)[0]
+            safe = _safe_end(row, dec)
+            yield MonitorStep(row.text[shown:safe], events)
+            shown = max(shown, safe)
+        else:
+            if forced_ids is not None:
+                stop = "forced"
+        row = batch.rows[0]
+        events = self.score_finished(batch, premise, final=True)[0]
+        result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, warnings)
+        yield MonitorStep(row.text[shown:], events, result)
+
     def stream(
         self,
         *,
         question: str | None = None,
         context,
-        max_new_tokens: int = 256,
-        sampling: Sampling | None = None,
-        seed: int | None = None,
+        decoding: Decoding | GenerationConfig | dict | None = None,
         forced_ids: Sequence[int] | None = None,
         callback: Callable[[SentenceEvent], None] | None = None,
     ) -> Iterator[SentenceEvent]:
-        """Generate an answer and yield each sentence as soon as it is finished.
+        """Generate an answer and yield each sentence as soon as it is finished (arguments as :meth:`steps`).
 
         Args:
-            sampling: greedy when ``None``.
-            seed: seeds sampling (reproducible on the same device).
-            forced_ids: replay these response tokens instead of choosing (scores an existing response live).
             callback: also called with every event.
         """
-        yield from self._run(question, context, max_new_tokens, sampling or Sampling(), seed, forced_ids, callback, {})
+        for step in _calling_back(self.steps(question=question, context=context, decoding=decoding,
+                                             forced_ids=forced_ids), callback):
+            yield from step.events
 
     def generate(
         self,
         *,
         question: str | None = None,
         context,
-        max_new_tokens: int = 256,
-        sampling: Sampling | None = None,
-        seed: int | None = None,
+        decoding: Decoding | GenerationConfig | dict | None = None,
         forced_ids: Sequence[int] | None = None,
         callback: Callable[[SentenceEvent], None] | None = None,
     ) -> MonitoredGeneration:
         """Like :meth:`stream`, but returns the whole generation."""
-        state: dict = {}
-        events = list(self._run(question, context, max_new_tokens, sampling or Sampling(), seed, forced_ids, callback, state))
-        return MonitoredGeneration(state["text"], [e.sentence for e in events], state["ids"], state["stop"], state["warnings"])
+        for step in _calling_back(self.steps(question=question, context=context, decoding=decoding,
+                                             forced_ids=forced_ids), callback):
+            if step.result is not None:
+                return step.result
+        raise AssertionError("steps() ended without a result")  # pragma: no cover
 
-    def _run(self, question, context, max_new_tokens, sampling, seed, forced_ids, callback, state: dict) -> Iterator[SentenceEvent]:
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        budget = len(forced_ids) if forced_ids is not None else max_new_tokens
-        batch, premise, warnings = self.start(question, context, budget)
-        row = batch.rows[0]
-        generator = None
-        if sampling.do_sample:
-            generator = torch.Generator(device=self.scorer.lm.device)
-            generator.manual_seed(0 if seed is None else seed)
-        stop = "max_new_tokens"
-        for step in range(budget):
-            if forced_ids is not None:
-                tok = torch.tensor([int(forced_ids[step])], device=self.scorer.lm.device)
-            else:
-                tok = self.engine.choose(batch, sampling, generator)
-            self.engine.step(batch, tok)
-            if row.ended:
-                stop = "eos"
-                break
-            if self.lockstep:
-                self.engine.flush_kl(batch, [len(row.ids)])
-            for ev in self.score_finished(batch, premise)[0]:
-                if callback:
-                    callback(ev)
-                yield ev
-        else:
-            if forced_ids is not None:
-                stop = "forced"
-        for ev in self.score_finished(batch, premise, final=True)[0]:
-            if callback:
+
+def _calling_back(steps: Iterator[MonitorStep], callback: Callable[[SentenceEvent], None] | None) -> Iterator[MonitorStep]:
+    for step in steps:
+        if callback is not None:
+            for ev in step.events:
                 callback(ev)
-            yield ev
-        state.update(text=row.text, ids=list(row.ids), stop=stop, warnings=warnings)
+        yield step
+
+
+def _token_at(offsets, char: int) -> int:
+    """Index of the token whose text contains character ``char`` (the first token ending after it)."""
+    ends = offsets[:, 1]
+    hits = (ends > char).nonzero()[0]
+    return int(hits[0]) if len(hits) else len(offsets)
+
+
+def _safe_end(row, decoding: Decoding) -> int:
+    """How much of the row's text may be shown: not a tail that could begin a stop string (cut back to its
+    token's start, as a stop cuts there) nor an incomplete multi-byte character."""
+    text = row.text
+    end = len(text)
+    held = decoding.held_back(text) if decoding.stop else 0
+    if held:
+        end = int(row.offsets[_token_at(row.offsets, end - held)][0])
+    for t in range(max(len(row.offsets) - 3, 0), len(row.offsets)):  # a UTF-8 character spans up to 4 byte tokens
+        if "\ufffd" in text[int(row.offsets[t][0]) :]:
+            return min(end, int(row.offsets[t][0]))
+    return end

@@ -18,7 +18,7 @@ from features.context_influence import LARGE_KL_THRESHOLD
 from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
 from syncheck.aggregators.apply import RESPONSE_AGGREGATIONS, aggregate_response
-from syncheck.aggregators.resolve import resolve_aggregator
+from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator
 from syncheck.attention import enable_lookback
 from syncheck.featurize import TEXT_CHECK_FEATURES, Premise, SentenceFeaturizer, SentenceItem
 from syncheck.lid_reference import LIDReference, load_or_build
@@ -124,15 +124,22 @@ class Scorer:
             vector_layers = default_probe_layers(self.lm.num_layers)
         elif vectors:
             vector_layers = [int(x) for x in vectors]
-        self.featurizer = SentenceFeaturizer(lid=self.lid, alignment=self.alignment, align_with_question=align_with_question,
-                                             kl_threshold=kl_threshold, text_checks=text_checks,
-                                             vector_layers=vector_layers, keep_vectors=bool(vectors))
         if response_aggregation not in RESPONSE_AGGREGATIONS:
             raise ValueError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS}, got {response_aggregation!r}")
         self.response_aggregation = response_aggregation
-        self.aggregator_source: str | None = None  # set by resolve_aggregator: calibrated / default / portable / ...
-        self.aggregator = resolve_aggregator(aggregator, self)
-        self.featurizer.aggregator = self.aggregator
+        self.align_with_question = align_with_question
+        self.text_checks = text_checks
+        self.probes: tuple = ()  # the aggregator's probes, set below
+        resolved = resolve_aggregator(aggregator, self)
+        #: where the aggregator came from: calibrated / default / portable / directory / estimator / None
+        self.aggregator_source: str | None = resolved.source
+        self.aggregator = resolved.model
+        self.probes = resolved.probes
+        self.featurizer = SentenceFeaturizer(
+            lid=self.lid, alignment=self.alignment, align_with_question=align_with_question, kl_threshold=kl_threshold,
+            text_checks=text_checks, vector_layers=probe_vector_layers(resolved.probes, vector_layers, bool(vectors)),
+            keep_vectors=bool(vectors), probes=list(resolved.probes), aggregator=resolved.model,
+        )
         self.max_length = max_length
         self.batch_size = batch_size
 
@@ -168,11 +175,11 @@ class Scorer:
             names.append("lookback_ratio")
         if self.lid is not None:
             names += [f"lid_layer_{layer}" for layer in self.lid.layers]
-        if self.featurizer.text_checks:
+        if self.text_checks:
             names += list(TEXT_CHECK_FEATURES)
         if self.alignment is not None:
             names.append("align_score")
-        return names + [p.name for p in self.featurizer.probes]
+        return names + [p.name for p in self.probes]
 
     # ------------------------------------------------------------------ internals
     def _score_batch(self, batch: Sequence[Record | RecordError]) -> list[ScoredResponse]:

@@ -155,7 +155,7 @@ def test_loading_for_a_scorer_without_the_features_names_them_and_says_how_to_fi
         resolve_aggregator(str(path), FakeScorer(["min_prob", "mean_entropy", "mean_contrastive_kl"]))
     msg = str(err.value)
     assert "lid_layer_14, align_score" in msg and "drop --no-lid" in msg and "--alignment" in msg
-    assert resolve_aggregator(str(path), FakeScorer(NAMES + ["mean_prob"])) is not None
+    assert resolve_aggregator(str(path), FakeScorer(NAMES + ["mean_prob"])).model is not None
     with pytest.warns(UserWarning, match="different scorer setup: model 'm'"):
         resolve_aggregator(str(path), FakeScorer(NAMES, model="other"))
 
@@ -174,7 +174,9 @@ def test_any_fitted_sklearn_classifier_with_feature_names_can_score():
 
     X, y = synthetic()
     est = LogisticRegression(max_iter=500).fit(pd.DataFrame(X, columns=NAMES), y)
-    model = resolve_aggregator(est, FakeScorer(NAMES))
+    resolved = resolve_aggregator(est, FakeScorer(NAMES))
+    model = resolved.model
+    assert resolved.source == "estimator" and resolved.probes == ()
     feats = [dict(zip(NAMES, row)) for row in X[:4]]
     np.testing.assert_allclose(model.score_features(feats), est.predict_proba(pd.DataFrame(X[:4], columns=NAMES))[:, 1])
 
@@ -202,7 +204,7 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
 def test_default_is_skipped_with_a_warning_when_the_scorer_lacks_its_features():
     with pytest.warns(UserWarning, match="default aggregator needs mean_prob, .*hidden_probe.*portable aggregator needs "
                                          "mean_prob, .*aggregator=None.*syncheck calibrate --model smollm2-135m"):
-        assert resolve_aggregator("default", FakeScorer(["min_prob"], model="smollm2-135m")) is None
+        assert resolve_aggregator("default", FakeScorer(["min_prob"], model="smollm2-135m")).model is None
 
 
 # ---------------------------------------------------------------------------- Scorer and CLI, tiny model

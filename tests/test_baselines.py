@@ -7,8 +7,16 @@ import pytest
 from fod.baselines import METHODS, AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
 from fod.results import ABSTAIN_TEXT
 from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
+from syncheck.decoding import Decoding
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
+
+TOKENS_20 = Decoding(max_new_tokens=20)
+
+
+def sampled(seed: int = 0) -> Decoding:
+    """20 tokens, candidates sampled from the scripted probabilities as they are."""
+    return Decoding(max_new_tokens=20, do_sample=True, top_p=1.0, seed=seed)
 
 
 def scorer_for(script):
@@ -20,21 +28,21 @@ def scorer_for(script):
 
 
 def test_greedy_scores_every_sentence():
-    res = GreedyGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {" Bad": 0.6, " Fine": 0.4}})), max_new_tokens=20, checker=None).generate(question="Q?", context="c")
+    res = GreedyGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {" Bad": 0.6, " Fine": 0.4}})), checker=None).generate(question="Q?", context="c", decoding=TOKENS_20)
     assert res.text == "Good. Bad." and [s.score for s in res.sentences] == [0.9, 0.2] and res.method == "greedy"
 
 
 @pytest.mark.parametrize("second,abstains", [(" Bad", True), (" Fine", False)])
 def test_abstention_refuses_when_any_sentence_is_below_threshold(second, abstains):
-    gen = AbstainGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {second: 1}})), max_new_tokens=20, threshold=0.7, checker=None)
-    res = gen.generate(question="Q?", context="c")
+    gen = AbstainGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {second: 1}})), threshold=0.7, checker=None)
+    res = gen.generate(question="Q?", context="c", decoding=TOKENS_20)
     assert res.trace["abstained"] is abstains
     assert (res.text == ABSTAIN_TEXT) is abstains and (res.sentences == []) is abstains
 
 
 def test_reranking_returns_the_sample_with_the_best_mean_score():
     script = table({"": {"Good": 0.5, "Bad": 0.5}, "Good.": {" Fine": 1}, "Bad.": {" Meh": 1}})
-    res = RerankGenerator(scorer_for(script), max_new_tokens=20, top_p=1.0, checker=None).generate(question="Q?", context="c", num_samples=6, seed=2)
+    res = RerankGenerator(scorer_for(script), checker=None).generate(question="Q?", context="c", num_samples=6, decoding=sampled(2))
     means = [c["mean_score"] for c in res.trace["candidates"]]
     assert len(means) == 6 and res.text == "Good. Fine."
     assert res.mean_score == pytest.approx(max(m for m in means if m is not None))
@@ -48,8 +56,8 @@ def cad_script(text, has_context):
 
 def test_cad_amplifies_the_context_where_greedy_follows_memory():
     scorer = scorer_for(cad_script)
-    assert GreedyGenerator(scorer, max_new_tokens=10, checker=None).generate(question="Where?", context="Paris.").text == "London."
-    res = CADGenerator(scorer, max_new_tokens=10, alpha=0.5, checker=None).generate(question="Where?", context="Paris.")
+    assert GreedyGenerator(scorer, checker=None).generate(question="Where?", context="Paris.", decoding={"max_new_tokens": 10}).text == "London."
+    res = CADGenerator(scorer, alpha=0.5, checker=None).generate(question="Where?", context="Paris.", decoding={"max_new_tokens": 10})
     assert res.text == "Paris." and res.sentences[0].score == 0.9 and res.method == "cad"
 
 
@@ -57,7 +65,7 @@ def test_without_context_prompt_contains_no_context_token():
     scorer = scorer_for(cad_script)
     tok = scorer.lm.tokenizer
     context = "Paris Paris London."
-    CADGenerator(scorer, max_new_tokens=10, checker=None).generate(question="Where?", context=context)
+    CADGenerator(scorer, checker=None).generate(question="Where?", context=context, decoding={"max_new_tokens": 10})
     model = scorer.lm.model
     prefills = [rows[0] for rows in model.inputs if len(rows[0]) > 3]  # CAD's two prefills, then offline scoring's two
     ctx_ids = set(tok(context, add_special_tokens=False)["input_ids"]) | {model.context_id}
@@ -78,7 +86,8 @@ def test_all_methods_share_one_interface():
 
     script = table({"": {"Good": 1}, "Good.": {" Fine": 1}})
     for name, cls in METHODS.items():
-        res = cls(scorer_for(script), max_new_tokens=20, top_p=1.0, checker=None).generate(question="Q?", context="c")
+        decoding = sampled() if name in ("fod", "rerank") else TOKENS_20
+        res = cls(scorer_for(script), checker=None).generate(question="Q?", context="c", decoding=decoding)
         assert isinstance(res, GenerationResult) and res.method == name, name
         assert res.text.startswith("Good.") and all(s.score is not None for s in res.sentences), name
         assert set(res.to_json()) >= {"text", "sentences", "method", "trace", "final_check"}, name
@@ -94,7 +103,7 @@ def test_cad_equals_transformers_classifier_free_guidance(tiny_lm, alpha):
 
     scorer = Scorer(tiny_lm, aggregator=None)
     ctx = "The tower is 330 m tall. It opened in 1889."
-    res = CADGenerator(scorer, alpha=alpha, checker=None, max_new_tokens=20).generate(question="How tall?", context=ctx)
+    res = CADGenerator(scorer, alpha=alpha, checker=None).generate(question="How tall?", context=ctx, decoding=TOKENS_20)
     pair = prompt_pair(tiny_lm, ctx, "How tall?", 20)
     ids = torch.tensor([pair.with_context])
     out = tiny_lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=res.trace["tokens"],

@@ -72,3 +72,17 @@ def test_dtype_drift_benchmark_runs(capsys):
     assert set(summary["seconds_per_response"]) == {"float32", "bfloat16"}
     assert summary["max_abs_diff"]["align_score"] == 0.0 and "mean_contrastive_kl" in summary["max_abs_diff"]
     assert "| bfloat16 |" in capsys.readouterr().out
+
+
+def test_serve_load_benchmark_runs(tiny_dir, capsys):
+    pytest.importorskip("openai")
+    pytest.importorskip("uvicorn")
+    from benchmarks.serve_load import main
+
+    summary = main(["--model", str(tiny_dir), "--tokens", "6", "--requests", "2", "--concurrency", "1,2"])
+    rates = summary.pop("decode step")
+    assert set(summary) == {"server, concurrency 1", "server, concurrency 2", "Monitor, sequential (baseline)"}
+    assert all(r["tokens"] == 12 and r["ttft_median_s"] <= r["latency_median_s"] for r in summary.values())
+    assert set(rates) == {"batch_1_tokens_per_s", "batch_2_tokens_per_s"} and min(rates.values()) > 0
+    assert summary["Monitor, sequential (baseline)"]["tokens_per_s_vs_baseline"] == 1.0
+    assert "| server, concurrency 2 |" in capsys.readouterr().out

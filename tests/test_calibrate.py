@@ -160,8 +160,9 @@ def test_fod_runs_on_any_family(family, tiny_tokenizer):
     lm = load_model(FAMILIES[family](len(tiny_tokenizer)), tiny_tokenizer, name=f"tiny-{family}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fod = FODGenerator(lm, checker=None, max_new_tokens=24, max_sentence_tokens=12)
-    out = fod.generate(question="How tall?", context=CONTEXT, num_samples=2, num_beams=2, max_sentences=2, tau1=1.0)
+        fod = FODGenerator(lm, checker=None, max_sentence_tokens=12)
+    out = fod.generate(question="How tall?", context=CONTEXT, num_samples=2, num_beams=2, max_sentences=2, tau1=1.0,
+                       decoding={"max_new_tokens": 24, "do_sample": True, "top_p": 0.95})
     assert out.trace["tau1"] == 1.0 and out.trace["thresholds_from"] == "tau1 given, tau2 aggregator"
     assert out.trace["backtrack"] is not None  # tau1 = 1.0: the first scored sentence is backtracked
 

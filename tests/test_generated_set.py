@@ -55,7 +55,7 @@ def test_build_writes_trainable_rows_and_resumes(tiny_lm, tmp_path):
         assert len(r["sentence_labels"]) == len(r["sentences"]) == len(r["judge_scores"])
         assert all("min_prob" in s["features"] for s in r["sentences"])
     # the greedy answer (sample 0) is the monitor's greedy generation
-    assert rows[0]["response"] == monitor.generate(question=jobs[0]["question"], context=jobs[0]["context"], max_new_tokens=12).text
+    assert rows[0]["response"] == monitor.generate(question=jobs[0]["question"], context=jobs[0]["context"], decoding={"max_new_tokens": 12}).text
     # one more row whose labels hold both classes, so `syncheck train` has something to fit
     feats = rows[0]["sentences"][0]["features"] if rows[0]["sentences"] else {"min_prob": 0.5}
     extra = [{"id": f"x{i}", "sentences": [{"text": "t", "features": feats}] * 6, "sentence_labels": [i % 2] * 3 + [1 - i % 2] * 3,

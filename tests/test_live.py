@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from syncheck.live import LiveEngine, Sampling
+from syncheck.decoding import GREEDY
+from syncheck.live import LiveEngine
 from syncheck.passes import prompt_pair, response_ids_and_offsets
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
@@ -25,7 +26,7 @@ def force(engine, batch, ids):
 
 def greedy_stats(engine, batch, steps):
     for _ in range(steps):
-        engine.step(batch, engine.choose(batch, Sampling(), None))
+        engine.step(batch, engine.choose(batch, GREEDY, None))
     engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
     return [(r.ids, r.logprob, r.entropy, r.kl, [h.tolist() for h in r.hidden[2]]) for r in batch.rows]
 
@@ -81,6 +82,6 @@ def test_stopped_rows_keep_their_tokens_while_others_continue(tiny_lm):
     engine, b = started(tiny_lm)
     batch = engine.expand(b, 3)
     for step in range(4):
-        engine.step(batch, engine.choose(batch, Sampling(), None), active=[True, step < 2, True])
+        engine.step(batch, engine.choose(batch, GREEDY, None), active=[True, step < 2, True])
     assert [len(r.ids) for r in batch.rows] == [4, 2, 4]
     assert batch.rows[1].stale and not batch.rows[0].stale

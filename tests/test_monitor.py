@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from transformers import GenerationConfig
+
+from syncheck.decoding import Decoding
 from syncheck.lid_reference import LIDReference
-from syncheck.live import Sampling
 from syncheck.logits_processor import SynCheckLogitsProcessor
 from syncheck.monitor import Monitor
 from syncheck.passes import prompt_pair, response_ids_and_offsets
@@ -45,7 +47,7 @@ def test_live_features_equal_offline_features_for_the_same_tokens(tiny_scorer):
 
 def test_greedy_monitor_picks_the_same_tokens_as_model_generate(tiny_scorer):
     lm = tiny_scorer.lm
-    gen = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, max_new_tokens=24)
+    gen = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, decoding=GenerationConfig(max_new_tokens=24, do_sample=False))
     with_ids = prompt_pair(lm, CONTEXT, "When?", 24).with_context
     ids = torch.tensor([with_ids])
     out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
@@ -73,9 +75,9 @@ def test_sentences_are_emitted_while_generating(tiny_scorer):
 
 def test_sampling_is_reproducible_with_a_seed(tiny_scorer):
     mon = Monitor(tiny_scorer)
-    a = mon.generate(question="When?", context=CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=5)
-    b = mon.generate(question="When?", context=CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=5)
-    c = mon.generate(question="When?", context=CONTEXT, max_new_tokens=16, sampling=Sampling(do_sample=True), seed=6)
+    a = mon.generate(question="When?", context=CONTEXT, decoding=Decoding(max_new_tokens=16, do_sample=True, seed=5))
+    b = mon.generate(question="When?", context=CONTEXT, decoding=Decoding(max_new_tokens=16, do_sample=True, seed=5))
+    c = mon.generate(question="When?", context=CONTEXT, decoding=Decoding(max_new_tokens=16, do_sample=True, seed=6))
     assert a.token_ids == b.token_ids and a.token_ids != c.token_ids
 
 
@@ -89,7 +91,7 @@ def test_logits_processor_observes_generate_without_changing_it(tiny_scorer):
         plain = lm.model.generate(proc.input_ids, **kw)
         watched = lm.model.generate(proc.input_ids, logits_processor=[proc], streamer=proc.streamer, **kw)
     assert torch.equal(plain, watched)
-    live = mon.generate(question="When?", context=CONTEXT, max_new_tokens=20)
+    live = mon.generate(question="When?", context=CONTEXT, decoding={"max_new_tokens": 20})
     assert proc.events and len(seen) == len(proc.events)  # the streamer emitted the last sentence: no finish() call
     assert_same_features(live.sentences, [e.sentence for e in proc.events])
     assert proc.finish(watched) == proc.events  # finishing twice changes nothing
@@ -132,9 +134,9 @@ def test_logits_processor_refuses_another_prompt(tiny_scorer):
 
 def test_invalid_sampling_settings_say_how_to_fix():
     with pytest.raises(ValueError, match="do_sample=False"):
-        Sampling(do_sample=True, temperature=0)
+        Decoding(do_sample=True, temperature=0)
     with pytest.raises(ValueError, match="top_p"):
-        Sampling(top_p=1.5)
+        Decoding(top_p=1.5)
 
 
 @pytest.mark.slow
@@ -143,7 +145,7 @@ def test_smollm2_live_features_equal_offline_and_tokens_equal_generate():
     context = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall and was "
                "designed by the engineering company of Gustave Eiffel.")
     question = "Tell me about the Eiffel Tower."
-    gen = Monitor(scorer).generate(question=question, context=context, max_new_tokens=48)
+    gen = Monitor(scorer).generate(question=question, context=context, decoding={"max_new_tokens": 48})
     assert len(gen.sentences) >= 2
     offline = scorer.score(context=context, response=gen.text, question=question)
     assert_same_features(offline.sentences, gen.sentences)
@@ -192,12 +194,12 @@ def test_public_text_functions_take_keywords_only(tiny_scorer):
     checker = ProvenanceChecker(relevance="bm25", nli="lexical")
     calls = [
         lambda: tiny_scorer.score(CONTEXT, "It is tall.", "How tall?"),
-        lambda: mon.generate("When?", CONTEXT, max_new_tokens=4),
-        lambda: next(mon.stream("When?", CONTEXT, max_new_tokens=4)),
+        lambda: mon.generate("When?", CONTEXT),
+        lambda: next(mon.stream("When?", CONTEXT)),
         lambda: checker.check("When?", CONTEXT, "In 1889."),
         lambda: SynCheckLogitsProcessor(mon, "When?", CONTEXT),
     ]
-    calls += [lambda cls=cls: cls(tiny_scorer, checker=None, max_new_tokens=4).generate("When?", CONTEXT)
+    calls += [lambda cls=cls: cls(tiny_scorer, checker=None).generate("When?", CONTEXT)
               for cls in METHODS.values()]
     for call in calls:
         with pytest.raises(TypeError, match="positional"):
@@ -211,8 +213,12 @@ def test_a_misspelt_keyword_to_any_generate_raises(tiny_scorer):
 
     with pytest.raises(TypeError, match="max_new_token"):
         Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, max_new_token=4)
+    with pytest.raises(TypeError, match="max_new_token"):
+        Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, decoding={"max_new_token": 4})
+    with pytest.raises(TypeError, match="max_new_tokens"):  # decoding settings go to generate, not the constructor
+        METHODS["fod"](tiny_scorer, checker=None, max_new_tokens=4)
     for cls in METHODS.values():
         with pytest.raises(TypeError, match="max_sentence|tau_1"):
-            cls(tiny_scorer, checker=None, max_new_tokens=4).generate(question="When?", context=CONTEXT,
+            cls(tiny_scorer, checker=None).generate(question="When?", context=CONTEXT,
                                                                        **({"tau_1": 0.5} if cls is METHODS["fod"]
                                                                           else {"max_sentence": 2}))

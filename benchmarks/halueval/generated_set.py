@@ -77,7 +77,7 @@ def generation_jobs(pairs, counterfactuals, samples: int, seed: int) -> Iterator
 def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *, max_new_tokens: int = 64,
           threshold: float = 0.5, seed: int = 0) -> int:
     """Generate, featurize and label each job not yet in ``out``; returns the rows written."""
-    from syncheck.live import Sampling
+    from syncheck.decoding import Decoding
 
     done = set()
     if out.exists():
@@ -86,9 +86,10 @@ def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *
     written = 0
     with out.open("a", encoding="utf-8") as f:
         for job in tqdm(todo, desc="generating + labelling", disable=len(todo) < 4):
-            sampling = Sampling() if job["sample"] == 0 else Sampling(do_sample=True, temperature=1.0, top_p=0.95)
-            gen = monitor.generate(question=job["question"], context=job["context"], max_new_tokens=max_new_tokens, sampling=sampling,
-                                   seed=seed + job["sample"])
+            sampled = job["sample"] != 0
+            decoding = Decoding(max_new_tokens=max_new_tokens, do_sample=sampled, top_p=0.95 if sampled else 1.0,
+                                seed=seed + job["sample"])
+            gen = monitor.generate(question=job["question"], context=job["context"], decoding=decoding)
             texts = [s.text for s in gen.sentences]
             labels, scores = label_sentences(judge, job["context"], job["question"], texts, threshold, job["memorised"])
             row = {"id": job["id"], "record": job["record"], "variant": job["variant"], "sample": job["sample"],

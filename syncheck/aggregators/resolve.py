@@ -20,6 +20,7 @@ scorer produces its features.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -54,13 +55,13 @@ def scorer_config(scorer: Any) -> dict[str, Any]:
         "model": getattr(lm, "name", None),
         "fingerprint": _fingerprint(lm),
         "alignment": getattr(alignment, "name", None) if alignment is not None else None,
-        "align_with_question": bool(getattr(getattr(scorer, "featurizer", None), "align_with_question", False)),
+        "align_with_question": bool(getattr(scorer, "align_with_question", False)),
         "lid_layers": list(lid.layers) if lid is not None else None,
         "lid_k": int(lid.k) if lid is not None else None,
         "kl": bool(getattr(scorer, "kl", False)),
         "kl_threshold": getattr(scorer, "kl_threshold", None),
         "lookback": bool(getattr(scorer, "lookback", False)),
-        "text_checks": bool(getattr(getattr(scorer, "featurizer", None), "text_checks", False)),
+        "text_checks": bool(getattr(scorer, "text_checks", False)),
     }
 
 
@@ -71,11 +72,23 @@ def _fingerprint(lm: Any) -> str | None:
         return None
 
 
-def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
-    """What ``Scorer(aggregator=spec)`` uses: an object with ``score_features``, or ``None``.
+@dataclass(frozen=True)
+class ResolvedAggregator:
+    """What ``Scorer(aggregator=spec)`` scores with.
 
-    Sets ``scorer.aggregator_source`` to where it came from: ``"calibrated"``,
-    ``"default"``, ``"portable"``, ``"directory"``, ``"estimator"`` or ``None``.
+    Attributes:
+        model: an object with ``score_features``, or ``None`` (no scores).
+        probes: the probes whose features the featurizer must add before the aggregator.
+        source: ``"calibrated"``, ``"default"``, ``"portable"``, ``"directory"``, ``"estimator"`` or ``None``.
+    """
+
+    model: Any | None
+    probes: tuple[Any, ...] = ()
+    source: str | None = None
+
+
+def resolve_aggregator(spec: Any, scorer: Any) -> ResolvedAggregator:
+    """What ``Scorer(aggregator=spec)`` uses; reads the scorer, changes nothing on it.
 
     Args:
         spec: ``"default"`` (see the module docstring), a directory written by
@@ -87,31 +100,29 @@ def resolve_aggregator(spec: Any, scorer: Any) -> Any | None:
     """
     from syncheck.aggregators.io import load_aggregator
 
-    scorer.aggregator_source = None
     if spec is None:
-        return None
+        return ResolvedAggregator(None)
     if isinstance(spec, str) and spec == DEFAULT_SPEC:
         found = _default_for(scorer)
         if found is None:
-            return None
-        agg, probes, scorer.aggregator_source = found
+            return ResolvedAggregator(None)
+        agg, probes, source = found
     elif isinstance(spec, (str, Path)):
         agg = load_aggregator(spec)
         probes = usable_probes(agg, scorer)
         check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
-        scorer.aggregator_source = "directory"
+        source = "directory"
     elif hasattr(spec, "predict_proba"):
         agg = spec
         probes = usable_probes(agg, scorer)
         check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
         positive_column(agg)
-        scorer.aggregator_source = "estimator"
+        source = "estimator"
     else:
         raise ValueError(f"aggregator must be 'default', a directory, a fitted estimator or None, got {type(spec).__name__}")
     _warn_on_config_drift(agg, scorer_config(scorer))
-    if probes:
-        attach_probes(scorer.featurizer, probes)
-    return agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
+    model = agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
+    return ResolvedAggregator(model, tuple(probes), source)
 
 
 def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:
@@ -202,17 +213,18 @@ def usable_probes(agg: Any, scorer: Any) -> list[Any]:
     return out
 
 
-def attach_probes(featurizer: Any, probes: Sequence[Any]) -> None:
-    """Make ``featurizer`` compute each probe's feature (and pool the hidden layers a hidden-state probe reads)."""
+def probe_vector_layers(probes: Sequence[Any], vector_layers: Sequence[int], keep_vectors: bool) -> list[int]:
+    """The hidden layers the featurizer must pool: a hidden-state probe's own layers when it has one."""
     from features.sentence_features import HIDDEN_VECTOR
 
-    featurizer.probes = list(probes)
+    layers = list(vector_layers)
     for probe in probes:
         if probe.input == HIDDEN_VECTOR:
-            if featurizer.keep_vectors and featurizer.vector_layers and list(featurizer.vector_layers) != list(probe.layers):
-                warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not "
-                              f"{list(featurizer.vector_layers)}", UserWarning, stacklevel=4)
-            featurizer.vector_layers = list(probe.layers)
+            if keep_vectors and layers and layers != list(probe.layers):
+                warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not {layers}",
+                              UserWarning, stacklevel=4)
+            layers = list(probe.layers)
+    return layers
 
 
 def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
@@ -231,5 +243,5 @@ def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
         )
 
 
-__all__ = ["DEFAULT_SPEC", "attach_probes", "default_aggregator_dir", "portable_aggregator_dir", "resolve_aggregator",
-           "scorer_config", "usable_probes"]
+__all__ = ["DEFAULT_SPEC", "ResolvedAggregator", "default_aggregator_dir", "portable_aggregator_dir",
+           "probe_vector_layers", "resolve_aggregator", "scorer_config", "usable_probes"]

@@ -11,6 +11,7 @@ from syncheck.cli.common import quiet_transformers
 from syncheck.cli.lid import lid_reference
 from syncheck.cli.report import report
 from syncheck.cli.score import score
+from syncheck.cli.serve import serve
 from syncheck.cli.train import train
 
 
@@ -21,5 +22,5 @@ def main() -> None:
     quiet_transformers()
 
 
-for command in (score, calibrate, calibrations, check, train, report, lid_reference):
+for command in (score, serve, calibrate, calibrations, check, train, report, lid_reference):
     main.add_command(command)

@@ -1,0 +1,186 @@
+"""Load on ``syncheck serve``: throughput and latency at several concurrencies, beside ``Monitor`` run sequentially.
+
+The same requests (distinct questions over one set of documents, greedy, ``--tokens`` new tokens at most, method
+``monitor``) are sent by the official ``openai`` client as streams, ``--requests`` of them at each concurrency
+(1, 4, 8 by default), to a server started in a subprocess on loopback with ``--max-concurrent`` equal to the
+largest concurrency. The baseline runs the same requests one after another through
+:meth:`syncheck.monitor.Monitor.steps` in this process, with the same scorer settings, timed the same way: time
+to the first token, to the first sentence event, and to the end. Phases never overlap (the server is idle while
+the baseline runs).
+
+Usage::
+
+    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
+
+Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
+
+The server does not batch the decode steps of concurrent requests (see :mod:`syncheck.serve.scheduler`). To show
+what batching could gain, the last table times the bare model's decode step over a cache of the same prompt length
+at batch 1 and at the largest concurrency, in this process: the ceiling of a batched server's raw token rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+DOCUMENTS = [
+    "The Kestrel Navigation canal opened in 1794 and linked the wool mills of Kestrelford to the port of Aldmouth, "
+    "32 km to the south. It was engineered by Josiah Marlowe, who designed its eleven locks and the 240 m Brindle tunnel.",
+    "After the railway reached Kestrelford in 1852 the canal lost most of its traffic; the last commercial barge "
+    "unloaded in 1931. Volunteers restored the locks between 1978 and 1989.",
+    "About 40,000 people visit each year, most of them between May and September, when trip boats run from the "
+    "Marlowe Basin every afternoon.",
+]
+QUESTIONS = [
+    "When did the canal open?", "Who engineered the canal?", "What happened after the railway came?",
+    "How many people visit each year?", "When were the locks restored?", "How long is the Brindle tunnel?",
+    "Where did the canal lead?", "When did the last commercial barge unload?", "What runs from the Marlowe Basin?",
+    "Why did the canal lose its traffic?", "How many locks does the canal have?", "What did the mills produce?",
+]
+
+
+def _stream_request(base_url: str, question: str, tokens: int) -> dict[str, float]:
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=600)
+    t0 = time.perf_counter()
+    first_token = first_sentence = None
+    n = 0
+    stream = client.chat.completions.create(
+        model="bench", messages=[{"role": "user", "content": question}], max_tokens=tokens, temperature=0,
+        stream=True, stream_options={"include_usage": True}, extra_body={"documents": DOCUMENTS})
+    for chunk in stream:
+        now = time.perf_counter() - t0
+        if chunk.choices and chunk.choices[0].delta.content and first_token is None:
+            first_token = now
+        extra = (chunk.model_extra or {}).get("syncheck") or {}
+        if "sentence" in extra and first_sentence is None:
+            first_sentence = now
+        if chunk.usage is not None:
+            n = chunk.usage.completion_tokens
+    total = time.perf_counter() - t0
+    return {"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total, "tokens": n}
+
+
+def _summary(rows: list[dict[str, float]], wall: float) -> dict[str, float]:
+    tokens = sum(r["tokens"] for r in rows)
+    return {
+        "requests": len(rows), "tokens": tokens, "wall_s": wall,
+        "requests_per_s": len(rows) / wall, "tokens_per_s": tokens / wall,
+        "ttft_median_s": statistics.median(r["ttft"] for r in rows),
+        "ttft_max_s": max(r["ttft"] for r in rows),
+        "first_sentence_median_s": statistics.median(r["first_sentence"] for r in rows),
+        "latency_median_s": statistics.median(r["total"] for r in rows),
+    }
+
+
+def run_server_level(base_url: str, questions: list[str], tokens: int, concurrency: int) -> dict[str, float]:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        rows = list(pool.map(lambda q: _stream_request(base_url, q, tokens), questions))
+    return _summary(rows, time.perf_counter() - t0)
+
+
+def run_monitor_sequential(model: str, questions: list[str], tokens: int, scorer_args: dict[str, Any]) -> dict[str, float]:
+    from syncheck.monitor import Monitor
+    from syncheck.scorer import Scorer
+
+    monitor = Monitor(Scorer(model, **scorer_args))
+    decoding = {"max_new_tokens": tokens}
+    monitor.generate(question=questions[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
+    rows = []
+    t_all = time.perf_counter()
+    for q in questions:
+        t0 = time.perf_counter()
+        first_token = first_sentence = None
+        n = 0
+        for step in monitor.steps(question=q, context=DOCUMENTS, decoding=decoding):
+            now = time.perf_counter() - t0
+            if step.text and first_token is None:
+                first_token = now
+            if step.events and first_sentence is None:
+                first_sentence = now
+            if step.result is not None:
+                n = len(step.result.token_ids)
+        total = time.perf_counter() - t0
+        rows.append({"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total, "tokens": n})
+    return _summary(rows, time.perf_counter() - t_all)
+
+
+def decode_step_rates(lm: Any, batches: list[int], prompt_tokens: int, steps: int = 24) -> dict[int, float]:
+    """Tokens/s of the bare model's decode step at each batch size (one cache of ``prompt_tokens`` per row)."""
+    import torch
+
+    vocab = len(lm.tokenizer)
+    rates = {}
+    for b in batches:
+        ids = torch.randint(0, vocab, (b, prompt_tokens), device=lm.device)
+        with torch.inference_mode():
+            cache = lm.model(input_ids=ids, use_cache=True).past_key_values
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step = torch.randint(0, vocab, (b, 1), device=lm.device)
+                cache = lm.model(input_ids=step, past_key_values=cache, use_cache=True).past_key_values
+            rates[b] = b * steps / (time.perf_counter() - t0)
+    return rates
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
+    ap.add_argument("--requests", type=int, default=8, help="requests per concurrency level (distinct questions)")
+    ap.add_argument("--concurrency", default="1,4,8")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--dtype", default="float32")
+    args = ap.parse_args(argv)
+    levels = [int(c) for c in args.concurrency.split(",")]
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(args.requests)]
+    extra = (["--device", args.device] if args.device else []) + ["--dtype", args.dtype]
+
+    results: dict[str, dict[str, float]] = {}
+    from syncheck.serve.process import ServerProcess
+
+    server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)), "--max-queue", "64",
+                           *extra, env={"PYTHONWARNINGS": "ignore"})
+    try:
+        base = server.base_url
+        _stream_request(base, questions[0], 4)  # warm-up
+        for c in levels:
+            results[f"server, concurrency {c}"] = run_server_level(base, questions, args.tokens, c)
+    finally:
+        server.stop()
+    results["Monitor, sequential (baseline)"] = run_monitor_sequential(
+        args.model, questions, args.tokens, {"device": args.device, "dtype": args.dtype})
+
+    base_row = results["Monitor, sequential (baseline)"]
+    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} (greedy, method monitor)")
+    print("| setup | requests/s | tokens/s | x baseline tokens/s | TTFT median (max), s | first sentence median, s "
+          "| latency median, s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, r in results.items():
+        r["tokens_per_s_vs_baseline"] = r["tokens_per_s"] / base_row["tokens_per_s"]
+        print(f"| {name} | {r['requests_per_s']:.2f} | {r['tokens_per_s']:.1f} | {r['tokens_per_s_vs_baseline']:.2f} "
+              f"| {r['ttft_median_s']:.2f} ({r['ttft_max_s']:.2f}) | {r['first_sentence_median_s']:.2f} "
+              f"| {r['latency_median_s']:.2f} |")
+    from syncheck.models import load_model
+    from syncheck.passes import prompt_pair
+
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    prompt_tokens = len(prompt_pair(lm, DOCUMENTS, questions[0], args.tokens).with_context)
+    rates = decode_step_rates(lm, sorted({1, max(levels)}), prompt_tokens)
+    print(f"\nbare decode step, {prompt_tokens}-token prompt (the ceiling of batching concurrent requests):")
+    print("| batch | tokens/s | x batch 1 |")
+    print("| --- | --- | --- |")
+    for b, rate in rates.items():
+        print(f"| {b} | {rate:.1f} | {rate / rates[1]:.2f} |")
+    results["decode step"] = {f"batch_{b}_tokens_per_s": rate for b, rate in rates.items()}
+    return results
+
+
+if __name__ == "__main__":
+    main()

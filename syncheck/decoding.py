@@ -1,0 +1,159 @@
+"""Decoding settings: one object taken the same way by the monitor, FOD and every baseline.
+
+>>> from syncheck.decoding import Decoding
+>>> Decoding(max_new_tokens=64, do_sample=True, temperature=0.7, top_p=0.9, seed=1)   # doctest: +ELLIPSIS
+Decoding(max_new_tokens=64, do_sample=True, temperature=0.7, top_p=0.9, top_k=0, seed=1, stop=())
+
+Every ``generate``/``stream`` takes ``decoding=``: a :class:`Decoding`, a
+:class:`transformers.GenerationConfig` (its ``max_new_tokens``, ``do_sample``,
+``temperature``, ``top_p``, ``top_k`` and ``stop_strings`` are read), or a
+plain dict of :class:`Decoding` fields. ``None`` means the decoder's own
+default (``Monitor``: greedy; FOD and reranking: the paper's candidate
+sampling, temperature 1 and top-p 0.95, seed 0).
+
+``stop``: generation ends at the token where a stop string begins; that token
+is dropped with the stop string, so the returned text, its sentences and
+their scored tokens always agree (a stop string that begins inside a token
+takes the token's earlier characters with it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
+
+from transformers import GenerationConfig
+from transformers.generation.logits_process import (
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How tokens are chosen, and for how long.
+
+    Args:
+        max_new_tokens: response token budget (EOS not counted).
+        do_sample: sample from the (warped) distribution; ``False`` is greedy (argmax).
+        temperature, top_p, top_k: sampling warpers (transformers' own); ``top_k=0`` is off.
+        seed: seeds the sampler (reproducible on the same device); ``None`` is seed 0.
+        stop: strings that end generation (see the module docstring).
+    """
+
+    max_new_tokens: int = 256
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, str):
+            object.__setattr__(self, "stop", (self.stop,))
+        object.__setattr__(self, "stop", tuple(self.stop))
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}; use do_sample=False for greedy decoding")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 turns it off), got {self.top_k}")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ValueError(f"stop strings must be non-empty strings, got {self.stop!r}")
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def coerce(cls, value: "Decoding | GenerationConfig | Mapping[str, Any] | None", default: "Decoding") -> "Decoding":
+        """``value`` as a :class:`Decoding`; ``None`` gives ``default``."""
+        if value is None:
+            return default
+        if isinstance(value, Decoding):
+            return value
+        if isinstance(value, GenerationConfig):
+            return cls.from_generation_config(value, default)
+        if isinstance(value, Mapping):
+            known = {f.name for f in fields(cls)}
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise TypeError(f"unknown decoding setting(s) {unknown}; the settings are {sorted(known)}")
+            return replace(default, **value)
+        raise TypeError(
+            f"decoding must be a syncheck.decoding.Decoding, a transformers.GenerationConfig or a dict, "
+            f"got {type(value).__name__}"
+        )
+
+    @classmethod
+    def from_generation_config(cls, config: GenerationConfig, default: "Decoding | None" = None) -> "Decoding":
+        """The settings of a :class:`transformers.GenerationConfig` this decoder honours.
+
+        Unset values keep ``default``'s. Settings it cannot honour (beam search, repetition
+        penalties, ...) raise, so nothing is ignored silently.
+        """
+        base = default or cls()
+        unsupported = [k for k in ("num_beams", "repetition_penalty", "no_repeat_ngram_size", "min_new_tokens",
+                                   "num_return_sequences", "penalty_alpha")
+                       if getattr(config, k, None) not in (None, 1, 1.0, 0)]
+        if unsupported:
+            raise ValueError(f"GenerationConfig settings {unsupported} are not supported by syncheck's decoders; "
+                             "unset them (FOD's sentence beam search takes num_beams in generate())")
+        stop = config.stop_strings
+        return replace(
+            base,
+            max_new_tokens=config.max_new_tokens if config.max_new_tokens is not None else base.max_new_tokens,
+            do_sample=bool(config.do_sample),
+            temperature=config.temperature if config.temperature is not None else base.temperature,
+            top_p=config.top_p if config.top_p is not None else base.top_p,
+            top_k=config.top_k if config.top_k is not None and config.do_sample else 0,
+            stop=((stop,) if isinstance(stop, str) else tuple(stop)) if stop else base.stop,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["stop"] = list(self.stop)
+        return out
+
+    # ------------------------------------------------------------------ using
+    @property
+    def seed_or_zero(self) -> int:
+        return 0 if self.seed is None else self.seed
+
+    def processors(self) -> LogitsProcessorList:
+        """transformers' warpers for these settings (empty when greedy)."""
+        procs = LogitsProcessorList()
+        if not self.do_sample:
+            return procs
+        if self.temperature != 1.0:
+            procs.append(TemperatureLogitsWarper(self.temperature))
+        if self.top_k > 0:
+            procs.append(TopKLogitsWarper(self.top_k))
+        if self.top_p < 1.0:
+            procs.append(TopPLogitsWarper(self.top_p))
+        return procs
+
+    def stop_position(self, text: str, start: int = 0) -> int | None:
+        """Character index of the earliest stop string found in ``text`` at or after ``start``, else ``None``."""
+        found = [p for p in (text.find(s, start) for s in self.stop) if p >= 0]
+        return min(found) if found else None
+
+    def held_back(self, text: str) -> int:
+        """How many trailing characters of ``text`` could begin a stop string (not safe to stream yet)."""
+        best = 0
+        for s in self.stop:
+            for k in range(min(len(s) - 1, len(text)), best, -1):
+                if text.endswith(s[:k]):
+                    best = k
+                    break
+        return best
+
+
+#: the monitor's default: greedy, 256 tokens
+GREEDY = Decoding()
+#: FOD's and reranking's candidate sampling (SynCheck paper, Section 4): temperature 1, top-p 0.95, seed 0
+CANDIDATE_SAMPLING = Decoding(do_sample=True, temperature=1.0, top_p=0.95, seed=0)
+
+__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "Decoding"]

@@ -1,0 +1,7 @@
+"""The OpenAI-compatible server (``syncheck serve``; needs the ``serve`` extra).
+
+- :mod:`syncheck.serve.protocol`: the wire format and request validation;
+- :mod:`syncheck.serve.scheduler`: admission, the bounded queue and turn-taking on the model;
+- :mod:`syncheck.serve.generation`: one chat request (monitor, FOD, abstention) on a worker thread;
+- :mod:`syncheck.serve.app`: the FastAPI app.
+"""

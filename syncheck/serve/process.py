@@ -1,0 +1,102 @@
+"""``syncheck serve`` in a child process on loopback: for tests, benchmarks and apps that want a local endpoint.
+
+>>> from syncheck.serve.process import ServerProcess
+>>> with ServerProcess("smollm2-135m") as server:                 # doctest: +SKIP
+...     client = openai.OpenAI(base_url=server.base_url, api_key="unused")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Mapping
+
+_MAIN = "import sys; from syncheck.cli import main; sys.exit(main())"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """Start ``syncheck serve --model MODEL ARGS...`` on a free loopback port and wait until ``/health`` answers.
+
+    Args:
+        model: what ``--model`` takes.
+        args: more ``syncheck serve`` options (e.g. ``"--model-id", "m"``).
+        env: extra environment variables for the child.
+        log: file for the child's output (default: discarded).
+        timeout: seconds to wait for the model to load.
+
+    Raises:
+        RuntimeError: the child exited or did not answer in time (with the end of its log when there is one).
+    """
+
+    def __init__(self, model: str, *args: str, env: Mapping[str, str] | None = None, log: Path | None = None,
+                 timeout: float = 300) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.base_url = f"{self.url}/v1"
+        self._log_path = log
+        self._log = open(log, "w+") if log is not None else None
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _MAIN, "serve", "--model", model, "--port", str(self.port), *args],
+            env={**os.environ, **(env or {})}, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"syncheck serve exited with {self.proc.returncode}: {self._tail()}")
+            try:
+                if self.get("/health").get("status") == "ok":
+                    return
+            except (OSError, json.JSONDecodeError):
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"syncheck serve did not answer /health within {timeout} s: {self._tail()}")
+
+    def get(self, path: str) -> dict[str, Any]:
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def post(self, path: str, body: bytes) -> tuple[int, dict[str, Any], Any]:
+        """``(status, JSON body, headers)`` of a POST, error statuses included."""
+        req = urllib.request.Request(self.url + path, data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=300) as r:
+                return r.status, json.loads(r.read()), r.headers
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read()), exc.headers
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self._log is not None:
+            self._log.close()
+
+    def _tail(self) -> str:
+        if self._log is None:
+            return "(no log; pass log=PATH to keep it)"
+        self._log.flush()
+        return Path(self._log_path).read_text(errors="replace")[-3000:]
+
+    def __enter__(self) -> "ServerProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+__all__ = ["ServerProcess", "free_port"]

@@ -1,0 +1,206 @@
+"""Admission, queueing and turn-taking: one model thread serves every request.
+
+Every request becomes a *task*: a generator that uses the model between its
+``yield`` s. One thread, the model thread, runs the tasks in turns, round
+robin: a ``monitor`` stream yields after every token, so concurrent streams
+advance token by token side by side; FOD, abstention and offline scoring
+yield once (their decoders cannot be stepped from outside). Each task keeps
+its own KV caches, so streams never mix, and nothing else touches the model,
+so no lock is needed anywhere (the lookback recorder's registry included).
+
+At most ``max_concurrent`` tasks take turns; up to ``max_queue`` more wait
+for a place, first come first served; beyond that a request is refused with
+429 and a ``Retry-After``.
+
+Why one thread and not a thread per request: on CPU, PyTorch's OpenMP pool
+is fast only in the thread that first ran it. A second thread running
+forwards took 1.6x as long for the same tokens (measured on 2 cores; see
+``benchmarks/serve_load.py``), even with nothing else running. ``syncheck
+serve`` therefore runs the model thread on the main thread (the one that
+loaded the model) and the HTTP server on another.
+
+Decode steps of different requests are not batched into one forward: a live
+batch shares one prompt (:class:`syncheck.live.Batch`), and requests have
+different prompts. ``benchmarks/serve_load.py`` measures what that costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import math
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from syncheck.serve.protocol import ApiError
+
+Task = Iterator[None]
+
+
+class Cancelled(Exception):
+    """The client went away; its task stops at its next turn."""
+
+
+class Job:
+    """One request's channel from the model thread to the event loop.
+
+    The task :meth:`put` s ``(kind, value)`` items; the response handler reads ``queue``. ``cancelled`` is set
+    when the client disconnects; the task then stops before its next turn (:meth:`check` raises
+    :class:`Cancelled` where a task wants to stop inside a turn).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.cancelled = threading.Event()
+
+    def put(self, kind: str, value: Any = None) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
+
+    def check(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled
+
+
+class Scheduler:
+    """Runs tasks in turns on the model thread; see the module docstring.
+
+    Args:
+        max_concurrent: tasks taking turns at once.
+        max_queue: admitted tasks that may wait for a place; more get 429.
+    """
+
+    def __init__(self, max_concurrent: int = 4, max_queue: int = 16) -> None:
+        if max_concurrent < 1 or max_queue < 0:
+            raise ValueError(f"need max_concurrent >= 1 and max_queue >= 0, got {max_concurrent}, {max_queue}")
+        self.max_concurrent, self.max_queue = max_concurrent, max_queue
+        self._cond = threading.Condition()
+        self._active: collections.deque[tuple[Job, Task]] = collections.deque()
+        self._waiting: collections.deque[tuple[Job, Callable[[Job], Task | None]]] = collections.deque()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._running = 0  # tasks started and not finished (one may be out of ``_active`` for its turn)
+        self._mean_seconds = 5.0  # running mean of a task's duration, for Retry-After
+        self._started: dict[int, float] = {}
+        #: tasks stopped early because their client went away
+        self.cancelled = 0
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    # ------------------------------------------------------------------ event-loop side
+    def submit(self, make_task: Callable[[Job], Task | None]) -> Job:
+        """Admit a request: ``make_task(job)`` is called on the model thread when its place comes (see
+        :class:`_Deferred`). Raises a 429
+        :class:`ApiError` when ``max_concurrent + max_queue`` requests are already admitted."""
+        job = Job(asyncio.get_running_loop())
+        with self._cond:
+            if self._running + len(self._waiting) >= self.max_concurrent + self.max_queue:
+                wait = max(math.ceil(self._mean_seconds * (len(self._waiting) + 1) / self.max_concurrent), 1)
+                raise ApiError(
+                    429, f"the server is busy ({self._running} requests generating, {len(self._waiting)} queued, "
+                         f"the limit is {self.max_concurrent} + {self.max_queue}); retry after {wait} s, or start it "
+                         "with a larger --max-queue", type="rate_limit_error", code="server_busy",
+                    headers={"Retry-After": str(wait)})
+            self._waiting.append((job, make_task))
+            self._cond.notify_all()
+        return job
+
+    # ------------------------------------------------------------------ model-thread side
+    def run(self) -> None:
+        """Run turns until :meth:`stop`; call it on the thread that loaded the model."""
+        while True:
+            with self._cond:
+                while not self._stopping and not self._active and not self._waiting:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                while self._waiting and self._running < self.max_concurrent:
+                    job, make_task = self._waiting.popleft()
+                    self._started[id(job)] = time.perf_counter()
+                    self._active.append((job, _Deferred(make_task, job)))
+                    self._running += 1
+                job, task = self._active.popleft()
+            if self._turn(job, task):
+                with self._cond:
+                    self._active.append((job, task))
+            else:
+                self._finish(job)
+
+    def _turn(self, job: Job, task: Task) -> bool:
+        """One turn; ``False`` when the task is over (finished, failed or cancelled)."""
+        if job.cancelled.is_set():
+            task.close()
+            self.cancelled += 1
+            return False
+        try:
+            next(task)
+            return True
+        except StopIteration:
+            return False
+        except Cancelled:
+            self.cancelled += 1
+            return False
+        except Exception as exc:  # reported to its client as an error; the server keeps serving
+            job.put("error", exc)
+            return False
+
+    def _finish(self, job: Job) -> None:
+        with self._cond:
+            self._running -= 1
+        start = self._started.pop(id(job), None)
+        if start is not None:
+            self._mean_seconds = 0.8 * self._mean_seconds + 0.2 * (time.perf_counter() - start)
+        job.put("end")
+
+    def start_thread(self) -> threading.Thread:
+        """Run :meth:`run` on a daemon thread (for an app embedded elsewhere; ``syncheck serve`` uses the main
+        thread instead, which is faster on CPU)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self.run, name="syncheck-model", daemon=True)
+            self._thread.start()
+        return self._thread
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            for job, _ in list(self._active) + list(self._waiting):
+                job.put("error", ApiError(503, "the server is shutting down; retry on another instance",
+                                          type="server_error"))
+                job.put("end")
+            self._active.clear()
+            self._waiting.clear()
+            self._running = 0
+            self._cond.notify_all()
+
+
+class _Deferred:
+    """A task made at its first turn, on the model thread: ``make_task(job)`` returns a generator (a task of
+    several turns), or does all its work and returns ``None`` (a task of one turn)."""
+
+    def __init__(self, make_task: Callable[[Job], Task | None], job: Job) -> None:
+        self._make, self._job, self._task = make_task, job, None
+
+    def __iter__(self) -> "_Deferred":
+        return self
+
+    def __next__(self) -> None:
+        if self._task is None:
+            task = self._make(self._job)
+            if task is None:
+                raise StopIteration
+            self._task = iter(task)
+        return next(self._task)
+
+    def close(self) -> None:
+        if self._task is not None and hasattr(self._task, "close"):
+            self._task.close()
+
+
+__all__ = ["Cancelled", "Job", "Scheduler", "Task"]
