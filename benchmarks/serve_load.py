@@ -14,9 +14,10 @@ Usage::
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
-The server does not batch the decode steps of concurrent requests (see :mod:`syncheck.serve.scheduler`). To show
-what batching could gain, the last table times the bare model's decode step over a cache of the same prompt length
-at batch 1 and at the largest concurrency, in this process: the ceiling of a batched server's raw token rate.
+The server batches the decode steps of its running streams (:class:`syncheck.pool.DecodePool`); prefills,
+without-context flushes and sentence scoring stay per stream. To show how far that is from the limit, the last table
+times the bare model's decode step over a cache of the same prompt length at batch 1 and at the largest concurrency,
+in this process: the ceiling of a batched server's raw token rate.
 """
 
 from __future__ import annotations

@@ -152,6 +152,9 @@ class Batch:
     pad_without: list[int] = field(default_factory=list)
     context_span: tuple[int, int] | None = None  # token range of the context in ``prompt`` (lookback is recorded)
     next_lookback: np.ndarray | None = None  # (B, n_layers * H) lookback ratios of the forward giving ``next_logp``
+    #: per-row with-context prompt lengths, when the rows come from different prompts (a
+    #: :class:`~syncheck.pool.DecodePool`; only :meth:`LiveEngine.step` is run on such a batch)
+    prompt_lens: list[int] | None = None
 
     def __post_init__(self) -> None:
         self.pad_with = self.pad_with or [0] * len(self.rows)
@@ -276,7 +279,8 @@ class LiveEngine:
                 row.stale = True
             feed.append(tok if live else self.pad_id)
             appended.append(live)
-            positions.append(batch.prompt_len + max(len(row.ids) - 1, 0))
+            prompt_len = batch.prompt_lens[i] if batch.prompt_lens is not None else batch.prompt_len
+            positions.append(prompt_len + max(len(row.ids) - 1, 0))
         dev = self.lm.device
         ids = torch.tensor(feed, device=dev).unsqueeze(-1)
         kwargs = {}

@@ -139,46 +139,23 @@ class Monitor:
                 of its fields; greedy with 256 new tokens when ``None``.
             forced_ids: replay these response tokens instead of choosing (scores an existing response live).
         """
-        dec = Decoding.coerce(decoding, GREEDY)
-        budget = len(forced_ids) if forced_ids is not None else dec.max_new_tokens
-        if budget < 1:
-            raise ValueError("forced_ids is empty: give at least one token")
-        batch, premise, warnings = self.start(question, context, budget)
-        generator = None
-        if dec.do_sample:
-            generator = torch.Generator(device=self.scorer.lm.device)
-            generator.manual_seed(dec.seed_or_zero)
-        stop, shown, scanned = "max_new_tokens", 0, 0
-        for step in range(budget):
-            if forced_ids is not None:
-                tok = torch.tensor([int(forced_ids[step])], device=self.scorer.lm.device)
-            else:
-                tok = self.engine.choose(batch, dec, generator)
-            self.engine.step(batch, tok)
-            row = batch.rows[0]
-            if row.ended:
-                stop = "eos"
-                break
-            if dec.stop:
-                at = dec.stop_position(row.text, max(scanned - max(map(len, dec.stop)), 0))
-                scanned = len(row.text)
-                if at is not None:
-                    row.truncate(max(_token_at(row.offsets, at), row.emitted_tokens))
-                    stop = "stop"
-                    break
-            if self.lockstep:
-                self.engine.flush_kl(batch, [len(row.ids)])
-            events = self.score_finished(batch, premise)[0]
-            safe = _safe_end(row, dec)
-            yield MonitorStep(row.text[shown:safe], events)
-            shown = max(shown, safe)
-        else:
-            if forced_ids is not None:
-                stop = "forced"
-        row = batch.rows[0]
-        events = self.score_finished(batch, premise, final=True)[0]
-        result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, warnings)
-        yield MonitorStep(row.text[shown:], events, result)
+        run = self.run(question=question, context=context, decoding=decoding, forced_ids=forced_ids)
+        while run.result is None:
+            self.engine.step(run.batch, run.choose())
+            yield run.advance()
+
+    def run(
+        self,
+        *,
+        question: str | None = None,
+        context,
+        decoding: Decoding | GenerationConfig | dict | None = None,
+        forced_ids: Sequence[int] | None = None,
+    ) -> "MonitorRun":
+        """A generation to drive token by token (prefilled now): ``engine.step(run.batch, run.choose())`` then
+        ``run.advance()``, until ``run.result`` is set. :meth:`steps` drives one; a server's
+        :class:`~syncheck.pool.DecodePool` steps many in one forward. Arguments as :meth:`steps`."""
+        return MonitorRun(self, question, context, Decoding.coerce(decoding, GREEDY), forced_ids)
 
     def stream(
         self,
@@ -213,6 +190,74 @@ class Monitor:
             if step.result is not None:
                 return step.result
         raise AssertionError("steps() ended without a result")  # pragma: no cover
+
+
+class MonitorRun:
+    """One generation's state between tokens (see :meth:`Monitor.run`).
+
+    Attributes:
+        batch: its one-row :class:`~syncheck.live.Batch`.
+        result: the :class:`MonitoredGeneration`, once the generation is over.
+        last: the :class:`MonitorStep` the last :meth:`advance` returned.
+    """
+
+    def __init__(self, monitor: Monitor, question: str | None, context, decoding: Decoding,
+                 forced_ids: Sequence[int] | None) -> None:
+        self.monitor, self.decoding, self.forced_ids = monitor, decoding, forced_ids
+        self.budget = len(forced_ids) if forced_ids is not None else decoding.max_new_tokens
+        if self.budget < 1:
+            raise ValueError("forced_ids is empty: give at least one token")
+        self.batch, self.premise, self.warnings = monitor.start(question, context, self.budget)
+        self.generator = None
+        if decoding.do_sample:
+            self.generator = torch.Generator(device=monitor.scorer.lm.device)
+            self.generator.manual_seed(decoding.seed_or_zero)
+        self.tokens = 0  # steps taken
+        self.shown = 0  # characters already given out as step text
+        self._scanned = 0  # characters already searched for stop strings
+        self.result: MonitoredGeneration | None = None
+        self.last: MonitorStep | None = None
+
+    @property
+    def row(self):
+        return self.batch.rows[0]
+
+    def choose(self) -> torch.Tensor:
+        """The next token, ``(1,)``: forced, or chosen from the with-context distribution by the decoding settings."""
+        if self.forced_ids is not None:
+            return torch.tensor([int(self.forced_ids[self.tokens])], device=self.monitor.scorer.lm.device)
+        return self.monitor.engine.choose(self.batch, self.decoding, self.generator)
+
+    def advance(self) -> MonitorStep:
+        """After the row got its token: end on EOS, a stop string or the budget; score finished sentences."""
+        if self.result is not None:
+            raise RuntimeError("this generation is over")
+        self.tokens += 1
+        row, dec = self.row, self.decoding
+        if row.ended:
+            return self._finish("eos")
+        if dec.stop:
+            at = dec.stop_position(row.text, max(self._scanned - max(map(len, dec.stop)), 0))
+            self._scanned = len(row.text)
+            if at is not None:
+                row.truncate(max(_token_at(row.offsets, at), row.emitted_tokens))
+                return self._finish("stop")
+        if self.tokens >= self.budget:
+            return self._finish("forced" if self.forced_ids is not None else "max_new_tokens")
+        if self.monitor.lockstep:
+            self.monitor.engine.flush_kl(self.batch, [len(row.ids)])
+        events = self.monitor.score_finished(self.batch, self.premise)[0]
+        safe = _safe_end(row, dec)
+        self.last = MonitorStep(row.text[self.shown : safe], events)
+        self.shown = max(self.shown, safe)
+        return self.last
+
+    def _finish(self, stop: str) -> MonitorStep:
+        row = self.row
+        events = self.monitor.score_finished(self.batch, self.premise, final=True)[0]
+        self.result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, self.warnings)
+        self.last = MonitorStep(row.text[self.shown :], events, self.result)
+        return self.last
 
 
 def _calling_back(steps: Iterator[MonitorStep], callback: Callable[[SentenceEvent], None] | None) -> Iterator[MonitorStep]:

@@ -54,8 +54,8 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
             ``syncheck serve`` does; faster on CPU, see :mod:`syncheck.serve.scheduler`).
     """
     model_id = model_id or str(scorer.lm.name)
-    scheduler = Scheduler(max_concurrent, max_queue)
     runner = ChatRunner(scorer)
+    scheduler = Scheduler(max_concurrent, max_queue, batch_step=runner.pool.step)
     created = now()
 
     @contextlib.asynccontextmanager

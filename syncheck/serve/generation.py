@@ -2,8 +2,8 @@
 
 Items, in order: ``("text", str)`` (text the client may show), ``("sentence", dict)`` (a finished, scored
 sentence), then one ``("done", dict)`` with the summary. A request is a task of the
-:class:`~syncheck.serve.scheduler.Scheduler`: it runs on the model thread, and a ``monitor`` request yields its turn
-after every token.
+:class:`~syncheck.serve.scheduler.Scheduler`: it runs on the model thread, and a ``monitor`` request's tokens are
+decoded in one batch with the other running streams' (:class:`~syncheck.pool.DecodePool`).
 """
 
 from __future__ import annotations
@@ -55,15 +55,19 @@ class ChatRunner:
     def __init__(self, scorer: Any) -> None:
         from fod.generator import FODGenerator
         from syncheck.monitor import Monitor
+        from syncheck.pool import DecodePool
 
         self.scorer = scorer
         self.monitor = Monitor(scorer)
+        #: batches the decode steps of the running ``monitor`` streams (the scheduler's ``batch_step``)
+        self.pool = DecodePool(self.monitor.engine)
         self.fod = FODGenerator(scorer, checker=None)
         self._checker = None
 
     # ------------------------------------------------------------------ entry
     def task(self, job: Job, chat: ChatJob) -> Task:
-        """The request as a task: yields after every token in ``monitor`` mode, once otherwise."""
+        """The request as a task: in ``monitor`` mode it yields its :class:`~syncheck.monitor.MonitorRun` for every
+        token (the scheduler steps all of them at once); otherwise it runs in one turn."""
         method = chat.options.method
         tau1, tau2, source = resolve_thresholds(self.scorer, chat.options.tau1, chat.options.tau2)
         thresholds = {"tau1": tau1, "tau2": tau2, "from": source}
@@ -106,19 +110,15 @@ class ChatRunner:
 
     # ------------------------------------------------------------------ methods
     def _monitor(self, job: Job, chat: ChatJob, tau1: float):
-        steps = self.monitor.steps(question=chat.question, context=chat.documents, decoding=chat.decoding)
-        result = None
-        try:
-            for step in steps:
-                if step.text:
-                    job.put("text", step.text)
-                for ev in step.events:
-                    job.put("sentence", sentence_json(ev.index, ev.sentence, tau1, chat.options.features))
-                result = step.result
-                if result is None:
-                    yield  # the next token is another turn
-        finally:
-            steps.close()
+        run = self.monitor.run(question=chat.question, context=chat.documents, decoding=chat.decoding)
+        while run.result is None:
+            yield run  # the next token: one forward with the other streams' (self.pool)
+            step = run.last
+            if step.text:
+                job.put("text", step.text)
+            for ev in step.events:
+                job.put("sentence", sentence_json(ev.index, ev.sentence, tau1, chat.options.features))
+        result = run.result
         trace = {"stop": result.stop_reason, "tokens": len(result.token_ids)}
         return result.text, result.sentences, trace, result.warnings, len(result.token_ids)
 

@@ -1,27 +1,26 @@
-"""Admission, queueing and turn-taking: one model thread serves every request.
+"""Admission, queueing and turns: one model thread serves every request.
 
 Every request becomes a *task*: a generator that uses the model between its
-``yield`` s. One thread, the model thread, runs the tasks in turns, round
-robin: a ``monitor`` stream yields after every token, so concurrent streams
-advance token by token side by side; FOD, abstention and offline scoring
-yield once (their decoders cannot be stepped from outside). Each task keeps
-its own KV caches, so streams never mix, and nothing else touches the model,
+``yield`` s. One thread, the model thread, runs the tasks in rounds: each
+round gives every running task one turn. A ``monitor`` stream yields its
+:class:`~syncheck.monitor.MonitorRun` for every token, and the round ends with
+one forward that decodes the next token of all those streams together
+(``batch_step``: a :class:`~syncheck.pool.DecodePool`). FOD, abstention and
+offline scoring run in one turn (their decoders cannot be stepped from
+outside). Each stream keeps its own prompt, without-context cache and
+sentence scoring, so streams never mix, and nothing else touches the model,
 so no lock is needed anywhere (the lookback recorder's registry included).
 
-At most ``max_concurrent`` tasks take turns; up to ``max_queue`` more wait
-for a place, first come first served; beyond that a request is refused with
-429 and a ``Retry-After``.
+At most ``max_concurrent`` tasks run; up to ``max_queue`` more wait for a
+place, first come first served; beyond that a request is refused with 429
+and a ``Retry-After``.
 
 Why one thread and not a thread per request: on CPU, PyTorch's OpenMP pool
 is fast only in the thread that first ran it. A second thread running
 forwards took 1.6x as long for the same tokens (measured on 2 cores; see
-``benchmarks/serve_load.py``), even with nothing else running. ``syncheck
+``benchmarks/RESULTS.md``), even with nothing else running. ``syncheck
 serve`` therefore runs the model thread on the main thread (the one that
 loaded the model) and the HTTP server on another.
-
-Decode steps of different requests are not batched into one forward: a live
-batch shares one prompt (:class:`syncheck.live.Batch`), and requests have
-different prompts. ``benchmarks/serve_load.py`` measures what that costs.
 """
 
 from __future__ import annotations
@@ -69,18 +68,21 @@ class Scheduler:
     Args:
         max_concurrent: tasks taking turns at once.
         max_queue: admitted tasks that may wait for a place; more get 429.
+        batch_step: called once per round with the values tasks yielded in it (see :meth:`run`).
     """
 
-    def __init__(self, max_concurrent: int = 4, max_queue: int = 16) -> None:
+    def __init__(self, max_concurrent: int = 4, max_queue: int = 16,
+                 batch_step: Callable[[list[Any]], None] | None = None) -> None:
         if max_concurrent < 1 or max_queue < 0:
             raise ValueError(f"need max_concurrent >= 1 and max_queue >= 0, got {max_concurrent}, {max_queue}")
         self.max_concurrent, self.max_queue = max_concurrent, max_queue
+        self.batch_step = batch_step or _no_batch_step
         self._cond = threading.Condition()
         self._active: collections.deque[tuple[Job, Task]] = collections.deque()
         self._waiting: collections.deque[tuple[Job, Callable[[Job], Task | None]]] = collections.deque()
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._running = 0  # tasks started and not finished (one may be out of ``_active`` for its turn)
+        self._running = 0  # tasks started and not finished
         self._mean_seconds = 5.0  # running mean of a task's duration, for Retry-After
         self._started: dict[int, float] = {}
         #: tasks stopped early because their client went away
@@ -114,7 +116,12 @@ class Scheduler:
 
     # ------------------------------------------------------------------ model-thread side
     def run(self) -> None:
-        """Run turns until :meth:`stop`; call it on the thread that loaded the model."""
+        """Run rounds until :meth:`stop`; call it on the thread that loaded the model.
+
+        A round gives every running task one turn, in order. A task that yields a value (a
+        :class:`~syncheck.monitor.MonitorRun` wanting its next token) has it stepped by ``batch_step`` together
+        with the values the other tasks yielded in the same round: one forward for the next token of every stream.
+        """
         while True:
             with self._cond:
                 while not self._stopping and not self._active and not self._waiting:
@@ -126,30 +133,44 @@ class Scheduler:
                     self._started[id(job)] = time.perf_counter()
                     self._active.append((job, _Deferred(make_task, job)))
                     self._running += 1
-                job, task = self._active.popleft()
-            if self._turn(job, task):
+                tasks = list(self._active)
+            pending, over = [], []
+            for job, task in tasks:
+                alive, value = self._turn(job, task)
+                if not alive:
+                    over.append(job)
+                elif value is not None:
+                    pending.append((job, value))
+            if pending:
+                try:
+                    self.batch_step([value for _, value in pending])
+                except Exception as exc:  # every stream of the failed forward gets the error
+                    for job, _ in pending:
+                        job.put("error", exc)
+                        over.append(job)
+            if over:
+                done = {id(j) for j in over}
                 with self._cond:
-                    self._active.append((job, task))
-            else:
-                self._finish(job)
+                    self._active = collections.deque((j, t) for j, t in self._active if id(j) not in done)
+                for job in over:
+                    self._finish(job)
 
-    def _turn(self, job: Job, task: Task) -> bool:
-        """One turn; ``False`` when the task is over (finished, failed or cancelled)."""
+    def _turn(self, job: Job, task: Task) -> tuple[bool, Any]:
+        """One turn: ``(alive, what the task yielded)``; not alive when it finished, failed or was cancelled."""
         if job.cancelled.is_set():
             task.close()
             self.cancelled += 1
-            return False
+            return False, None
         try:
-            next(task)
-            return True
+            return True, next(task)
         except StopIteration:
-            return False
+            return False, None
         except Cancelled:
             self.cancelled += 1
-            return False
+            return False, None
         except Exception as exc:  # reported to its client as an error; the server keeps serving
             job.put("error", exc)
-            return False
+            return False, None
 
     def _finish(self, job: Job) -> None:
         with self._cond:
@@ -178,6 +199,10 @@ class Scheduler:
             self._waiting.clear()
             self._running = 0
             self._cond.notify_all()
+
+
+def _no_batch_step(values: list[Any]) -> None:
+    raise TypeError("a task yielded a value, and this Scheduler has no batch_step to take it: yield None")
 
 
 class _Deferred:

@@ -1,0 +1,87 @@
+"""Batched decode steps of independent generations: one forward for the next token of every stream.
+
+A :class:`DecodePool` owns one left-padded with-context KV cache holding a row for each
+:class:`~syncheck.monitor.MonitorRun` it steps. Each run keeps everything else of its own: its prompt (rows come
+from different prompts, so each row has its own position ids), its without-context cache (flushed at its own
+sentence ends, one row at a time) and its sentence scoring. A run joins by having its prefilled one-row cache
+concatenated in; a run that is over, or no longer asked for, leaves, and the pool drops its row.
+
+Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from syncheck.kv import cache_length, concat_left_padded, select_rows
+from syncheck.live import Batch, LiveEngine
+
+
+class DecodePool:
+    """Steps the runs it is given, all of them in one with-context forward.
+
+    Args:
+        engine: the :class:`~syncheck.live.LiveEngine` of the runs' monitor.
+    """
+
+    def __init__(self, engine: LiveEngine) -> None:
+        self.engine = engine
+        self.runs: list = []
+        self.cache = None
+        self.pads: list[int] = []
+
+    @property
+    def pooled(self) -> bool:
+        """Whether runs are batched (else each is stepped alone)."""
+        return not self.engine.lookback
+
+    def step(self, runs: Sequence) -> None:
+        """One token for each run (``run.choose()``), then ``run.advance()`` for each; see ``run.last``."""
+        if not self.pooled or any(r.monitor.lockstep for r in runs):
+            for run in runs:
+                self.engine.step(run.batch, run.choose())
+                run.advance()
+            return
+        self._sync(runs)
+        tokens = torch.cat([r.choose() for r in self.runs])
+        view = Batch([r.row for r in self.runs], self.cache, None, torch.cat([r.batch.next_logp for r in self.runs]),
+                     prompt=[], prompt_len_without=0, pad_with=list(self.pads),
+                     prompt_lens=[r.batch.prompt_len for r in self.runs])
+        self.engine.step(view, tokens)
+        self.cache = view.with_cache
+        for i, run in enumerate(self.runs):
+            run.batch.next_logp = view.next_logp[i : i + 1]
+            run.advance()
+
+    def _sync(self, runs: Sequence) -> None:
+        """Make the pool's rows exactly ``runs``: drop the rows of runs that left, concatenate the new ones."""
+        wanted = {id(r) for r in runs}
+        keep = [i for i, r in enumerate(self.runs) if id(r) in wanted and r.result is None]
+        if len(keep) < len(self.runs):
+            if keep:
+                cut = min(self.pads[i] for i in keep)
+                self.cache = select_rows(self.cache, keep, cache_length(self.cache) - cut, start=cut)
+                self.pads = [self.pads[i] - cut for i in keep]
+            else:
+                self.cache, self.pads = None, []
+            self.runs = [self.runs[i] for i in keep]
+        have = {id(r) for r in self.runs}
+        new = [r for r in runs if id(r) not in have]
+        if not new:
+            return
+        if any(len(r.batch) != 1 or r.batch.with_cache is None for r in new):
+            raise ValueError("a run joins the pool with its own prefilled one-row batch")
+        caches = ([self.cache] if self.cache is not None else []) + [r.batch.with_cache for r in new]
+        cache, pads = concat_left_padded(caches)
+        if self.cache is not None:
+            extra = pads[0]  # every old row gets the same extra left padding
+            pads = [p + extra for p in self.pads] + pads[len(self.runs) :]
+        self.cache, self.pads = cache, pads
+        for run in new:
+            run.batch.with_cache = None  # the pool's row is its cache from now on
+        self.runs.extend(new)
+
+
+__all__ = ["DecodePool"]

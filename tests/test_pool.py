@@ -1,0 +1,57 @@
+"""DecodePool: the decode steps of generations with different prompts, batched, equal the generations run alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from syncheck.monitor import Monitor
+from syncheck.pool import DecodePool
+from syncheck.scorer import Scorer
+
+CONTEXT = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It is 330 metres tall."]
+QUESTIONS = ["When was it completed?", "How tall is it?", "Who built the tower, and why?", "Where?"]
+
+
+@pytest.fixture
+def monitor(tiny_lm):
+    return Monitor(Scorer(tiny_lm, aggregator=None))
+
+
+def test_pooled_runs_joining_and_leaving_equal_each_run_alone(monitor):
+    budgets = [12, 5, 16, 9]
+    alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
+             for q, n in zip(QUESTIONS, budgets)]
+    pool = DecodePool(monitor.engine)
+    runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
+            for q, n in zip(QUESTIONS[:3], budgets[:3])]
+    texts = ["", "", "", ""]
+    steps = 0
+    while any(r.result is None for r in runs):
+        if steps == 3:  # a fourth stream joins mid-way; the second leaves at its budget
+            runs.append(monitor.run(question=QUESTIONS[3], context=CONTEXT, decoding={"max_new_tokens": budgets[3]}))
+        live = [r for r in runs if r.result is None]
+        pool.step(live)
+        for r in live:
+            texts[runs.index(r)] += r.last.text
+        steps += 1
+        assert len(pool.runs) == len(live) and len(pool.pads) == len(live)
+    for run, text, ref in zip(runs, texts, alone):
+        assert run.result.token_ids == ref.token_ids and text == ref.text == run.result.text
+        assert len(run.result.sentences) == len(ref.sentences)
+        for a, b in zip(run.result.sentences, ref.sentences):
+            assert a.text == b.text
+            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
+                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+
+
+def test_a_run_that_is_no_longer_stepped_leaves_the_pool(monitor):
+    pool = DecodePool(monitor.engine)
+    a, b = (monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 8}) for q in QUESTIONS[:2])
+    pool.step([a, b])
+    pool.step([b])  # a's client went away
+    assert pool.runs == [b] and pool.pads == [0]
+    while b.result is None:
+        pool.step([b])
+    ref = monitor.generate(question=QUESTIONS[1], context=CONTEXT, decoding={"max_new_tokens": 8})
+    assert b.result.token_ids == ref.token_ids
