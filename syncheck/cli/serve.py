@@ -13,7 +13,7 @@ from syncheck.cli.common import device_option, dtype_option, model_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (0.0.0.0: every one).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--max-concurrent", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Requests generating at once (they take turns on the model token by token).")
+              help="Requests generating at once (monitor streams decode their next tokens in one batched forward).")
 @click.option("--max-queue", default=16, show_default=True, type=click.IntRange(min=0),
               help="Requests that may wait beyond --max-concurrent; more get 429 with Retry-After.")
 @click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(min=1),
