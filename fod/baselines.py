@@ -74,7 +74,7 @@ class RerankGenerator(FODGenerator):
                  decoding: DecodingLike = None) -> GenerationResult:
         """``decoding``: default :data:`~syncheck.decoding.CANDIDATE_SAMPLING`; stop strings end each candidate
         with its last sentence before them."""
-        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING)
+        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("reranking")
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, _, warnings = self.monitor.start(question, context, dec.max_new_tokens)

@@ -137,7 +137,7 @@ class FODGenerator:
                 can no longer be backtracked (greedy sentences as soon as they pass ``tau1``, beam-search sentences
                 when the search ends), in order; joining their ``text`` gives ``result.text``.
         """
-        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING)
+        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("FOD")
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
         if not 0 < num_beams <= num_samples:
             raise ValueError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")

@@ -122,6 +122,15 @@ class Decoding:
     def seed_or_zero(self) -> int:
         return 0 if self.seed is None else self.seed
 
+    def require_sampling(self, who: str) -> "Decoding":
+        """``self``, or a ``ValueError`` when it is greedy: ``who`` samples candidates, and greedy ones would all be
+        the same (a ``GenerationConfig`` is greedy unless it sets ``do_sample=True``)."""
+        if not self.do_sample:
+            raise ValueError(f"{who} samples its candidates, and greedy decoding would make them all identical: give "
+                             "decoding with do_sample=True (a dict of settings keeps it on; a GenerationConfig needs "
+                             "do_sample=True)")
+        return self
+
     def processors(self) -> LogitsProcessorList:
         """transformers' warpers for these settings (empty when greedy)."""
         procs = LogitsProcessorList()

@@ -86,3 +86,13 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
     assert set(rates) == {"batch_1_tokens_per_s", "batch_2_tokens_per_s"} and min(rates.values()) > 0
     assert summary["Monitor, sequential (baseline)"]["tokens_per_s_vs_baseline"] == 1.0
     assert "| server, concurrency 2 |" in capsys.readouterr().out
+
+
+def test_serve_costs_benchmark_runs(tiny_dir, capsys):
+    from benchmarks.serve_costs import main
+
+    out = main(["--model", str(tiny_dir), "--tokens", "4", "--rounds", "1", "--streams", "2"])
+    assert len(out["threads"]) == 3 and all(v > 0 for v in out["threads"].values())
+    split = out["pooled"]
+    assert split["tokens"] > 0 and 0 < split["prefills"] + split["batched decode steps"] <= split["total"]
+    assert "| worker thread |" in capsys.readouterr().out

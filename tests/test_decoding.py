@@ -86,6 +86,13 @@ def test_fod_callback_gives_each_accepted_sentence_once_in_order():
     assert "".join(a.text for a in seen) == res.text and [a.index for a in seen] == list(range(len(seen)))
 
 
+def test_candidate_sampling_methods_refuse_greedy_decoding(tiny_scorer):
+    for name in ("fod", "rerank"):
+        with pytest.raises(ValueError, match="do_sample=True"):
+            METHODS[name](tiny_scorer, checker=None).generate(question="Q?", context=CONTEXT,
+                                                              decoding=GenerationConfig(max_new_tokens=4))
+
+
 def test_decoding_settings_go_to_generate_not_to_constructors(tiny_scorer):
     for cls in METHODS.values():
         with pytest.raises(TypeError, match="generate\\(decoding=...\\)"):

@@ -140,9 +140,7 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     skipped: list[str] = []
     calibrated = find_calibration(fingerprint) if fingerprint else None
     if calibrated is not None:
-        agg = load_aggregator(calibrated)
-        probes = usable_probes(agg, scorer)
-        missing = _missing(agg, scorer, probes)
+        agg, probes, missing = _load_for(calibrated, scorer)
         if not missing:
             return agg, probes, "calibrated"
         skipped.append(f"the aggregator calibrated for it ({calibrated}) needs {', '.join(missing)}")
@@ -157,9 +155,7 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     if (shipped_dir / "meta.json").is_file():
         trained = read_meta(shipped_dir).get("scorer") or {}
         if (fingerprint and trained.get("fingerprint") == fingerprint) or trained.get("model") == name:
-            agg = load_aggregator(shipped_dir)
-            probes = usable_probes(agg, scorer)
-            missing = _missing(agg, scorer, probes)
+            agg, probes, missing = _load_for(shipped_dir, scorer)
             if not missing:
                 return agg, probes, "default"
             skipped.append(f"the default aggregator needs {', '.join(missing)}")
@@ -179,6 +175,15 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
         + ", which this scorer does not produce. Pass aggregator=None (--aggregator none) to silence this, or "
         f"calibrate one for this setup: {calibrate_hint(name)}.", UserWarning, stacklevel=4)
     return None
+
+
+def _load_for(path: Any, scorer: Any) -> tuple[Any, list[Any], list[str]]:
+    """The aggregator at ``path``, the probes of it this scorer can run, and the features it would still lack."""
+    from syncheck.aggregators.io import load_aggregator
+
+    agg = load_aggregator(path)
+    probes = usable_probes(agg, scorer)
+    return agg, probes, _missing(agg, scorer, probes)
 
 
 def _warn_once(model_name: str, what: str, message: str) -> None:

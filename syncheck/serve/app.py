@@ -21,8 +21,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from syncheck.io import guard_row
-from syncheck.passes import ResponseTooLongError, prompt_pair
-from syncheck.prompts import format_context
 from syncheck.serve.generation import ChatJob, ChatRunner
 from syncheck.serve.protocol import (
     ApiError,
@@ -95,11 +93,12 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
             raise ApiError(400, "method 'fod' samples its candidate sentences: omit temperature (FOD's default is "
                                 "1.0) or give one above 0", param="temperature")
         decoding = req.candidate_decoding(max_tokens) if method == "fod" else req.decoding(max_tokens)
-        prompt_tokens = _check_window(scorer, question, documents, decoding.max_new_tokens)
-        chat = ChatJob(question, documents, decoding, req.syncheck, prompt_tokens, req.ignored_messages())
+        chat = ChatJob(question, documents, decoding, req.syncheck, req.ignored_messages())
         job = scheduler.submit(lambda j: runner.task(j, chat))
         cid, stamp = completion_id(), now()
         if req.stream:
+            # the status is decided by the task's first turn (413 when the documents do not fit), on the model thread
+            await _next_item(job, request, until=("ready",))
             usage = bool((req.stream_options or {}).get("include_usage"))
             return StreamingResponse(_events(job, cid, model_id, stamp, usage), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -160,25 +159,9 @@ def _validated(model: type, body: Any):
                        code=err["type"]) from None
 
 
-def _check_window(scorer: Any, question: str, documents: list[str], max_new_tokens: int) -> int:
-    """Prompt tokens, or 413 when the documents and the token budget do not fit the model's window."""
-    lm = scorer.lm
-    try:
-        pair = prompt_pair(lm, documents, question, max_new_tokens, scorer.max_length)
-    except ResponseTooLongError:
-        raise ApiError(413, f"max_tokens {max_new_tokens} plus the question exceed the model's window of "
-                            f"{lm.max_length} tokens: lower max_tokens", param="max_tokens") from None
-    if pair.warnings:  # the context had to be truncated to fit
-        full = len(lm.tokenizer(format_context(documents), add_special_tokens=False)["input_ids"])
-        raise ApiError(413, f"the documents take {full} tokens; with the prompt and max_tokens={max_new_tokens} they "
-                            f"exceed the model's window of {lm.max_length} tokens: send fewer or shorter documents, "
-                            "or lower max_tokens", param="documents", code="context_length_exceeded")
-    return len(pair.with_context)
-
-
-async def _collect(job: Job, request: Request) -> dict[str, Any]:
-    """Wait for the job's summary; stop the job if the client disconnects meanwhile."""
-    done = None
+async def _next_item(job: Job, request: Request, until: tuple[str, ...]) -> tuple[str, Any]:
+    """The job's next item of a kind in ``until`` (others are skipped). An error item is raised as its HTTP error;
+    a client that disconnects meanwhile stops the job."""
     while True:
         try:
             kind, value = await asyncio.wait_for(job.queue.get(), timeout=0.5)
@@ -187,14 +170,17 @@ async def _collect(job: Job, request: Request) -> dict[str, Any]:
                 job.cancelled.set()
                 raise ApiError(499, "client disconnected") from None
             continue
-        if kind == "done":
-            done = value
-        elif kind == "error":
+        if kind == "error":
             raise _server_error(value)
-        elif kind == "end":
-            if done is None:
-                raise ApiError(500, "generation ended without a result", type="server_error")
-            return done
+        if kind == "end":
+            raise ApiError(500, "generation ended without a result", type="server_error")
+        if kind in until:
+            return kind, value
+
+
+async def _collect(job: Job, request: Request) -> dict[str, Any]:
+    """Wait for the job's summary; stop the job if the client disconnects meanwhile."""
+    return (await _next_item(job, request, until=("done",)))[1]
 
 
 async def _events(job: Job, cid: str, model_id: str, created: int, usage: bool) -> AsyncIterator[str]:

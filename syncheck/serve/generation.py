@@ -16,7 +16,9 @@ from syncheck.aggregators.apply import aggregate_response
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import Decoding
 from syncheck.results import ScoredSentence
-from syncheck.serve.protocol import SyncheckOptions
+from syncheck.passes import ResponseTooLongError, prompt_pair
+from syncheck.prompts import format_context
+from syncheck.serve.protocol import ApiError, SyncheckOptions
 from syncheck.serve.scheduler import Job, Task
 
 FINISH_REASONS = {"eos": "stop", "stop": "stop", "max_new_tokens": "length", "forced": "stop"}
@@ -30,8 +32,23 @@ class ChatJob:
     documents: list[str]
     decoding: Decoding
     options: SyncheckOptions
-    prompt_tokens: int
     warnings: list[str] = field(default_factory=list)
+
+
+def prompt_tokens_or_413(scorer: Any, question: str, documents: list[str], max_new_tokens: int) -> int:
+    """Prompt tokens, or 413 when the documents and the token budget do not fit the model's window."""
+    lm = scorer.lm
+    try:
+        pair = prompt_pair(lm, documents, question, max_new_tokens, scorer.max_length)
+    except ResponseTooLongError:
+        raise ApiError(413, f"max_tokens {max_new_tokens} plus the question exceed the model's window of "
+                            f"{lm.max_length} tokens: lower max_tokens", param="max_tokens") from None
+    if pair.warnings:  # the context had to be truncated to fit
+        full = len(lm.tokenizer(format_context(documents), add_special_tokens=False)["input_ids"])
+        raise ApiError(413, f"the documents take {full} tokens; with the prompt and max_tokens={max_new_tokens} they "
+                            f"exceed the model's window of {lm.max_length} tokens: send fewer or shorter documents, "
+                            "or lower max_tokens", param="documents", code="context_length_exceeded")
+    return len(pair.with_context)
 
 
 def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: bool = True) -> dict[str, Any]:
@@ -68,6 +85,8 @@ class ChatRunner:
     def task(self, job: Job, chat: ChatJob) -> Task:
         """The request as a task: in ``monitor`` mode it yields its :class:`~syncheck.monitor.MonitorRun` for every
         token (the scheduler steps all of them at once); otherwise it runs in one turn."""
+        prompt_tokens = prompt_tokens_or_413(self.scorer, chat.question, chat.documents, chat.decoding.max_new_tokens)
+        job.put("ready")
         method = chat.options.method
         tau1, tau2, source = resolve_thresholds(self.scorer, chat.options.tau1, chat.options.tau2)
         thresholds = {"tau1": tau1, "tau2": tau2, "from": source}
@@ -94,8 +113,8 @@ class ChatRunner:
             "warnings": chat.warnings + list(warnings),
             "sentences": [sentence_json(i, s, tau1, chat.options.features) for i, s in enumerate(sentences)],
             "finish_reason": FINISH_REASONS.get(trace.get("stop", "eos"), "stop"),
-            "usage": {"prompt_tokens": chat.prompt_tokens, "completion_tokens": tokens,
-                      "total_tokens": chat.prompt_tokens + tokens},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens,
+                      "total_tokens": prompt_tokens + tokens},
         })
 
     @property
@@ -165,4 +184,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["ChatJob", "ChatRunner", "sentence_json"]
+__all__ = ["ChatJob", "ChatRunner", "prompt_tokens_or_413", "sentence_json"]

@@ -136,13 +136,6 @@ class ChatRequest(BaseModel):
         )
 
 
-class ScoreRequest(BaseModel):
-    """``POST /v1/syncheck/score``: one record, or ``{"records": [...]}`` (the rows of ``syncheck score``)."""
-
-    model_config = ConfigDict(extra="allow")
-    records: list[dict[str, Any]] | None = None
-
-
 # ---------------------------------------------------------------------- responses
 def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
@@ -176,5 +169,5 @@ def now() -> int:
     return int(time.time())
 
 
-__all__ = ["ApiError", "ChatRequest", "ScoreRequest", "SyncheckOptions", "chunk", "completion", "completion_id",
+__all__ = ["ApiError", "ChatRequest", "SyncheckOptions", "chunk", "completion", "completion_id",
            "model_list", "now"]

@@ -1,0 +1,132 @@
+"""Two measurements behind ``syncheck serve``'s design, side by side in one run.
+
+1. **Which thread runs the model.** The same monitor generations (greedy, ``--tokens`` each), timed on the main
+   thread (which loaded the model) and on a worker thread, interleaved round by round; then, in a fresh child
+   process, on a worker thread that also loaded the model. On CPU, PyTorch's OpenMP pool was fast only in the thread
+   that first used it, hence the server's single model thread on the main thread.
+2. **Where a pooled round's time goes.** ``--streams`` generations decoded together by
+   :class:`syncheck.pool.DecodePool`, timing the engine's prefills, batched decode steps and per-stream
+   without-context flushes (the rest is text decoding and scoring).
+
+Usage::
+
+    .venv/bin/python -m benchmarks.serve_costs [--model smollm2-135m] [--tokens 40] [--rounds 2] [--streams 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from benchmarks.serve_load import DOCUMENTS, QUESTIONS
+
+
+def _monitor(model: str):
+    from syncheck.monitor import Monitor
+    from syncheck.scorer import Scorer
+
+    return Monitor(Scorer(model))
+
+
+def _generations(monitor, tokens: int, n: int = 3) -> float:
+    t0 = time.perf_counter()
+    for q in QUESTIONS[:n]:
+        monitor.generate(question=q, context=DOCUMENTS, decoding={"max_new_tokens": tokens})
+    return time.perf_counter() - t0
+
+
+def thread_times(model: str, tokens: int, rounds: int) -> dict[str, float]:
+    """Seconds for the same generations on the main thread and on a worker thread (best of ``rounds``)."""
+    monitor = _monitor(model)
+    _generations(monitor, 4, 1)  # warm-up
+    main, worker = [], []
+    with ThreadPoolExecutor(1) as pool:
+        for _ in range(rounds):
+            main.append(_generations(monitor, tokens))
+            worker.append(pool.submit(_generations, monitor, tokens).result())
+    return {"main thread": min(main), "worker thread": min(worker)}
+
+
+def all_in_worker(model: str, tokens: int, rounds: int) -> float:
+    """Seconds for the same generations when one worker thread loads the model and runs them (a fresh process)."""
+    code = ("import json, sys; from benchmarks.serve_costs import _in_worker; "
+            f"print(json.dumps(_in_worker({model!r}, {tokens}, {rounds})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _in_worker(model: str, tokens: int, rounds: int) -> float:
+    def work() -> float:
+        monitor = _monitor(model)
+        _generations(monitor, 4, 1)
+        return min(_generations(monitor, tokens) for _ in range(rounds))
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()
+
+
+def pooled_split(model: str, tokens: int, streams: int) -> dict[str, float]:
+    """Seconds of ``streams`` pooled generations, and the part spent in each engine phase."""
+    from syncheck.pool import DecodePool
+
+    monitor = _monitor(model)
+    engine = monitor.engine
+    spent = {"prefills": 0.0, "batched decode steps": 0.0, "without-context flushes": 0.0}
+
+    def timed(name: str, fn):
+        def wrapper(*args: Any, **kwargs: Any):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - t0
+        return wrapper
+
+    engine._prefill = timed("prefills", engine._prefill)  # both prompts of a stream go through it
+    engine.step = timed("batched decode steps", engine.step)
+    engine.flush_kl = timed("without-context flushes", engine.flush_kl)
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(streams)]
+    monitor.generate(question=questions[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
+    spent.update(dict.fromkeys(spent, 0.0))
+    t0 = time.perf_counter()
+    pool = DecodePool(engine)
+    runs = [monitor.run(question=q, context=DOCUMENTS, decoding={"max_new_tokens": tokens}) for q in questions]
+    while any(r.result is None for r in runs):
+        pool.step([r for r in runs if r.result is None])
+    total = time.perf_counter() - t0
+    return {"total": total, "tokens": sum(len(r.result.token_ids) for r in runs), **spent}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--tokens", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--streams", type=int, default=8)
+    args = ap.parse_args(argv)
+
+    threads = thread_times(args.model, args.tokens, args.rounds)
+    threads["worker thread that loaded the model (fresh process)"] = all_in_worker(args.model, args.tokens, args.rounds)
+    base = threads["main thread"]
+    print(f"model={args.model}: 3 monitor generations of up to {args.tokens} tokens, best of {args.rounds}")
+    print("| thread | seconds | x main thread |")
+    print("| --- | --- | --- |")
+    for name, sec in threads.items():
+        print(f"| {name} | {sec:.2f} | {sec / base:.2f} |")
+
+    split = pooled_split(args.model, 64, args.streams)
+    print(f"\n{args.streams} pooled generations of up to 64 tokens: {split['tokens']} tokens in {split['total']:.2f} s")
+    print("| phase | seconds | share |")
+    print("| --- | --- | --- |")
+    for name in ("prefills", "batched decode steps", "without-context flushes"):
+        print(f"| {name} | {split[name]:.2f} | {split[name] / split['total']:.0%} |")
+    return {"threads": threads, "pooled": split}
+
+
+if __name__ == "__main__":
+    main()
