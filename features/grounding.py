@@ -48,3 +48,19 @@ def pmi_mean(pmi: np.ndarray) -> float:
 def pmi_negative_share(pmi: np.ndarray) -> float:
     """Share of the sentence's tokens the context made *less* likely (``pmi < 0``). ``(T,)`` -> [0, 1]."""
     return float(np.mean(np.asarray(pmi) < 0.0))
+
+
+#: A token below this with-context probability whose PMI is at most :data:`UNGROUNDED_MAX_PMI` is where a
+#: sentence leaves its context (FOD's token-level backtrack). Hand-set, measured by ablation in
+#: ``benchmarks/fod_table2.py``.
+UNGROUNDED_MAX_PROB = 0.3
+UNGROUNDED_MAX_PMI = 0.0
+
+
+def first_ungrounded_token(logprob_with: np.ndarray, logprob_without: np.ndarray,
+                           max_prob: float = UNGROUNDED_MAX_PROB, max_pmi: float = UNGROUNDED_MAX_PMI) -> int | None:
+    """Index of the first token the model was unsure of (probability below ``max_prob``) and the context did not
+    make more likely (PMI at most ``max_pmi`` nats), or ``None``. ``(T,)``, ``(T,)`` log-probs (nats) -> index."""
+    pmi = pointwise_mutual_information(logprob_with, logprob_without)
+    hits = np.nonzero((np.exp(np.asarray(logprob_with, dtype=np.float64)) < max_prob) & (pmi <= max_pmi))[0]
+    return int(hits[0]) if len(hits) else None

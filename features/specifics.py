@@ -125,3 +125,28 @@ def unsupported_specifics(context: str, sentence: str) -> float:
     """Share of the sentence's specifics that the context lacks, in ``[0, 1]`` (0 for a sentence with none)."""
     missing, total = unsupported_specifics_count(context, sentence)
     return missing / total if total else 0.0
+
+
+def unsupported_specific_offsets(context: str, sentence: str) -> list[int]:
+    """Character offsets in ``sentence`` where an unsupported specific begins, in order.
+
+    The same specifics and normalisation as :func:`unsupported_specifics_count`; used to find where in a
+    sentence a made-up figure, date or name starts (FOD's token-level backtrack).
+    """
+    ctx = context_specifics(context)
+    starts = []
+    bare = _TIME.sub(lambda m: " " * len(m.group(0)), sentence)  # keeps offsets
+    for m in _TIME.finditer(sentence):
+        if not times_of_day(m.group(0)) <= ctx.times:
+            starts.append(m.start())
+    for m in _NUMBER.finditer(bare):
+        if normalize_number(m.group(0)) not in ctx.numbers:
+            starts.append(m.start())
+    for i, m in enumerate(_WORD.finditer(bare)):
+        word, low = m.group(0), m.group(0).lower()
+        if low in NUMBER_WORDS:
+            if NUMBER_WORDS[low] not in ctx.numbers:
+                starts.append(m.start())
+        elif (low in _MONTHS or (i > 0 and word[0].isupper() and low not in _NOT_NAMES)) and low not in ctx.words:
+            starts.append(m.start())
+    return sorted(starts)

@@ -1,22 +1,34 @@
-"""FOD: faithfulness-oriented decoding (SynCheck paper, Section 3.3 and Algorithm 1).
+"""FOD: faithfulness-oriented decoding (SynCheck paper, Section 3.3 and Algorithm 1), made to repair answers.
 
-1. Greedy decoding, scoring each sentence as it is finished, until the first
-   sentence whose score is below ``tau1``.
-2. Backtrack to just before that sentence: both KV caches are cut back to the
-   sentence boundary (the prefix is never recomputed).
-3. Sentence-level beam search from there: each step samples ``num_samples``
-   next sentences spread over the ``num_beams`` beams (each beam's samples run
-   as one batch), drops every sample scoring below ``tau2`` (and repeats of an
-   identical sample), and keeps the ``num_beams`` beams with the highest mean
-   sentence score. It stops when a kept beam ends (EOS), when nothing
-   survives, or at ``max_sentences``.
+1. Greedy decoding, scoring each sentence as it is finished, until a sentence
+   is *flagged*: its score is below ``tau1``, or (``stop_degenerate``) it is
+   degenerate: it repeats an earlier sentence or the question, or carries no
+   content (:mod:`features.degeneracy`; informativeness, never folded into the
+   score).
+2. Backtrack. ``cut="token"`` (default) keeps the flagged sentence's good
+   prefix and cuts at the first token where it leaves the context: the first
+   unsupported specific (a number, date or name the context lacks) or the
+   first token the model was unsure of that the context did not make more
+   likely (:func:`features.grounding.first_ungrounded_token`), whichever comes
+   first; that token is banned from the candidates' first step. Where neither
+   exists, or with ``cut="sentence"`` (the paper), it cuts at the sentence
+   start. Both KV caches are cut without recomputing the prefix.
+3. Sample ``num_samples`` candidates in one batch (:mod:`fod.candidates`),
+   ``steer="adacad"`` (default) from a context-contrastive distribution
+   (:mod:`fod.steering`); drop those below ``tau2`` and degenerate ones.
+   ``search="repair"`` (default) keeps the best candidate and resumes greedy
+   decoding under the monitor (a later flagged sentence is repaired again, up
+   to ``max_repairs``); ``search="beam"`` is the paper's sentence-level beam
+   search over ``num_beams`` beams to the end of the answer.
+4. When every candidate is dropped, ``fallback`` decides: ``"tau1"`` (default)
+   keeps the best candidate that clears ``tau1``; ``"best"`` the best one that
+   scores above the flagged sentence; ``"prefix"`` (the paper) keeps neither.
+   Otherwise the answer ends with its faithful prefix, before the flagged
+   sentence. Only when that prefix is empty does FOD abstain
+   (:data:`fod.results.ABSTAIN_TEXT`, ``trace["abstained"]``).
 
-When no sentence survives at all (the very first sentence was unfaithful and
-every sample was pruned, or backtrack-only cut the answer to nothing), FOD
-abstains: the text is :data:`fod.results.ABSTAIN_TEXT` and
-``trace["abstained"]`` is true, as for the abstention baseline.
-
-The result carries a trace of every decision.
+``backtrack_only=True`` is the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
+The result carries a trace of every decision; ``trace["stop"]`` always says why the answer ended.
 """
 
 from __future__ import annotations
@@ -26,7 +38,12 @@ from typing import Any, Callable
 
 import torch
 
+from features.alignment.lexical import STOP_WORDS
+from features.grounding import first_ungrounded_token
+from features.specifics import unsupported_specific_offsets
+from fod.candidates import Candidate, sample_candidates
 from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
+from fod.steering import STEERING
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.featurize import Premise
 from transformers import GenerationConfig
@@ -36,6 +53,10 @@ from syncheck.live import Batch
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
+
+SEARCHES = ("repair", "beam")
+CUTS = ("token", "sentence")
+FALLBACKS = ("tau1", "best", "prefix")
 
 
 @dataclass
@@ -48,13 +69,18 @@ class _Beam:
 
     @property
     def mean_score(self) -> float:
-        scores = [s.score for s in self.row.sentences]
+        scores = [s.score for s in self.row.sentences if s.score is not None]
         return sum(scores) / len(scores) if scores else 0.0
 
 
 def _require_scores(events: list[SentenceEvent]) -> None:
     for ev in events:
         if ev.sentence.score is None:
+            bad = sorted(k for k, v in ev.sentence.features.items() if v != v or v in (float("inf"), float("-inf")))
+            if bad:
+                raise RuntimeError(f"the sentence {ev.sentence.text!r} has non-finite features {bad}, so it has no "
+                                   "score: the model produced NaN or infinite numbers (check its weights and dtype; "
+                                   "float16 overflows on CPU: use float32 or bfloat16)")
             raise ValueError(
                 "FOD needs a sentence score: give the Scorer an aggregator (aggregator='default' or a trained one)"
             )
@@ -121,21 +147,34 @@ class FODGenerator:
         decoding: Decoding | GenerationConfig | dict | None = None,
         backtrack_only: bool = False,
         callback: Callable[[AcceptedSentence], None] | None = None,
+        search: str = "repair",
+        cut: str = "token",
+        steer: str = "adacad",
+        fallback: str = "tau1",
+        max_repairs: int = 3,
+        stop_degenerate: bool = True,
     ) -> GenerationResult:
-        """Run Algorithm 1. ``backtrack_only=True`` is the paper's FOD (BT): stop after backtracking.
+        """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
 
         ``tau1``/``tau2`` default to the thresholds tuned for the scorer's aggregator (its
         ``meta.json``), else the paper's 0.7/0.85 (see :mod:`syncheck.aggregators.thresholds`); the trace
         records the values used and where they came from.
 
         Args:
-            decoding: token budget, sampling of the beam-search candidates, seed and stop strings
+            decoding: token budget, sampling of the candidates, seed and stop strings
                 (:class:`~syncheck.decoding.Decoding`, ``GenerationConfig`` or dict); default
-                :data:`~syncheck.decoding.CANDIDATE_SAMPLING`. The greedy phase is greedy whatever it says.
+                :data:`~syncheck.decoding.CANDIDATE_SAMPLING`. The greedy phases are greedy whatever it says.
                 Stop strings end the answer with its last sentence before them.
             callback: called with an :class:`~fod.results.AcceptedSentence` for each sentence of the answer once it
-                can no longer be backtracked (greedy sentences as soon as they pass ``tau1``, beam-search sentences
-                when the search ends), in order; joining their ``text`` gives ``result.text``.
+                can no longer be taken back (greedy sentences as soon as they pass, a repaired sentence once it is
+                chosen, beam-search sentences when the search ends), in order; joining their ``text`` gives
+                ``result.text``.
+            search: ``"repair"`` (default) or ``"beam"`` (the paper's beam search to the end).
+            cut: ``"token"`` (default) or ``"sentence"`` (the paper): where a backtrack cuts the flagged sentence.
+            steer: ``"adacad"`` (default), ``"cad"`` or ``"none"``: the distribution candidates are sampled from.
+            fallback: ``"tau1"`` (default), ``"best"`` or ``"prefix"``: what to keep when no candidate clears ``tau2``.
+            max_repairs: backtracks allowed in one answer (``search="repair"``); the next flagged sentence ends it.
+            stop_degenerate: a degenerate sentence (a repeat, the question again, no content) is flagged too.
         """
         dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("FOD")
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
@@ -143,15 +182,45 @@ class FODGenerator:
             raise ValueError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")
         if max_sentences < 1:
             raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
+        for name, value, allowed in (("search", search, SEARCHES), ("cut", cut, CUTS), ("steer", steer, STEERING),
+                                     ("fallback", fallback, FALLBACKS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        if max_repairs < 0:
+            raise ValueError(f"max_repairs must be >= 0, got {max_repairs}")
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
         trace: dict[str, Any] = {"tau1": tau1, "tau2": tau2, "thresholds_from": source, "num_samples": num_samples,
-                                 "num_beams": num_beams, "backtrack": None, "steps": []}
+                                 "num_beams": num_beams, "search": search, "cut": cut, "steer": steer,
+                                 "fallback": fallback, "backtrack": None, "backtracks": [], "steps": [], "repairs": 0}
         accept = _Acceptor(callback)
-        beam, backtracked = self._greedy_until_unfaithful(batch, premise, tau1, max_sentences, dec, trace, accept)
-        if backtracked and not backtrack_only:
-            beam = self._beam_search(beam, premise, tau2, num_samples, num_beams, max_sentences, dec, generator, trace)
+        run = _Run(self, premise, dec, generator, trace, accept, tau1, tau2, num_samples, num_beams, max_sentences,
+                   cut, steer, fallback, stop_degenerate)
+        beam = _Beam(batch)
+        while True:
+            beam, flagged = run.greedy(beam)
+            if flagged is None:
+                break
+            run.record_backtrack(beam, flagged)
+            if backtrack_only or trace["repairs"] >= max_repairs:
+                trace["stop"] = "backtrack-only" if backtrack_only else "max_repairs"
+                beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
+                break
+            trace["repairs"] += 1
+            if search == "beam":
+                beam = run.beam_search(beam, flagged)
+                break
+            repaired = run.repair(beam, flagged)
+            if repaired is None:
+                trace["stop"] = "all candidates pruned"
+                beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
+                break
+            beam = repaired
+            accept.emit(beam.row.text, cut_at_stop(beam.row.text, list(beam.row.sentences), dec))
+            if beam.row.ended:
+                trace["stop"] = "eos"
+                break
         row = beam.row
         sentences = cut_at_stop(row.text, list(row.sentences), dec)
         trace["abstained"] = not sentences
@@ -159,109 +228,6 @@ class FODGenerator:
         accept.emit(row.text, sentences)
         method = "fod-bt" if backtrack_only else "fod"
         return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings), question, context)
-
-    # ------------------------------------------------------------------ phases
-    def _greedy_until_unfaithful(self, batch: Batch, premise: Premise, tau1: float, max_sentences: int,
-                                 dec: Decoding, trace: dict, accept: "_Acceptor") -> tuple[_Beam, bool]:
-        row = batch.rows[0]
-        for _ in range(dec.max_new_tokens):
-            self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
-            final = row.ended or (bool(dec.stop) and dec.stop_position(row.text) is not None)
-            events = self.monitor.score_finished(batch, premise, final=final)[0]
-            _require_scores(events)
-            low = self._first_below(events, tau1, trace)
-            if low is not None:
-                return _Beam(self.engine.backtrack(batch, low.tokens[0])), True
-            accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
-            if final or len(row.sentences) >= max_sentences:
-                return _Beam(batch), False
-        events = self.monitor.score_finished(batch, premise, final=True)[0]
-        _require_scores(events)
-        low = self._first_below(events, tau1, trace)
-        if low is not None:
-            return _Beam(self.engine.backtrack(batch, low.tokens[0])), True
-        return _Beam(batch), False
-
-    @staticmethod
-    def _first_below(events: list[SentenceEvent], tau1: float, trace: dict) -> SentenceEvent | None:
-        """The first sentence scoring below ``tau1`` (recorded in the trace), or ``None``."""
-        for ev in events:
-            if ev.sentence.score < tau1:
-                trace["backtrack"] = {"sentence_index": ev.index, "token": ev.tokens[0], "char": ev.sentence.start,
-                                      "text": ev.sentence.text, "score": ev.sentence.score}
-                return ev
-        return None
-
-    def _sample_sentences(self, beams: list[_Beam], shares: list[int], premise: Premise, dec: Decoding,
-                          generator: torch.Generator) -> tuple[Batch, list[list[SentenceEvent]]]:
-        """``shares[j]`` sampled next sentences of each beam ``j``, all decoded as one batch.
-
-        Returns the batch and, per row (beam 0's rows first), its sentence event(s).
-        """
-        batch = self.engine.merge([b.batch for b in beams], shares)
-        n = len(batch)
-        done = [False] * n
-        budget = min(self.max_sentence_tokens, dec.max_new_tokens - min(len(b.row.ids) for b in beams))
-        for _ in range(max(budget, 0)):
-            tokens = self.engine.choose(batch, dec, generator)
-            self.engine.step(batch, tokens, active=[not d for d in done])
-            for i, row in enumerate(batch.rows):
-                if not done[i] and (row.ended or row.pending_sentences(final=False)):
-                    done[i] = True
-            if all(done):
-                break
-        capped = [not d for d in done]  # ran out of budget mid-sentence: take what is there
-        finals = [r.ended or c for r, c in zip(batch.rows, capped)]
-        events = self.monitor.score_finished(batch, premise, final=finals, first_only=True)
-        for evs in events:
-            _require_scores(evs)
-        return batch, events
-
-    def _beam_search(self, beam: _Beam, premise: Premise, tau2: float, num_samples: int, num_beams: int,
-                     max_sentences: int, dec: Decoding, generator: torch.Generator, trace: dict) -> _Beam:
-        beams = [beam]
-        best_ended: _Beam | None = None
-        while True:
-            if len(beams[0].row.sentences) >= max_sentences or len(beams[0].row.ids) >= dec.max_new_tokens:
-                trace["stop"] = "max_sentences" if len(beams[0].row.sentences) >= max_sentences else "max_new_tokens"
-                return beams[0]
-            step: dict[str, Any] = {"candidates": [], "kept": []}
-            survivors: list[tuple[float, _Beam, bool]] = []
-            seen: set[tuple[int, ...]] = set()  # identical samples would fill the K beams with one continuation
-            shares = _spread(num_samples, len(beams))
-            owner = [b for b, n in enumerate(shares) for _ in range(n)]
-            batch, events = self._sample_sentences(beams, shares, premise, dec, generator)
-            for i, evs in enumerate(events):
-                row = batch.rows[i]
-                ended = row.ended and (not evs or evs[-1].tokens[1] == len(row.ids))
-                cand = {"beam": owner[i], "text": " ".join(e.sentence.text for e in evs),
-                        "score": min((e.sentence.score for e in evs), default=None), "ended": ended}
-                pruned = any(e.sentence.score < tau2 for e in evs)
-                cand["pruned"] = pruned
-                step["candidates"].append(cand)
-                if pruned or (not evs and not ended):
-                    continue
-                end = evs[-1].tokens[1] if evs else row.kl_done
-                key = (*row.ids[:end], -1 if ended else -2)
-                cand["duplicate"] = key in seen
-                if key in seen:
-                    continue
-                seen.add(key)
-                new = _Beam(self.engine.select(batch, i, end)) if not ended else _Beam(_ended_view(batch, i))
-                survivors.append((new.mean_score, new, ended))
-            survivors.sort(key=lambda x: -x[0])
-            kept = survivors[:num_beams]
-            step["kept"] = [{"text": k[1].row.text[: k[1].row.sentences[-1].end] if k[1].row.sentences else "",
-                             "mean_score": k[0], "ended": k[2]} for k in kept]
-            trace["steps"].append(step)
-            if not kept:
-                trace["stop"] = "all candidates pruned"
-                return best_ended or beams[0]
-            ended = [k for k in kept if k[2]]
-            if ended:
-                trace["stop"] = "beam ended"
-                return ended[0][1]
-            beams = [k[1] for k in kept]
 
     def _finish(self, result: GenerationResult, question, context) -> GenerationResult:
         if self.checker == "auto":
@@ -272,6 +238,169 @@ class FODGenerator:
             check = self.checker.check(question=question, context=context, answer=result.text)
             result.final_check = check.to_json() if hasattr(check, "to_json") else check
         return result
+
+
+class _Run:
+    """One FOD generation's phases (greedy, backtrack, repair, beam search), sharing its settings and trace."""
+
+    def __init__(self, fod: FODGenerator, premise: Premise, dec: Decoding, generator: torch.Generator, trace: dict,
+                 accept: "_Acceptor", tau1: float, tau2: float, num_samples: int, num_beams: int, max_sentences: int,
+                 cut: str, steer: str, fallback: str, stop_degenerate: bool) -> None:
+        self.fod, self.engine, self.monitor = fod, fod.engine, fod.monitor
+        self.premise, self.dec, self.generator, self.trace, self.accept = premise, dec, generator, trace, accept
+        self.tau1, self.tau2, self.num_samples, self.num_beams = tau1, tau2, num_samples, num_beams
+        self.max_sentences, self.cut, self.steer, self.fallback = max_sentences, cut, steer, fallback
+        self.stop_degenerate = stop_degenerate
+
+    def flagged(self, events: list[SentenceEvent]) -> SentenceEvent | None:
+        """The first sentence scoring below ``tau1`` or (when stopped) degenerate, or ``None``."""
+        _require_scores(events)
+        return next((ev for ev in events if ev.sentence.score < self.tau1
+                     or (self.stop_degenerate and ev.sentence.degenerate)), None)
+
+    def greedy(self, beam: _Beam) -> tuple[_Beam, SentenceEvent | None]:
+        """Greedy decoding from ``beam`` until a sentence is flagged (returned) or the answer ends (``None``)."""
+        batch, row, dec = beam.batch, beam.row, self.dec
+        if row.ended:
+            return beam, None
+        while len(row.ids) < dec.max_new_tokens:
+            self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
+            stopped = bool(dec.stop) and dec.stop_position(row.text) is not None
+            final = row.ended or stopped
+            low = self.flagged(self.monitor.score_finished(batch, self.premise, final=final)[0])
+            if low is not None:
+                return beam, low
+            self.accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
+            if final or len(row.sentences) >= self.max_sentences:
+                self.trace["stop"] = ("eos" if row.ended else "stop") if final else "max_sentences"
+                return beam, None
+        low = self.flagged(self.monitor.score_finished(batch, self.premise, final=True)[0])
+        self.trace["stop"] = "max_new_tokens"
+        return beam, low
+
+    def record_backtrack(self, beam: _Beam, ev: SentenceEvent) -> None:
+        entry = {"sentence_index": ev.index, "token": ev.tokens[0], "char": ev.sentence.start,
+                 "text": ev.sentence.text, "score": ev.sentence.score, "degenerate": ev.sentence.degenerate}
+        self.trace["backtracks"].append(entry)
+        if self.trace["backtrack"] is None:
+            self.trace["backtrack"] = entry
+
+    def cut_point(self, beam: _Beam, ev: SentenceEvent) -> int:
+        """Where to cut the flagged sentence: its start, or (``cut="token"``) where it leaves the context."""
+        t0, t1 = ev.tokens
+        if self.cut == "sentence" or ev.sentence.degenerate:
+            return t0
+        row = beam.row
+        found = []
+        chars = [ev.sentence.start + off for off in unsupported_specific_offsets(self.premise.context, ev.sentence.text)]
+        if chars:
+            ends = row.offsets[t0:t1, 1]
+            found.append(t0 + int((ends > chars[0]).nonzero()[0][0]) if (ends > chars[0]).any() else t0)
+        if row.has_without and len(row.logprob_without) >= t1:
+            t = first_ungrounded_token(row.logprob[t0:t1], row.logprob_without[t0:t1])
+            if t is not None:
+                found.append(t0 + t)
+        if not found:
+            return t0
+        at = min(found)
+        while at > t0 and _leads_in(row.text[int(row.offsets[at - 1][0]) : int(row.offsets[at - 1][1])]):
+            at -= 1  # "completed on 14 July": cut before "on", the word that demanded the made-up date
+        return at
+
+    def candidates_from(self, beam: _Beam, ev: SentenceEvent) -> tuple[Batch, list[Candidate], dict]:
+        """Cut the flagged sentence and sample the candidates that replace it (one batch)."""
+        t0 = ev.tokens[0]
+        at = self.cut_point(beam, ev)
+        ban = beam.row.ids[at] if at > t0 else None
+        kept = beam.row.text[ev.sentence.start : int(beam.row.offsets[at - 1][1])] if at > t0 else ""
+        base = self.engine.cut(beam.batch, at)
+        budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - len(base.rows[0].ids))
+        batch, cands = sample_candidates(self.monitor, [base], [self.num_samples], self.premise, self.dec,
+                                         self.generator, max_tokens=budget, steer=self.steer, ban=ban)
+        step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
+        return batch, cands, step
+
+    def _describe(self, c: Candidate) -> dict:
+        return {"beam": c.beam, "text": c.text, "score": c.score, "ended": c.ended, "capped": c.capped,
+                "degenerate": c.degenerate, "pruned": not self._passes(c, self.tau2)}
+
+    def _usable(self, c: Candidate) -> bool:
+        """A candidate that finished a sentence (or ended the answer), scored, and is not degenerate."""
+        at_budget = len(c.events) > 0 and c.end >= self.dec.max_new_tokens
+        return bool(c.events) and (not c.capped or at_budget) and c.score is not None \
+            and not (self.stop_degenerate and c.degenerate)
+
+    def _passes(self, c: Candidate, threshold: float) -> bool:
+        return self._usable(c) and c.score >= threshold
+
+    def _take(self, batch: Batch, c: Candidate) -> _Beam:
+        return _Beam(_ended_view(batch, c.index)) if c.ended else _Beam(self.engine.select(batch, c.index, c.end))
+
+    def repair(self, beam: _Beam, ev: SentenceEvent) -> _Beam | None:
+        """Replace the flagged sentence by the best candidate that passes (``tau2``, else the fallback), or ``None``."""
+        batch, cands, step = self.candidates_from(beam, ev)
+        for c in cands:
+            for e in c.events:
+                _require_scores([e])
+        choice = max((c for c in cands if self._passes(c, self.tau2)), key=lambda c: c.score, default=None)
+        step["chosen_by"] = "tau2" if choice is not None else None
+        if choice is None and self.fallback != "prefix" and not ev.sentence.degenerate:
+            floor = self.tau1 if self.fallback == "tau1" else ev.sentence.score
+            usable = [c for c in cands if self._usable(c) and c.score >= floor and (self.fallback == "tau1" or c.score > floor)]
+            choice = max(usable, key=lambda c: c.score, default=None)
+            step["chosen_by"] = f"fallback:{self.fallback}" if choice is not None else None
+        step["chosen"] = choice.index if choice is not None else None
+        self.trace["steps"].append(step)
+        return self._take(batch, choice) if choice is not None else None
+
+    def beam_search(self, beam: _Beam, ev: SentenceEvent) -> _Beam:
+        """The paper's sentence-level beam search from the cut, to the end of the answer."""
+        first_batch, first, step = self.candidates_from(beam, ev)
+        start_beam = beam
+        beams: list[_Beam] = []
+        batch, cands = first_batch, first
+        while True:
+            survivors: list[tuple[float, _Beam, bool]] = []
+            seen: set[tuple[int, ...]] = set()  # identical samples would fill the K beams with one continuation
+            for c in cands:
+                if not self._passes(c, self.tau2):
+                    continue
+                row = batch.rows[c.index]
+                key = (*row.ids[: c.end], -1 if c.ended else -2)
+                step["candidates"][cands.index(c)]["duplicate"] = key in seen
+                if key in seen:
+                    continue
+                seen.add(key)
+                new = self._take(batch, c)
+                survivors.append((new.mean_score, new, c.ended))
+            survivors.sort(key=lambda x: -x[0])
+            kept = survivors[: self.num_beams]
+            step["kept"] = [{"text": k[1].row.text[: k[1].row.sentences[-1].end] if k[1].row.sentences else "",
+                             "mean_score": k[0], "ended": k[2]} for k in kept]
+            self.trace["steps"].append(step)
+            if not kept:
+                self.trace["stop"] = "all candidates pruned"
+                return beams[0] if beams else _Beam(self.engine.cut(start_beam.batch, ev.tokens[0]))
+            ended = [k for k in kept if k[2]]
+            if ended:
+                self.trace["stop"] = "beam ended"
+                return ended[0][1]
+            beams = [k[1] for k in kept]
+            lead = beams[0].row
+            if len(lead.sentences) >= self.max_sentences or len(lead.ids) >= self.dec.max_new_tokens:
+                self.trace["stop"] = "max_sentences" if len(lead.sentences) >= self.max_sentences else "max_new_tokens"
+                return beams[0]
+            budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - max(len(b.row.ids) for b in beams))
+            step = {"candidates": []}
+            batch, cands = sample_candidates(self.monitor, [b.batch for b in beams], _spread(self.num_samples, len(beams)),
+                                             self.premise, self.dec, self.generator, max_tokens=budget, steer=self.steer)
+            step["candidates"] = [self._describe(c) for c in cands]
+
+
+def _leads_in(token_text: str) -> bool:
+    """A token that only leads into what follows it: whitespace, punctuation or a stop word ("on", "the", "in")."""
+    word = token_text.strip().lower()
+    return not any(ch.isalnum() for ch in word) or word in STOP_WORDS
 
 
 class _Acceptor:

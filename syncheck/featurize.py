@@ -18,6 +18,7 @@ import numpy as np
 
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
+from features.degeneracy import degeneracy
 from features.novelty import novel_ngram_share
 from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
@@ -56,6 +57,16 @@ def alignment_claim(sentence: str, question: str | None) -> str:
     if not question or not question.strip():
         return sentence
     return f"Question: {question.strip()}\nAnswer: {sentence}"
+
+
+def mark_degenerate(sentences: Sequence[ScoredSentence], earlier: Sequence[str] = (),
+                    question: str | None = None) -> None:
+    """Set each sentence's ``degenerate`` reason against the answer's sentences before it (``earlier``, then the
+    ones before it in ``sentences``); offline scoring and the live monitor both call this."""
+    texts = list(earlier)
+    for s in sentences:
+        s.degenerate = degeneracy(s.text, texts, question)
+        texts.append(s.text)
 
 
 @dataclass

@@ -242,12 +242,18 @@ class LiveEngine:
                      context_span=context_span if self.lookback else None, next_lookback=ratios)
 
     # -------------------------------------------------------------- token steps
-    def choose(self, batch: Batch, decoding: Decoding, generator: torch.Generator | None) -> torch.Tensor:
-        """Next token per row, ``(B,)``, from the with-context distribution (argmax unless ``decoding.do_sample``)."""
+    def choose(self, batch: Batch, decoding: Decoding, generator: torch.Generator | None,
+               logits: torch.Tensor | None = None) -> torch.Tensor:
+        """Next token per row, ``(B,)``, from the with-context distribution (argmax unless ``decoding.do_sample``).
+
+        ``logits``: ``(B, V)`` scores to choose from instead (e.g. FOD's steered candidates); the token's
+        statistics still come from the with-context distribution.
+        """
+        logits = batch.next_logp if logits is None else logits
         if not decoding.do_sample:
-            return batch.next_logp.argmax(-1)
-        ids = torch.zeros((len(batch), 1), dtype=torch.long, device=batch.next_logp.device)
-        scores = decoding.processors()(ids, batch.next_logp.clone())
+            return logits.argmax(-1)
+        ids = torch.zeros((len(batch), 1), dtype=torch.long, device=logits.device)
+        scores = decoding.processors()(ids, logits.clone())
         probs = torch.softmax(scores, -1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
@@ -416,6 +422,46 @@ class LiveEngine:
         if len(batch) != 1:
             raise ValueError("backtrack() takes a one-row batch")
         return self.select(batch, 0, length)
+
+    @torch.inference_mode()
+    def cut(self, batch: Batch, length: int) -> Batch:
+        """Cut a one-row batch back to any response token ``length``, not only a sentence boundary.
+
+        Both caches are cut at the last flushed boundary ``b <= length`` (as :meth:`backtrack`); the tokens
+        ``[b, length)`` are then fed to the with-context cache in one forward, which gives the distribution
+        that resumes decoding at ``length``. Their statistics (log-probabilities, entropies, hidden states,
+        lookback ratios) are copied from the row, not recomputed; their without-context pass stays deferred,
+        as for any unflushed token. Returns a one-row batch.
+        """
+        if len(batch) != 1:
+            raise ValueError("cut() takes a one-row batch")
+        row = batch.rows[0]
+        if not 0 <= length <= len(row.ids):
+            raise ValueError(f"cannot cut a row of {len(row.ids)} tokens at {length}")
+        b = max(k for k in row.boundaries if k <= length)
+        new = self.select(batch, 0, b)
+        if length == b:
+            return new
+        if batch.context_span is not None:  # lookback is recorded: replay token by token (records the ratios)
+            for tok in row.ids[b:length]:
+                self.step(new, torch.tensor([tok], device=self.lm.device))
+            return new
+        toks = row.ids[b:length]
+        dev = self.lm.device
+        pos = torch.arange(batch.prompt_len + b, batch.prompt_len + length, device=dev)[None]
+        out = self.lm.model(input_ids=torch.tensor([toks], device=dev), position_ids=pos,
+                            past_key_values=new.with_cache, use_cache=True)
+        logp = torch.log_softmax(out.logits[0].float(), -1)  # (length - b, V): predicting tokens b + 1 .. length
+        r = new.rows[0]
+        r.ids = row.ids[:length]
+        r.logprob, r.entropy = row.logprob[:length], row.entropy[:length]
+        r.hidden = {k: v[:length] for k, v in row.hidden.items()}
+        r.lookback = row.lookback[:length]
+        r.offsets = row.offsets[:length]
+        r.text = row.text[: int(row.offsets[length - 1][1])]
+        r.logp_rows = [new.next_logp[0]] + list(logp[:-1])
+        new.with_cache, new.next_logp = out.past_key_values, logp[-1:].clone()
+        return new
 
     def expand(self, batch: Batch, n: int) -> Batch:
         """``n`` copies of a one-row batch (for sampling ``n`` continuations at once)."""

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from syncheck.featurize import Premise, SentenceItem
+from syncheck.featurize import Premise, SentenceItem, mark_degenerate
 from transformers import GenerationConfig
 
 from syncheck.decoding import GREEDY, Decoding
@@ -116,6 +116,7 @@ class Monitor:
         for i, evs in enumerate(events):
             if evs:
                 row = batch.rows[i]
+                mark_degenerate([e.sentence for e in evs], [s.text for s in row.sentences], premise.question)
                 row.sentences.extend(e.sentence for e in evs)
                 row.mark_emitted(evs[-1].tokens[1], evs[-1].sentence.end)
         return events

@@ -22,6 +22,9 @@ class ScoredSentence:
     #: ``{"hidden": (d,), "lookback": (n_heads,)}`` for probes (:func:`features.sentence_features.sentence_vectors`);
     #: in JSON only when asked (:meth:`to_json` ``vectors=True``), as base64 float32
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    #: why the sentence adds nothing to its answer (``"repeat"``, ``"question"``, ``"no_content"``; see
+    #: :mod:`features.degeneracy`), else ``None``; informativeness, never part of ``score``
+    degenerate: str | None = None
 
     def to_json(self, vectors: bool = False) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -32,6 +35,8 @@ class ScoredSentence:
         }
         if self.score is not None:
             row["score"] = _finite(self.score)
+        if self.degenerate is not None:
+            row["degenerate"] = self.degenerate
         if vectors and self.vectors:
             row["vectors"] = {k: encode_vector(v) for k, v in self.vectors.items()}
         return row

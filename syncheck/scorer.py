@@ -20,7 +20,7 @@ from features.stats import TokenStats
 from syncheck.aggregators.apply import RESPONSE_AGGREGATIONS, aggregate_response
 from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator
 from syncheck.attention import enable_lookback
-from syncheck.featurize import TEXT_CHECK_FEATURES, Premise, SentenceFeaturizer, SentenceItem
+from syncheck.featurize import TEXT_CHECK_FEATURES, Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
 from syncheck.lid_reference import LIDReference, load_or_build
 from syncheck.models import DEFAULT_MODEL, LoadedModel, load_model
 from syncheck.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
@@ -252,7 +252,9 @@ class Scorer:
         ranges = assign_tokens(rec.response, stats.offsets, spans)
         premise = Premise(format_context(rec.context), rec.question)
         items = [SentenceItem(premise, span, stats, t0, t1) for span, (t0, t1) in zip(spans, ranges) if t1 > t0]
-        return self.featurizer.featurize(items)
+        sentences = self.featurizer.featurize(items)
+        mark_degenerate(sentences, (), rec.question)
+        return sentences
 
 
 def non_finite_features(sentences: Sequence[ScoredSentence]) -> list[str]:

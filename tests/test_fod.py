@@ -26,6 +26,8 @@ def sampled(seed: int = 0) -> Decoding:
 
 
 START = {"": {"Good": 1.0}}
+#: the paper's Algorithm 1: sentence-level backtrack, plain samples, beam search to the end, no fallback
+PAPER = {"search": "beam", "cut": "sentence", "steer": "none", "fallback": "prefix"}
 
 
 def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
@@ -38,7 +40,7 @@ def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
 
 def test_backtrack_then_recovery_by_beam_search():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.3, " Meh": 0.2}})
-    res = fod.generate(question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3))
+    res = fod.generate(**PAPER, question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3))
     assert res.trace["backtrack"]["text"] == "Bad." and res.trace["backtrack"]["sentence_index"] == 1
     assert res.text == "Good. Fine."
     step = res.trace["steps"][0]
@@ -51,7 +53,7 @@ def test_backtrack_then_recovery_by_beam_search():
 
 def test_all_candidates_pruned_returns_the_faithful_prefix():
     fod = make_fod({**START, "Good.": {" Bad": 1.0}})
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2)
+    res = fod.generate(**PAPER, question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2)
     assert res.text == "Good."
     assert res.trace["stop"] == "all candidates pruned"
     assert all(c["pruned"] for c in res.trace["steps"][0]["candidates"])
@@ -66,7 +68,7 @@ def test_abstains_when_nothing_survives_from_the_first_sentence(backtrack_only):
             raise AssertionError("an abstention must not be sent to the final-answer checker")
 
     fod.checker = NoCheck()
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
+    res = fod.generate(**PAPER, question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
                        backtrack_only=backtrack_only)
     assert res.text == ABSTAIN_TEXT and res.sentences == [] and res.final_check is None
     assert res.trace["abstained"] is True and res.trace["backtrack"]["sentence_index"] == 0
@@ -83,7 +85,7 @@ def test_beam_search_keeps_k_best_beams_and_stops_when_one_ends():
         "Good. Fine. Paris.": {"<eos>": 1.0},
     }
     fod = make_fod(rules)
-    res = fod.generate(question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(1))
+    res = fod.generate(**PAPER, question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(1))
     first = res.trace["steps"][0]
     assert len(first["kept"]) <= 2
     kept_means = [k["mean_score"] for k in first["kept"]]
@@ -159,7 +161,7 @@ def test_thresholds_default_to_the_aggregators_tuned_values():
 def test_identical_samples_take_one_beam_not_all():
     rules = {**START, "Good.": {" Bad": 0.6, " Fine": 0.4}, "Good. Fine.": {" Paris": 1.0},
              "Good. Fine. Paris.": {"<eos>": 1.0}}
-    res = make_fod(rules).generate(question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(0))
+    res = make_fod(rules).generate(**PAPER, question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(0))
     first = res.trace["steps"][0]
     fine = [c for c in first["candidates"] if c["text"] == "Fine."]
     assert len(fine) >= 2 and sum(c["duplicate"] for c in fine) == len(fine) - 1

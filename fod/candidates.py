@@ -1,0 +1,115 @@
+"""FOD's candidate sentences: ``S`` next sentences sampled over ``K`` beams in one batch, then scored.
+
+Each candidate is the next sentence of its beam, sampled token by token until a
+visible character of the sentence after it exists (or EOS). All rows decode as
+one left-padded batch; with steering (:mod:`fod.steering`) the without-context
+pass runs in lockstep (one extra batched forward per token) so every row has
+its without-context distribution at every step. Rows that run long do not hold
+the batch: once half the candidates are finished, the others get at most
+twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens),
+and a candidate cut off mid-sentence is ``capped``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from fod.steering import steered_logits
+from syncheck.decoding import Decoding
+from syncheck.featurize import Premise
+from syncheck.live import Batch
+from syncheck.monitor import Monitor, SentenceEvent
+
+#: Tokens a straggler may run past twice the longest finished candidate (see the module docstring).
+STRAGGLER_SLACK = 8
+
+
+@dataclass
+class Candidate:
+    """One sampled continuation: its row in the sampling batch, its beam and its scored sentence(s)."""
+
+    index: int
+    beam: int
+    events: list[SentenceEvent]
+    ended: bool  # EOS right after its sentence
+    capped: bool  # cut off mid-sentence (the sentence token cap or the straggler rule)
+
+    @property
+    def score(self) -> float | None:
+        scores = [e.sentence.score for e in self.events if e.sentence.score is not None]
+        return min(scores) if scores else None
+
+    @property
+    def degenerate(self) -> str | None:
+        return next((e.sentence.degenerate for e in self.events if e.sentence.degenerate), None)
+
+    @property
+    def text(self) -> str:
+        return " ".join(e.sentence.text for e in self.events)
+
+    @property
+    def end(self) -> int:
+        """Token length of the row up to the end of its sentence."""
+        return self.events[-1].tokens[1]
+
+
+def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence[int], premise: Premise,
+                      decoding: Decoding, generator: torch.Generator, *, max_tokens: int, steer: str = "none",
+                      ban: int | None = None) -> tuple[Batch, list[Candidate]]:
+    """Sample ``shares[j]`` next sentences of each one-row beam ``j`` in one batch and score them.
+
+    Args:
+        max_tokens: cap on a candidate's new tokens.
+        steer: ``"none"`` (the with-context distribution), ``"adacad"`` or ``"cad"`` (see :mod:`fod.steering`).
+        ban: a token no candidate may start with (the token a token-level backtrack cut away).
+
+    Returns:
+        The sampling batch (select a candidate's row from it) and the candidates, beam 0's first.
+    """
+    engine = monitor.engine
+    steered = steer != "none"
+    if steered:
+        if not engine.kl:
+            raise ValueError(f"steer={steer!r} needs the without-context pass: build the Scorer with kl=True, "
+                             "or use steer='none'")
+        for b in beams:  # every row's without-context pass is level with its tokens before they run in lockstep
+            engine.flush_kl(b, [len(b.rows[0].ids)])
+    batch = engine.merge(list(beams), list(shares))
+    owner = [j for j, n in enumerate(shares) for _ in range(n)]
+    n = len(batch)
+    start = [len(r.ids) for r in batch.rows]
+    done, lengths = [False] * n, [0] * n
+    for step in range(max(max_tokens, 0)):
+        logits = batch.next_logp
+        if steered:
+            without = torch.stack([r.without_next for r in batch.rows])
+            logits, _ = steered_logits(batch.next_logp, without, steer)
+        if step == 0 and ban is not None:
+            logits = logits.clone()
+            logits[:, ban] = float("-inf")
+        engine.step(batch, engine.choose(batch, decoding, generator, logits), active=[not d for d in done])
+        if steered:
+            engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
+        for i, row in enumerate(batch.rows):
+            if not done[i] and (row.ended or row.pending_sentences(final=False)):
+                done[i], lengths[i] = True, len(row.ids) - start[i]
+        if all(done):
+            break
+        finished = [k for k, d in zip(lengths, done) if d]
+        if 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
+            break
+    capped = [not d for d in done]
+    finals = [r.ended or c for r, c in zip(batch.rows, capped)]
+    events = monitor.score_finished(batch, premise, final=finals, first_only=True)
+    out = []
+    for i, evs in enumerate(events):
+        row = batch.rows[i]
+        ended = row.ended and (not evs or evs[-1].tokens[1] == len(row.ids))
+        out.append(Candidate(i, owner[i], evs, ended, capped[i]))
+    return batch, out
+
+
+__all__ = ["STRAGGLER_SLACK", "Candidate", "sample_candidates"]

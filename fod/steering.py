@@ -1,0 +1,62 @@
+"""Candidate steering: sample FOD's replacement sentences from a context-contrastive distribution.
+
+After a backtrack, plain temperature-1 samples come from the very model that just
+went astray. Context-aware decoding (CAD, Shi et al., 2023) sharpens the
+distribution toward what the context adds::
+
+    logits = (1 + alpha) * log p(. | context, x) - alpha * log p(. | x)
+
+AdaCAD (Wang et al., 2024) sets ``alpha`` per step to the Jensen-Shannon
+divergence between the two distributions (base 2, so in ``[0, 1]``): where the
+context changes nothing (function words), the contrast switches itself off and
+fluency is kept; where the context and the model's memory disagree, it weighs in.
+
+Only the choice of the token is steered: the token's features (its probability,
+entropy, KL and PMI) are always read from the plain with-context distribution,
+so a steered sentence is scored exactly as if it had been decoded plainly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+#: What :class:`~fod.generator.FODGenerator` accepts as ``steer``.
+STEERING = ("none", "adacad", "cad")
+
+
+def js_divergence(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
+    """Jensen-Shannon divergence in bits (``[0, 1]``) between two log-prob tensors ``(..., V)`` -> ``(...)``."""
+    p, q = logp.exp(), logq.exp()
+    logm = torch.logaddexp(logp, logq) - math.log(2.0)
+    kl_p = (p * (logp - logm)).nan_to_num().sum(-1)
+    kl_q = (q * (logq - logm)).nan_to_num().sum(-1)
+    return ((kl_p + kl_q) / (2.0 * math.log(2.0))).clamp(0.0, 1.0)
+
+
+def steered_logits(logp_with: torch.Tensor, logp_without: torch.Tensor, mode: str,
+                   alpha: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Contrastive logits ``(B, V)`` and the ``alpha`` used per row ``(B,)``.
+
+    Args:
+        logp_with: ``(B, V)`` log-probs with the context.
+        logp_without: ``(B, V)`` log-probs without it.
+        mode: ``"adacad"`` (alpha = JSD per row), ``"cad"`` (fixed ``alpha``) or ``"none"`` (``logp_with``).
+        alpha: CAD's fixed weight.
+    """
+    if mode not in STEERING:
+        raise ValueError(f"steer must be one of {STEERING}, got {mode!r}")
+    if logp_with.shape != logp_without.shape:
+        raise ValueError(f"with {tuple(logp_with.shape)} and without {tuple(logp_without.shape)} shapes differ")
+    if mode == "none":
+        return logp_with, torch.zeros(logp_with.shape[0], device=logp_with.device)
+    logp_without = logp_without.clamp_min(-1e4)  # a -inf there would turn into +inf after the subtraction
+    if mode == "adacad":
+        a = js_divergence(logp_with, logp_without)
+    else:
+        a = torch.full((logp_with.shape[0],), float(alpha), device=logp_with.device)
+    return (1.0 + a)[:, None] * logp_with - a[:, None] * logp_without, a
+
+
+__all__ = ["STEERING", "js_divergence", "steered_logits"]
