@@ -38,7 +38,6 @@ from typing import Any, Callable
 
 import torch
 
-from features.alignment.lexical import STOP_WORDS
 from features.grounding import first_ungrounded_token
 from features.specifics import unsupported_specific_offsets
 from fod.candidates import Candidate, sample_candidates
@@ -397,10 +396,15 @@ class _Run:
             step["candidates"] = [self._describe(c) for c in cands]
 
 
+#: Words that only lead into what follows them: a token-level cut backs off over them ("completed on 14 July"
+#: cuts before "on", the word that asked for a date).
+LEAD_IN_WORDS = frozenset("a an the on in at of by for to from with about around since until during".split())
+
+
 def _leads_in(token_text: str) -> bool:
-    """A token that only leads into what follows it: whitespace, punctuation or a stop word ("on", "the", "in")."""
+    """A token that only leads into what follows it: whitespace, punctuation or a :data:`LEAD_IN_WORDS` word."""
     word = token_text.strip().lower()
-    return not any(ch.isalnum() for ch in word) or word in STOP_WORDS
+    return not any(ch.isalnum() for ch in word) or word in LEAD_IN_WORDS
 
 
 class _Acceptor:

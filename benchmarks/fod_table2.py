@@ -1,0 +1,326 @@
+"""FOD against its baselines on real RAG contexts, as the SynCheck paper's Table 2, with FOD's own ablations.
+
+Contexts (the question and the documents only; stored answers are never read):
+
+- RAGTruth dev, one record per source document, per task: ``QA`` (MS MARCO passages + question), ``Summary``
+  (a news article; asked "Summarize the following news article."), ``Data2txt`` (a Yelp business as JSON; asked
+  for an objective overview), interleaved so a partial run stays balanced;
+- HaluEval QA records (the records ``benchmarks.fod_faithfulness`` uses, original contexts).
+
+Methods: greedy, abstain, rerank, CAD, FOD backtrack-only, FOD as the paper's Algorithm 1 (``fod-paper``:
+sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
+token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
+ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
+``fod-beam``).
+
+Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
+
+- faithfulness: share of the answer's sentences the judge finds supported (pooled), judged by
+  ``--judge`` (an alignment scorer spec; default the Qwen2.5-Coder-1.5B yes/no judge, asked with the question on
+  QA tasks); never the scorer the decoders steer by;
+- unsupported specifics per answer (numbers, dates and names absent from the context): a model-free second measure;
+- informativeness: distinct non-degenerate sentences per answer, and the share of answers that abstain or are
+  empty (counted as 0 sentences);
+- seconds per answer.
+
+Runs resume: ``--out`` holds one JSON line per (task, record, method) answer, and ``--judged`` one per judged
+claim; rerunning skips what is there. ``--report`` prints the tables from those files without generating.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.fod_table2 --per-task 15 --out fod_smol.jsonl --judged judged.jsonl
+    .venv/bin/python -m benchmarks.fod_table2 --report --out fod_smol.jsonl --judged judged.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.fod_faithfulness import bootstrap_mean, bootstrap_paired_difference
+
+TASKS = ("QA", "Summary", "Data2txt", "HaluEval-QA")
+QUESTIONS = {"Summary": "Summarize the following news article.",
+             "Data2txt": "Write an objective overview of the following local business, based only on the structured "
+                         "data in JSON format."}
+#: the FOD variants: generate() settings on top of FODGenerator's defaults
+FOD_VARIANTS = {
+    "fod": {},
+    "fod-bt": {"backtrack_only": True, "cut": "sentence"},
+    "fod-paper": {"search": "beam", "cut": "sentence", "steer": "none", "fallback": "prefix", "stop_degenerate": False},
+    "fod-sentence-cut": {"cut": "sentence"},
+    "fod-plain": {"steer": "none"},
+    "fod-prefix": {"fallback": "prefix"},
+    "fod-best": {"fallback": "best"},
+    "fod-no-degenerate": {"stop_degenerate": False},
+    "fod-beam": {"search": "beam"},
+}
+METHODS = ("greedy", "abstain", "rerank", "cad", *FOD_VARIANTS)
+
+
+def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> list[dict]:
+    """Up to ``per_task`` contexts per task, interleaved task by task."""
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    seen = set()
+    with open(ragtruth, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            key = (r["task_type"], r["source_id"])
+            if key in seen or len(by_task[r["task_type"]]) >= per_task:
+                continue
+            seen.add(key)
+            q = r.get("question") or QUESTIONS[r["task_type"]]
+            by_task[r["task_type"]].append({"task": r["task_type"], "record": str(r["source_id"]), "question": q,
+                                            "context": r["context"], "qa": r["task_type"] == "QA"})
+    from benchmarks.halueval.pairs import build_pairs
+
+    for p in build_pairs(halueval, limit=per_task * 3, start=start)[:per_task]:
+        by_task["HaluEval-QA"].append({"task": "HaluEval-QA", "record": str(p.record), "question": p.question,
+                                       "context": p.context, "qa": True})
+    out = []
+    for i in range(per_task):
+        out.extend(by_task[t][i] for t in TASKS if i < len(by_task[t]))
+    return out
+
+
+def build(scorer, methods):
+    from fod.baselines import AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
+    from fod.generator import FODGenerator
+
+    kw = {"checker": None}
+    base = {"greedy": GreedyGenerator, "abstain": AbstainGenerator, "rerank": RerankGenerator, "cad": CADGenerator}
+    gens = {m: base[m](scorer, **kw) for m in methods if m in base}
+    if any(m in FOD_VARIANTS for m in methods):
+        fod = FODGenerator(scorer, **kw)
+        gens.update({m: fod for m in methods if m in FOD_VARIANTS})
+    return gens
+
+
+def generate_one(gen, method: str, ctx: dict, args):
+    from syncheck.decoding import Decoding
+
+    texts = {"question": ctx["question"], "context": ctx["context"], "max_sentences": args.max_sentences}
+    sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=args.temperature, top_p=0.95,
+                       seed=args.seed)
+    if method in FOD_VARIANTS:
+        return gen.generate(**texts, num_samples=args.num_samples, num_beams=args.num_beams, decoding=sampled,
+                            **FOD_VARIANTS[method])
+    if method == "rerank":
+        return gen.generate(**texts, num_samples=args.num_samples, decoding=sampled)
+    return gen.generate(**texts, decoding=Decoding(max_new_tokens=args.max_new_tokens))
+
+
+def _done(path: str) -> set[tuple[str, str, str]]:
+    out = set()
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn last line of an interrupted run
+                out.add((r["task"], r["record"], r["method"]))
+    return out
+
+
+def run_generation(args, ctxs: list[dict], methods: list[str]) -> None:
+    from features.specifics import unsupported_specifics_count
+    from syncheck.scorer import Scorer
+
+    done = _done(args.out)
+    todo = [(c, m) for c in ctxs for m in methods if (c["task"], c["record"], m) not in done]
+    if not todo:
+        return
+    scorer = Scorer(args.model, dtype=args.dtype, aggregator=args.aggregator)
+    gens = build(scorer, methods)
+    from tqdm import tqdm
+
+    with open(args.out, "a", encoding="utf-8") as out:
+        for c, m in tqdm(todo, desc="answers"):
+            t = time.perf_counter()
+            res = generate_one(gens[m], m, c, args)
+            dt = time.perf_counter() - t
+            sents = [{"text": s.text, "score": s.score, "degenerate": s.degenerate,
+                      "unsupported": unsupported_specifics_count(c["context"], s.text)[0]} for s in res.sentences]
+            tr = res.trace
+            out.write(json.dumps({
+                "task": c["task"], "record": c["record"], "method": m, "model": args.model, "text": res.text,
+                "sentences": sents, "seconds": dt, "abstained": bool(tr.get("abstained")) or not res.sentences,
+                "backtracked": bool(tr.get("backtrack")) if m in FOD_VARIANTS else None,
+                "repairs": tr.get("repairs"), "stop": tr.get("stop"),
+                "steps": [{"cut": s.get("cut"), "chosen_by": s.get("chosen_by")} for s in tr.get("steps", [])],
+            }, ensure_ascii=False) + "\n")
+            out.flush()
+
+
+def _key(context: str, claim: str) -> str:
+    return hashlib.sha1(f"{context}\x00{claim}".encode()).hexdigest()
+
+
+def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
+    """Judge every distinct (context, claim) of the answers; cached in ``--judged``."""
+    from syncheck.featurize import alignment_claim
+
+    cache: dict[str, float] = {}
+    if os.path.exists(args.judged):
+        with open(args.judged, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                cache[r["key"]] = r["p"]
+    by_id = {(c["task"], c["record"]): c for c in ctxs}
+    todo: dict[str, tuple[str, str]] = {}
+    for r in _rows(args.out):
+        c = by_id.get((r["task"], r["record"]))
+        if c is None:
+            continue
+        for s in r["sentences"]:
+            claim = alignment_claim(s["text"], c["question"]) if c["qa"] else s["text"]
+            k = _key(c["context"], claim)
+            if k not in cache:
+                todo[k] = (c["context"], claim)
+    if todo and not args.report:
+        from syncheck.alignment import make_alignment_scorer
+        from tqdm import tqdm
+
+        judge = make_alignment_scorer(args.judge)
+        with open(args.judged, "a", encoding="utf-8") as out:
+            for k, (ctx, claim) in tqdm(list(todo.items()), desc="judge"):
+                p = float(judge.score([ctx], [claim])[0])
+                cache[k] = p
+                out.write(json.dumps({"key": k, "p": p}) + "\n")
+                out.flush()
+    return cache
+
+
+def _rows(path: str) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return rows
+
+
+def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float]) -> dict:
+    from syncheck.featurize import alignment_claim
+
+    by_id = {(c["task"], c["record"]): c for c in ctxs}
+    rows = {(r["task"], r["record"], r["method"]): r for r in _rows(args.out)}
+    summary = {}
+    for task in (*TASKS, "all"):
+        tasks = TASKS if task == "all" else (task,)
+        # records every method answered and every sentence judged (a paired comparison needs the same records)
+        recs = [c for c in ctxs if c["task"] in tasks and all((c["task"], c["record"], m) in rows for m in methods)]
+        per: dict[str, dict[str, list]] = {m: defaultdict(list) for m in methods}
+        usable = []
+        for c in recs:
+            vals = {}
+            for m in methods:
+                r = rows[(c["task"], c["record"], m)]
+                claims = [alignment_claim(s["text"], c["question"]) if c["qa"] else s["text"] for s in r["sentences"]]
+                keys = [_key(c["context"], cl) for cl in claims]
+                if any(k not in judged for k in keys):
+                    break
+                vals[m] = ([float(judged[k] >= 0.5) for k in keys], r)
+            else:
+                usable.append(c)
+                for m, (sup, r) in vals.items():
+                    d = per[m]
+                    d["supported"].append(sup)
+                    distinct = {s["text"].strip().lower() for s in r["sentences"] if not s.get("degenerate")}
+                    d["informative"].append([0.0 if r["abstained"] else float(len(distinct))])
+                    d["abstained"].append([float(r["abstained"])])
+                    d["specifics"].append([float(sum(s["unsupported"] for s in r["sentences"]))])
+                    d["seconds"].append([r["seconds"]])
+                    if r.get("backtracked") is not None:
+                        d["backtracked"].append([float(r["backtracked"])])
+        if not usable:
+            continue
+        print(f"\n### {task} ({len(usable)} records)\n")
+        print("| method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | unsupported specifics / answer "
+              "| vs greedy | informative sentences / answer | vs greedy | abstained | backtracked | s / answer |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        g = per["greedy"]
+        for m in methods:
+            d = per[m]
+            f, lo, hi = bootstrap_mean(d["supported"], seed=args.seed)
+            row = {"faithful": f, "ci": [lo, hi], "records": len(usable)}
+            cells = []
+            for name in ("supported", "specifics", "informative"):
+                if m == "greedy":
+                    cells.append("-")
+                    continue
+                diff, dlo, dhi = bootstrap_paired_difference(g[name], d[name], seed=args.seed)
+                cells.append(f"{diff:+.3f} [{dlo:+.3f}, {dhi:+.3f}]")
+                row[f"{name}_vs_greedy"] = [diff, dlo, dhi]
+            spec = float(np.mean([v[0] for v in d["specifics"]]))
+            inf = float(np.mean([v[0] for v in d["informative"]]))
+            ab = float(np.mean([v[0] for v in d["abstained"]]))
+            bt = f"{np.mean([v[0] for v in d['backtracked']]):.2f}" if d["backtracked"] else "-"
+            sec = float(np.mean([v[0] for v in d["seconds"]]))
+            row.update(specifics=spec, informative=inf, abstained=ab, seconds=sec)
+            summary[(task, m)] = row
+            print(f"| {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {cells[0]} | {spec:.2f} | {cells[1]} | {inf:.2f} | {cells[2]} "
+                  f"| {ab:.2f} | {bt} | {sec:.1f} |")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
+    ap.add_argument("--halueval", default="../shared/data/halueval")
+    ap.add_argument("--per-task", type=int, default=15, help="contexts per task (4 tasks)")
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--dtype", default=None, help="e.g. bfloat16 for Qwen")
+    ap.add_argument("--aggregator", default="default", help="the scorer's aggregator (default: resolved for the model)")
+    ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b", help="alignment scorer spec of the judge")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--max-sentences", type=int, default=4)
+    ap.add_argument("--num-samples", type=int, default=6)
+    ap.add_argument("--num-beams", type=int, default=2)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--out", required=True, help="answers, one JSON line per (task, record, method); resumed")
+    ap.add_argument("--judged", required=True, help="judge verdicts, one JSON line per claim; resumed")
+    ap.add_argument("--no-judge", action="store_true", help="generate only")
+    ap.add_argument("--report", action="store_true", help="print the tables from --out and --judged, nothing else")
+    args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown or "greedy" not in methods:
+        raise SystemExit(f"unknown methods {sorted(unknown)} (choose from {METHODS}; greedy is required)")
+    ctxs = contexts(args.ragtruth, args.halueval, args.per_task)
+    t0 = time.perf_counter()
+    if not args.report:
+        Path(args.out).touch()
+        run_generation(args, ctxs, methods)
+    if args.no_judge:
+        return {}
+    judged = run_judge(args, ctxs)
+    print(f"model={args.model} judge={args.judge} (question-aware on QA tasks) max_new_tokens={args.max_new_tokens} "
+          f"max_sentences={args.max_sentences} S={args.num_samples} K={args.num_beams} T={args.temperature} "
+          f"cpu={platform.machine()} wall={(time.perf_counter() - t0) / 60:.1f} min")
+    return report(args, ctxs, methods, judged)
+
+
+if __name__ == "__main__":
+    main()
