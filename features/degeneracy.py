@@ -15,8 +15,8 @@ faithfulness features on purpose: it must never be folded into the score.
   (at least :data:`REPEAT_OVERLAP` of its content words, stemmed, occur in one
   earlier sentence that has as many content words; or the two are equal up to
   case and punctuation);
-- ``"question"``: it restates the question (at least :data:`REPEAT_OVERLAP` of
-  its content words are the question's and it adds at most one of its own).
+- ``"question"``: it restates the question (every content word it has is the
+  question's: one new word may be the answer itself, so none is allowed).
 
 Sign convention: ``-`` (a flagged sentence is less informative). Not a
 faithfulness signal.
@@ -65,6 +65,10 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
     if not _LETTER.search(sentence):
         return "no_content"
     normal, content = _normal(sentence), _content(sentence)
+    if question and content:
+        asked = _content(question)
+        if not set(content) - set(asked):
+            return "question"
     for prev in earlier:
         if normal and normal == _normal(prev):
             return "repeat"
@@ -72,10 +76,6 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
         if content and len(set(prev_content)) >= len(set(content)) * REPEAT_OVERLAP \
                 and _covered(content, prev_content) >= REPEAT_OVERLAP:
             return "repeat"
-    if question and content:
-        asked = _content(question)
-        if _covered(content, asked) >= REPEAT_OVERLAP and len(set(content) - set(asked)) <= 1:
-            return "question"
     return None
 
 

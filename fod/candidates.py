@@ -4,7 +4,7 @@ Each candidate is the next sentence of its beam, sampled token by token until a
 visible character of the sentence after it exists (or EOS). All rows decode as
 one left-padded batch; with steering (:mod:`fod.steering`) the without-context
 pass runs in lockstep (one extra batched forward per token) so every row has
-its without-context distribution at every step. Rows that run long do not hold
+its without-context distribution at every step (for the first :data:`STEER_TOKENS` tokens). Rows that run long do not hold
 the batch: once half the candidates are finished, the others get at most
 twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens),
 and a candidate cut off mid-sentence is ``capped``.
@@ -25,6 +25,9 @@ from syncheck.monitor import Monitor, SentenceEvent
 
 #: Tokens a straggler may run past twice the longest finished candidate (see the module docstring).
 STRAGGLER_SLACK = 8
+#: Steered tokens per candidate: the contrast matters where the sentence turns (right after the cut); after that the
+#: candidates go on plainly, with the without-context pass deferred again (it costs one batched forward a token)
+STEER_TOKENS = 16
 
 
 @dataclass
@@ -83,15 +86,16 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
     start = [len(r.ids) for r in batch.rows]
     done, lengths = [False] * n, [0] * n
     for step in range(max(max_tokens, 0)):
+        steering = steered and step < STEER_TOKENS
         logits = batch.next_logp
-        if steered:
+        if steering:
             without = torch.stack([r.without_next for r in batch.rows])
             logits, _ = steered_logits(batch.next_logp, without, steer)
         if step == 0 and ban is not None:
             logits = logits.clone()
             logits[:, ban] = float("-inf")
         engine.step(batch, engine.choose(batch, decoding, generator, logits), active=[not d for d in done])
-        if steered:
+        if steering and step + 1 < STEER_TOKENS:
             engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
         for i, row in enumerate(batch.rows):
             if not done[i] and (row.ended or row.pending_sentences(final=False)):
@@ -112,4 +116,4 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
     return batch, out
 
 
-__all__ = ["STRAGGLER_SLACK", "Candidate", "sample_candidates"]
+__all__ = ["STEER_TOKENS", "STRAGGLER_SLACK", "Candidate", "sample_candidates"]

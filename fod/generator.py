@@ -313,7 +313,9 @@ class _Run:
         ban = beam.row.ids[at] if at > t0 else None
         kept = beam.row.text[ev.sentence.start : int(beam.row.offsets[at - 1][1])] if at > t0 else ""
         base = self.engine.cut(beam.batch, at)
-        budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - len(base.rows[0].ids))
+        # a replacement gets at most twice the flagged sentence's length (and no less than 24 tokens)
+        longest = max(2 * (ev.tokens[1] - ev.tokens[0]), 24) + at - t0
+        budget = min(self.fod.max_sentence_tokens, longest, self.dec.max_new_tokens - len(base.rows[0].ids))
         batch, cands = sample_candidates(self.monitor, [base], [self.num_samples], self.premise, self.dec,
                                          self.generator, max_tokens=budget, steer=self.steer, ban=ban)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}

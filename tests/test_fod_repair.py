@@ -1,0 +1,191 @@
+"""FOD's repairs beyond the paper, on the scripted mock model: token-level backtrack, steered candidates, the fallback
+policy and the degenerate-sentence stop. Each outcome differs under the paper's settings, so each test can fail."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from features.degeneracy import degeneracy, degenerate_flags
+from fod.generator import FODGenerator
+from fod.results import ABSTAIN_TEXT
+from fod.steering import js_divergence, steered_logits
+from mock_lm import ScriptedLM, make_word_tokenizer
+from syncheck.decoding import Decoding
+from syncheck.models import load_model
+from syncheck.scorer import Scorer
+
+CONTEXT = "Paris is the answer."
+
+
+def by_words(text: str, features: dict) -> float:
+    """Paris is supported by the context, London is not, anything else is fine."""
+    assert all(math.isfinite(v) for v in features.values())
+    return 0.95 if "Paris" in text else 0.1 if "London" in text else 0.6 if "Bad" in text else 0.8
+
+
+def make(script, score_fn=by_words) -> FODGenerator:
+    tok = make_word_tokenizer()
+    lm = load_model(ScriptedLM(tok, script), tok, name="scripted")
+    scorer = Scorer(lm, lid=None, alignment="lexical", aggregator=None)
+    scorer.featurizer.score_fn = score_fn
+    return FODGenerator(scorer, max_sentence_tokens=8, checker=None)
+
+
+def sampled(seed: int = 0) -> Decoding:
+    return Decoding(max_new_tokens=40, do_sample=True, top_p=1.0, seed=seed)
+
+
+def answer_script(with_ctx: dict[str, float], without_ctx: dict[str, float] | None = None):
+    """"The answer is X." where X follows ``with_ctx`` (``without_ctx`` without the context), then EOS."""
+    def script(text: str, has_context: bool) -> dict[str, float]:
+        steps = {"": {"The": 1.0}, "The": {" answer": 1.0}, "The answer": {" is": 1.0}}
+        if text in steps:
+            return steps[text]
+        if text == "The answer is":
+            return with_ctx if has_context or without_ctx is None else without_ctx
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+    return script
+
+
+def test_token_backtrack_keeps_the_good_prefix_and_bans_the_bad_token():
+    fod = make(answer_script({" London": 0.7, " Paris": 0.3}))
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    assert res.trace["backtrack"]["text"] == "The answer is London."
+    cut = res.trace["steps"][0]["cut"]
+    assert cut["kept"] == "The answer is"  # "London" is the first unsupported specific
+    assert {c["text"] for c in res.trace["steps"][0]["candidates"]} == {"The answer is Paris."}  # London banned
+    assert res.text == "The answer is Paris." and res.trace["stop"] == "eos"
+
+
+def test_sentence_backtrack_resamples_the_whole_sentence_and_may_keep_the_bad_token():
+    fod = make(answer_script({" London": 0.7, " Paris": 0.3}))
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                       cut="sentence")
+    texts = [c["text"] for c in res.trace["steps"][0]["candidates"]]
+    assert res.trace["steps"][0]["cut"]["kept"] == "" and "The answer is London." in texts
+
+
+def test_features_after_a_token_cut_equal_offline_scoring():
+    fod = make(answer_script({" London": 0.7, " Paris": 0.3}, {" London": 0.5, " Paris": 0.5}))
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9)
+    assert res.text == "The answer is Paris."
+    offline = fod.scorer.score(question="Q?", context=CONTEXT, response=res.text)
+    live, off = res.sentences[0].features, offline.sentences[0].features
+    assert live.keys() == off.keys()
+    for k in live:
+        assert live[k] == pytest.approx(off[k], abs=1e-5), k
+
+
+def _paris_share(steer: str) -> float:
+    # with the context the model leans to London; without it, far more so: the context is what argues for Paris
+    fod = make(answer_script({" London": 0.55, " Paris": 0.45}, {" London": 0.99, " Paris": 0.01}), lambda t, f: 0.1)
+    texts = []
+    for seed in range(6):
+        res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(seed), tau1=0.5, tau2=0.9,
+                           steer=steer, cut="sentence", fallback="prefix", max_repairs=1)
+        texts += [c["text"] for c in res.trace["steps"][0]["candidates"]]
+    return sum("Paris" in t for t in texts) / len(texts)
+
+
+def test_steered_candidates_lean_toward_what_the_context_adds():
+    plain, steered = _paris_share("none"), _paris_share("adacad")
+    assert steered > plain + 0.1, (plain, steered)
+
+
+def test_adacad_alpha_is_zero_where_the_context_changes_nothing():
+    logp = torch.log_softmax(torch.randn(2, 7), -1)
+    assert torch.allclose(js_divergence(logp, logp), torch.zeros(2), atol=1e-6)
+    mixed, alpha = steered_logits(logp, logp, "adacad")
+    assert torch.allclose(mixed, logp, atol=1e-5) and torch.allclose(alpha, torch.zeros(2), atol=1e-6)
+    other = torch.log_softmax(torch.randn(2, 7), -1)
+    _, alpha = steered_logits(logp, other, "adacad")
+    assert ((alpha > 0) & (alpha <= 1)).all()
+    with pytest.raises(ValueError, match="steer must be one of"):
+        steered_logits(logp, other, "contrastive")
+
+
+def _fallback_fod():
+    # every candidate is "Bad." (0.6): below tau2 0.9, above tau1 0.5 ... but "London." (0.1) is the greedy choice
+    def script(text, has_context):
+        table = {"": {"Good": 1.0}, "Good.": {" London": 0.6, " Bad": 0.4}}
+        if text in table:
+            return table[text]
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+    return make(script)
+
+
+@pytest.mark.parametrize("fallback, text, by", [("tau1", "Good. Bad.", "fallback:tau1"), ("best", "Good. Bad.", "fallback:best"),
+                                                ("prefix", "Good.", None)])
+def test_fallback_when_every_candidate_is_pruned(fallback, text, by):
+    fod = _fallback_fod()
+    res = fod.generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                       cut="sentence", fallback=fallback)
+    cands = res.trace["steps"][0]["candidates"]
+    assert cands and all(c["pruned"] for c in cands)
+    assert res.text == text and res.trace["steps"][0]["chosen_by"] == by
+    assert res.trace["abstained"] is False
+
+
+def test_abstains_only_without_a_faithful_prefix():
+    def script(text, has_context):
+        return {"": {"London": 1.0}}.get(text, {"<eos>": 1.0} if text.endswith(".") else {".": 1.0})
+    res = make(script).generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    assert res.text == ABSTAIN_TEXT and res.trace["abstained"] is True and res.trace["stop"] == "all candidates pruned"
+
+
+def _looping_fod():
+    def script(text, has_context):  # greedy repeats "Good." forever
+        if text == "" or text.endswith("."):
+            return {"Good" if text == "" else " Good": 1.0}
+        return {".": 1.0}
+    return make(script)
+
+
+def test_a_repeated_sentence_ends_the_answer():
+    res = _looping_fod().generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.5, tau2=0.9)
+    assert res.text == "Good."
+    assert res.trace["backtrack"]["degenerate"] == "repeat" and res.trace["stop"] == "all candidates pruned"
+    assert all(c["degenerate"] == "repeat" for c in res.trace["steps"][0]["candidates"])
+
+
+def test_without_the_degenerate_stop_the_loop_is_kept():
+    res = _looping_fod().generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.5, tau2=0.9,
+                                  stop_degenerate=False, max_sentences=4)
+    assert res.text == "Good. Good. Good. Good." and res.trace["backtrack"] is None
+
+
+def test_degenerate_flags_are_the_same_live_and_offline():
+    fod = _looping_fod()
+    live = fod.monitor.generate(question="Q?", context="Context text.", decoding={"max_new_tokens": 6})
+    offline = fod.scorer.score(question="Q?", context="Context text.", response=live.text)
+    assert [s.degenerate for s in live.sentences] == [s.degenerate for s in offline.sentences] == [None, "repeat", "repeat"]
+    assert offline.to_json()["sentences"][1]["degenerate"] == "repeat"
+
+
+def test_degeneracy_reasons():
+    q = "When was the tower completed?"
+    flags = degenerate_flags(["The tower was completed in 1889.", "the tower was completed in 1889!", "1. 2. 3.",
+                              "When was the tower completed?", "It stands in Paris."], q)
+    assert flags == [None, "repeat", "no_content", "question", None]
+    assert degeneracy("The tower was completed in 1889 for the fair.", ["It was completed in 1889."]) is None
+
+
+def test_repair_search_resumes_greedy_after_a_repair():
+    def script(text, has_context):
+        table = {"": {"Good": 1.0}, "Good.": {" London": 0.7, " Paris": 0.3}, "Good. Paris.": {" Fine": 1.0}}
+        if text in table:
+            return table[text]
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+    res = make(script).generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    assert res.text == "Good. Paris. Fine." and res.trace["repairs"] == 1 and res.trace["stop"] == "eos"
+
+
+def test_invalid_settings_say_what_is_allowed():
+    fod = _looping_fod()
+    for kw, msg in (({"search": "bfs"}, "search must be one of"), ({"cut": "word"}, "cut must be one of"),
+                    ({"fallback": "any"}, "fallback must be one of"), ({"max_repairs": -1}, "max_repairs")):
+        with pytest.raises(ValueError, match=msg):
+            fod.generate(question="Q?", context="c", decoding=sampled(), **kw)
