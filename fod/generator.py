@@ -110,6 +110,9 @@ class FODGenerator:
     """
 
     method = "fod"
+    #: benchmark/research hook: ``hook(event) -> True`` flags a greedy sentence whatever its score
+    #: (``benchmarks.monitor_overhead --fod`` forces exactly one backtrack with it)
+    flag_hook: Callable[[SentenceEvent], bool] | None = None
 
     def __init__(
         self,
@@ -254,8 +257,9 @@ class _Run:
     def flagged(self, events: list[SentenceEvent]) -> SentenceEvent | None:
         """The first sentence scoring below ``tau1`` or (when stopped) degenerate, or ``None``."""
         _require_scores(events)
+        hook = self.fod.flag_hook
         return next((ev for ev in events if ev.sentence.score < self.tau1
-                     or (self.stop_degenerate and ev.sentence.degenerate)), None)
+                     or (self.stop_degenerate and ev.sentence.degenerate) or (hook is not None and hook(ev))), None)
 
     def greedy(self, beam: _Beam) -> tuple[_Beam, SentenceEvent | None]:
         """Greedy decoding from ``beam`` until a sentence is flagged (returned) or the answer ends (``None``)."""

@@ -189,3 +189,24 @@ def test_invalid_settings_say_what_is_allowed():
                     ({"fallback": "any"}, "fallback must be one of"), ({"max_repairs": -1}, "max_repairs")):
         with pytest.raises(ValueError, match=msg):
             fod.generate(question="Q?", context="c", decoding=sampled(), **kw)
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "ragtruth" / "dev.jsonl").exists(), reason="needs ../shared/data (RAGTruth dev)")
+def test_table2_benchmark_smoke(tmp_path, capsys):
+    """benchmarks.fod_table2 end to end on one context per task with SmolLM2, resumed on a second call."""
+    from benchmarks import fod_table2
+
+    args = ["--ragtruth", str(DATA / "ragtruth" / "dev.jsonl"), "--halueval", str(DATA / "halueval"), "--per-task", "1",
+            "--methods", "greedy,fod,fod-paper", "--judge", "lexical", "--max-new-tokens", "16",
+            "--out", str(tmp_path / "a.jsonl"), "--judged", str(tmp_path / "j.jsonl")]
+    summary = fod_table2.main(args)
+    rows = (tmp_path / "a.jsonl").read_text().splitlines()
+    assert len(rows) == 4 * 3
+    assert ("all", "fod") in summary and "supported_vs_greedy" in summary[("all", "fod")]
+    fod_table2.main(args)  # resumes: nothing new is generated
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 12
+    assert "| fod |" in capsys.readouterr().out
