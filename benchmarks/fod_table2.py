@@ -165,6 +165,15 @@ def _key(context: str, claim: str) -> str:
     return hashlib.sha1(f"{context}\x00{claim}".encode()).hexdigest()
 
 
+def make_judge(spec: str, dtype: str | None):
+    """The judge's alignment scorer; an LLM judge is loaded in ``dtype``."""
+    from features.alignment import parse_alignment_spec
+    from syncheck.alignment import make_alignment_scorer
+
+    kwargs = {"dtype": dtype} if dtype and parse_alignment_spec(spec)[0] == "llm-judge" else {}
+    return make_alignment_scorer(spec, **kwargs)
+
+
 def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
     """Judge every distinct (context, claim) of the answers; cached in ``--judged``."""
     from syncheck.featurize import alignment_claim
@@ -190,10 +199,9 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
             if k not in cache:
                 todo[k] = (c["context"], claim)
     if todo and not args.report:
-        from syncheck.alignment import make_alignment_scorer
         from tqdm import tqdm
 
-        judge = make_alignment_scorer(args.judge)
+        judge = make_judge(args.judge, args.judge_dtype)
         with open(args.judged, "a", encoding="utf-8") as out:
             for k, (ctx, claim) in tqdm(list(todo.items()), desc="judge"):
                 p = float(judge.score([ctx], [claim])[0])
@@ -287,6 +295,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 for Qwen")
     ap.add_argument("--aggregator", default="default", help="the scorer's aggregator (default: resolved for the model)")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b", help="alignment scorer spec of the judge")
+    ap.add_argument("--judge-dtype", default="bfloat16", help="dtype of an LLM judge")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--max-sentences", type=int, default=4)
@@ -316,7 +325,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.no_judge:
         return {}
     judged = run_judge(args, ctxs)
-    print(f"model={args.model} judge={args.judge} (question-aware on QA tasks) max_new_tokens={args.max_new_tokens} "
+    print(f"model={args.model} judge={args.judge} ({args.judge_dtype}, question-aware on QA tasks) max_new_tokens={args.max_new_tokens} "
           f"max_sentences={args.max_sentences} S={args.num_samples} K={args.num_beams} T={args.temperature} "
           f"cpu={platform.machine()} wall={(time.perf_counter() - t0) / 60:.1f} min")
     return report(args, ctxs, methods, judged)

@@ -391,11 +391,13 @@ class _Run:
                 self.trace["stop"] = "beam ended"
                 return ended[0][1]
             beams = [k[1] for k in kept]
-            lead = beams[0].row
-            if len(lead.sentences) >= self.max_sentences or len(lead.ids) >= self.dec.max_new_tokens:
-                self.trace["stop"] = "max_sentences" if len(lead.sentences) >= self.max_sentences else "max_new_tokens"
+            # every beam must stay within the token budget: the longest one sets what the next step may add
+            longest = max(len(b.row.ids) for b in beams)
+            if any(len(b.row.sentences) >= self.max_sentences for b in beams) or longest >= self.dec.max_new_tokens:
+                full = any(len(b.row.sentences) >= self.max_sentences for b in beams)
+                self.trace["stop"] = "max_sentences" if full else "max_new_tokens"
                 return beams[0]
-            budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - max(len(b.row.ids) for b in beams))
+            budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - longest)
             step = {"candidates": []}
             batch, cands = sample_candidates(self.monitor, [b.batch for b in beams], _spread(self.num_samples, len(beams)),
                                              self.premise, self.dec, self.generator, max_tokens=budget, steer=self.steer)

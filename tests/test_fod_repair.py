@@ -210,3 +210,28 @@ def test_table2_benchmark_smoke(tmp_path, capsys):
     fod_table2.main(args)  # resumes: nothing new is generated
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 12
     assert "| fod |" in capsys.readouterr().out
+
+
+def test_beam_search_keeps_every_beam_within_the_token_budget():
+    """Issue 22, bug 2: the candidate budget came from the shortest beam, so a longer beam overran max_new_tokens."""
+    def script(text, has_context):
+        table = {"": {"Good": 1.0}, "Good.": {" London": 0.4, " Fine": 0.3, " The": 0.3}}
+        if text in table:
+            return table[text]
+        if text.endswith(" The"):
+            return {" answer": 1.0}
+        if text.endswith(" answer"):
+            return {" is": 1.0}
+        if text.endswith(" is"):
+            return {" Paris": 1.0}
+        if text.endswith("Paris."):
+            return {" The": 1.0}  # the long beam goes on with long sentences
+        return {" Fine": 1.0} if text.endswith(".") else {".": 1.0}
+    fod = make(script)
+    tok = fod.scorer.lm.tokenizer
+    for seed in range(4):
+        res = fod.generate(question="Q?", context=CONTEXT, decoding=Decoding(max_new_tokens=10, do_sample=True, seed=seed),
+                           tau1=0.5, tau2=0.7, search="beam", cut="sentence", steer="none", num_samples=6, num_beams=2,
+                           stop_degenerate=False)
+        assert res.trace["backtrack"] is not None
+        assert len(tok(res.text, add_special_tokens=False)["input_ids"]) <= 10, res.text

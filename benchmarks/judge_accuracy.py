@@ -1,0 +1,98 @@
+"""How far to trust the Table-2 judge: its ROC AUC on RAGTruth dev sentences with human span labels.
+
+A random sample of sentences per task (seeded; sentences of one source document are resampled together in the
+bootstrap). The judge is asked exactly as ``benchmarks.fod_table2`` asks it: question-aware on QA ("Question: Q /
+Answer: sentence"), the sentence alone on Summary and Data2txt. Word overlap (share of the sentence's content words
+in the context) stands beside it on the same sentences. Verdicts are cached in ``--judged`` (the same file format as
+``fod_table2``), so reruns resume.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.judge_accuracy --per-task 80 --judged judge_acc.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+
+import numpy as np
+
+from benchmarks.fod_table2 import _key, make_judge
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
+    ap.add_argument("--per-task", type=int, default=80, help="sentences sampled per task")
+    ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b")
+    ap.add_argument("--judge-dtype", default="bfloat16")
+    ap.add_argument("--judged", required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    from benchmarks.ragtruth.data import read_ragtruth
+    from features.alignment.lexical import lexical_precision
+    from syncheck.featurize import alignment_claim
+    from syncheck.stats import bootstrap_auroc
+
+    records = read_ragtruth(args.ragtruth)
+    rng = random.Random(args.seed)
+    items = []
+    for task in ("QA", "Summary", "Data2txt"):
+        pool = []
+        for r in records:
+            if r.task != task:
+                continue
+            sents = r.sentences()
+            for s, lab in zip(sents, r.sentence_labels(sents)):
+                q = r.question if task == "QA" else ""
+                pool.append({"task": task, "group": r.source_id, "context": r.context, "label": lab,
+                             "claim": alignment_claim(s.text, q) if q else s.text, "sentence": s.text})
+        rng.shuffle(pool)
+        items += pool[: args.per_task]
+    cache = {}
+    if os.path.exists(args.judged):
+        for line in open(args.judged, encoding="utf-8"):
+            try:
+                r = json.loads(line)
+                cache[r["key"]] = r["p"]
+            except json.JSONDecodeError:
+                pass
+    todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
+    if todo:
+        from tqdm import tqdm
+
+        judge = make_judge(args.judge, args.judge_dtype)
+        with open(args.judged, "a", encoding="utf-8") as out:
+            for it in tqdm(todo, desc="judge"):
+                k = _key(it["context"], it["claim"])
+                cache[k] = float(judge.score([it["context"]], [it["claim"]])[0])
+                out.write(json.dumps({"key": k, "p": cache[k]}) + "\n")
+                out.flush()
+    print(f"judge={args.judge} ({args.judge_dtype}); label 1 = faithful (no annotated span); AUROC [95% CI, "
+          "bootstrap over source documents]\n")
+    print("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | judge accuracy at 0.5 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    summary = {}
+    for task in ("QA", "Summary", "Data2txt", "all"):
+        sel = [it for it in items if task == "all" or it["task"] == task]
+        y = [it["label"] for it in sel]
+        p = [cache[_key(it["context"], it["claim"])] for it in sel]
+        wo = [lexical_precision(it["context"], it["sentence"]) for it in sel]
+        g = [it["group"] for it in sel]
+        if len(set(y)) < 2:
+            continue
+        j, jlo, jhi = bootstrap_auroc(y, p, groups=g, seed=args.seed)
+        w, wlo, whi = bootstrap_auroc(y, wo, groups=g, seed=args.seed)
+        acc = float(np.mean([(pi >= 0.5) == bool(yi) for pi, yi in zip(p, y)]))
+        summary[task] = {"judge": (j, jlo, jhi), "word_overlap": (w, wlo, whi), "accuracy": acc, "n": len(sel)}
+        print(f"| {task} | {len(sel)} | {len(sel) - sum(y)} | {j:.3f} [{jlo:.3f}, {jhi:.3f}] | "
+              f"{w:.3f} [{wlo:.3f}, {whi:.3f}] | {acc:.3f} |")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
