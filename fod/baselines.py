@@ -94,7 +94,8 @@ class RerankGenerator(FODGenerator):
             scores = [s.score for s in sents if s.score is not None]
             mean = sum(scores) / len(scores) if scores else float("-inf")
             candidates.append({"text": text, "mean_score": mean if scores else None, "error": res.error})
-        best = max(range(len(texts)), key=lambda i: candidates[i]["mean_score"] or float("-inf"))
+        means = [c["mean_score"] if c["mean_score"] is not None else float("-inf") for c in candidates]
+        best = max(range(len(texts)), key=means.__getitem__)  # a mean of 0.0 beats a candidate with no score
         sents = cut_at_stop(texts[best], scored[best].sentences, dec)[:max_sentences]
         text = texts[best][: sents[-1].end] if sents else ""
         trace = {"candidates": candidates, "chosen": best}

@@ -35,7 +35,7 @@ from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
 from syncheck.kv import cache_length, concat_left_padded, expand, select_rows
 from syncheck.models import LoadedModel
-from syncheck.passes import capture_hidden, decode_offsets
+from syncheck.passes import decoder_layers, capture_hidden, decode_offsets
 
 
 @dataclass
@@ -297,9 +297,15 @@ class LiveEngine:
             c0, c1 = batch.context_span
             recording = record_lookback(self.lm.model, [(p + c0, p + c1) for p in batch.pad_with],
                                         [p + batch.prompt_len for p in batch.pad_with], 1)
+        # models whose decoder layers cannot be hooked give their hidden states through output_hidden_states,
+        # as in the offline pass (passes.forward_response)
+        fallback = bool(self.hidden_layers) and decoder_layers(self.lm.model) is None
         with capture_hidden(self.lm.model, self.hidden_layers) as hidden, recording as rec:
             out = self.lm.model(input_ids=ids, position_ids=torch.tensor(positions, device=dev).unsqueeze(-1),
-                                past_key_values=batch.with_cache, use_cache=True, **kwargs)
+                                past_key_values=batch.with_cache, use_cache=True, output_hidden_states=fallback,
+                                **kwargs)
+            if fallback:
+                hidden.update({layer: out.hidden_states[layer].float() for layer in self.hidden_layers})
         batch.with_cache = out.past_key_values
         batch.next_logp = torch.log_softmax(out.logits[:, -1].float(), -1)
         if rec is not None:

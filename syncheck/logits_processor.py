@@ -41,7 +41,7 @@ from features.entropy import normalized_entropy
 from syncheck.featurize import Premise
 from syncheck.live import Batch, Row
 from syncheck.monitor import Monitor, SentenceEvent
-from syncheck.passes import _decoder_layers, decode_offsets, prompt_pair
+from syncheck.passes import decoder_layers, decode_offsets, prompt_pair
 from syncheck.prompts import format_context
 
 
@@ -68,7 +68,7 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         if monitor.engine.lookback:
             raise ValueError("SynCheckLogitsProcessor cannot record lookback ratios inside model.generate; use "
                              "Monitor.stream / Monitor.generate, or a Scorer built with lookback=False")
-        if _decoder_layers(lm.model) is None and monitor.engine.hidden_layers:
+        if decoder_layers(lm.model) is None and monitor.engine.hidden_layers:
             raise ValueError("cannot find the model's decoder layers to read hidden states; build the Scorer with "
                              "lid=None and an aggregator without a hidden-state probe")
         pair = prompt_pair(lm, context, question, max_new_tokens, monitor.scorer.max_length)
@@ -101,7 +101,7 @@ class SynCheckLogitsProcessor(LogitsProcessor):
                   without_next=without_next[0] if without_next is not None else None)
         self.batch = Batch([row], with_cache=None, without_cache=without_cache, next_logp=None,
                            prompt=list(self._prompt), prompt_len_without=len(self._without_ids))
-        layers = _decoder_layers(self.monitor.scorer.lm.model)
+        layers = decoder_layers(self.monitor.scorer.lm.model)
         for layer in engine.hidden_layers:
             def hook(_m, _a, output, layer=layer):
                 out = output[0] if isinstance(output, tuple) else output

@@ -166,7 +166,7 @@ def encode_record(
                          pair.context_span)
 
 
-def _decoder_layers(model) -> Sequence[torch.nn.Module] | None:
+def decoder_layers(model) -> Sequence[torch.nn.Module] | None:
     base = getattr(model, "model", None) or getattr(model, "transformer", None)
     for holder in (base, getattr(base, "decoder", None)):
         for attr in ("layers", "h"):
@@ -186,7 +186,7 @@ def capture_hidden(model, layers: Sequence[int], last: int | None = None) -> Ite
     empty (callers then fall back to ``output_hidden_states``).
     """
     captured: dict[int, torch.Tensor] = {}
-    decoder = _decoder_layers(model) if layers else None
+    decoder = decoder_layers(model) if layers else None
     hooks = []
     if decoder is not None:
         for layer in layers:
@@ -261,9 +261,9 @@ def forward_response(
             position_ids=position_ids.to(device),
             use_cache=False,
             logits_to_keep=keep,
-            output_hidden_states=bool(hidden_layers) and _decoder_layers(model) is None,
+            output_hidden_states=bool(hidden_layers) and decoder_layers(model) is None,
         )
-        if hidden_layers and _decoder_layers(model) is None:
+        if hidden_layers and decoder_layers(model) is None:
             captured.update({layer: out.hidden_states[layer][:, -keep:].float() for layer in hidden_layers})
     masses = recorded.stacked() if recorded is not None else None
     logits = out.logits[:, -keep:]

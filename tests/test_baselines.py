@@ -48,6 +48,21 @@ def test_reranking_returns_the_sample_with_the_best_mean_score():
     assert res.mean_score == pytest.approx(max(m for m in means if m is not None))
 
 
+def test_reranking_prefers_a_mean_score_of_zero_to_no_score():
+    """Issue 22, bug 6: ``mean_score or -inf`` ranked a mean of 0.0 with the empty candidates (no score)."""
+    scorer = scorer_for(table({"": {"Good": 0.5, "<eos>": 0.5}}))
+    scorer.featurizer.score_fn = lambda text, features: 0.0
+    picked_empty_first = 0
+    for seed in range(8):
+        res = RerankGenerator(scorer, checker=None).generate(question="Q?", context="c", num_samples=4,
+                                                             decoding=sampled(seed))
+        means = [c["mean_score"] for c in res.trace["candidates"]]
+        if 0.0 in means:
+            assert res.text == "Good." and res.mean_score == 0.0, (seed, means)
+            picked_empty_first += means[0] is None
+    assert picked_empty_first  # some seed puts an empty candidate first: the old ranking returned it
+
+
 def cad_script(text, has_context):
     if text == "":
         return {"Paris": 0.45, "London": 0.55} if has_context else {"Paris": 0.1, "London": 0.9}

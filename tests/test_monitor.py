@@ -36,6 +36,20 @@ def tiny_scorer(tiny_lm):
     return Scorer(tiny_lm, lid=ref)
 
 
+def test_live_path_falls_back_to_output_hidden_states_like_the_offline_path(tiny_scorer, monkeypatch):
+    """Issue 22, bug 5: a model whose decoder layers cannot be hooked raised KeyError live (offline fell back)."""
+    import syncheck.live
+    import syncheck.passes
+
+    monkeypatch.setattr(syncheck.passes, "decoder_layers", lambda model: None)
+    monkeypatch.setattr(syncheck.live, "decoder_layers", lambda model: None, raising=False)
+    ids, _ = response_ids_and_offsets(tiny_scorer.lm.tokenizer, RESPONSE)
+    live = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
+    offline = tiny_scorer.score(context=CONTEXT, response=RESPONSE, question="When?")
+    assert any(k.startswith("lid_layer_") for k in live.sentences[0].features)  # LID reads the hidden states
+    assert_same_features(offline.sentences, live.sentences)
+
+
 def test_live_features_equal_offline_features_for_the_same_tokens(tiny_scorer):
     ids, _ = response_ids_and_offsets(tiny_scorer.lm.tokenizer, RESPONSE)
     live = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)

@@ -107,6 +107,15 @@ def test_fod_streams_only_accepted_sentences(server):
     assert all(text[s["start"] : s["end"]] == s["text"] for s in sentences)
 
 
+def test_fod_cut_off_by_max_tokens_without_a_backtrack_reports_length(server):
+    """Issue 22, bug 3: FOD's trace had no stop reason unless it backtracked, so a cut-off answer said "stop"."""
+    reply = server.client().chat.completions.create(**ask(QUESTIONS[1], max_tokens=8, extra_body={
+        "documents": DOCS, "syncheck": {"method": "fod", "tau1": 0.0, "final_check": False, "max_sentences": 8}}))
+    extra = reply.model_extra["syncheck"]
+    assert extra["trace"]["backtrack"] is None and extra["trace"]["stop"] == "max_new_tokens"
+    assert reply.choices[0].finish_reason == "length"
+
+
 def test_eight_concurrent_streams_each_equal_their_sequential_result(server):
     client = server.client()
     sequential = [client.chat.completions.create(**ask(q), max_tokens=16).choices[0].message.content
