@@ -18,7 +18,7 @@ from transformers import GenerationConfig
 from fod.generator import FODGenerator, cut_at_stop
 from fod.results import ABSTAIN_TEXT, GenerationResult
 from syncheck.aggregators.thresholds import resolve_threshold
-from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding
+from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
 from syncheck.records import Record
 
 #: what every baseline's ``decoding=`` accepts (see :mod:`syncheck.decoding`)
@@ -122,7 +122,7 @@ class CADGenerator(FODGenerator):
 
         dec = Decoding.coerce(decoding, GREEDY)
         if dec.do_sample:
-            raise ValueError("CAD decodes greedily on the contrasted logits: give decoding with do_sample=False")
+            raise SettingsError("CAD decodes greedily on the contrasted logits: give decoding with do_sample=False")
         lm = self.scorer.lm
         pair = prompt_pair(lm, context, question, dec.max_new_tokens, self.scorer.max_length)
         with_ids, without_ids, warnings = pair.with_context, pair.without_context, pair.warnings

@@ -47,7 +47,7 @@ from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.featurize import Premise
 from transformers import GenerationConfig
 
-from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding
+from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
 from syncheck.live import Batch
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.results import ScoredSentence
@@ -181,15 +181,15 @@ class FODGenerator:
         dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("FOD")
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
         if not 0 < num_beams <= num_samples:
-            raise ValueError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")
+            raise SettingsError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")
         if max_sentences < 1:
-            raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
+            raise SettingsError(f"max_sentences must be >= 1, got {max_sentences}")
         for name, value, allowed in (("search", search, SEARCHES), ("cut", cut, CUTS), ("steer", steer, STEERING),
                                      ("fallback", fallback, FALLBACKS)):
             if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+                raise SettingsError(f"{name} must be one of {allowed}, got {value!r}")
         if max_repairs < 0:
-            raise ValueError(f"max_repairs must be >= 0, got {max_repairs}")
+            raise SettingsError(f"max_repairs must be >= 0, got {max_repairs}")
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)

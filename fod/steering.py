@@ -22,6 +22,8 @@ import math
 
 import torch
 
+from syncheck.decoding import SettingsError
+
 #: What :class:`~fod.generator.FODGenerator` accepts as ``steer``.
 STEERING = ("none", "adacad", "cad")
 
@@ -46,7 +48,7 @@ def steered_logits(logp_with: torch.Tensor, logp_without: torch.Tensor, mode: st
         alpha: CAD's fixed weight.
     """
     if mode not in STEERING:
-        raise ValueError(f"steer must be one of {STEERING}, got {mode!r}")
+        raise SettingsError(f"steer must be one of {STEERING}, got {mode!r}")
     if logp_with.shape != logp_without.shape:
         raise ValueError(f"with {tuple(logp_with.shape)} and without {tuple(logp_without.shape)} shapes differ")
     if mode == "none":

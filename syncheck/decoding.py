@@ -31,6 +31,11 @@ from transformers.generation.logits_process import (
 )
 
 
+
+class SettingsError(ValueError):
+    """A setting the caller gave is invalid (a decoding setting, a threshold, a decoder option); the message says
+    how to fix it. The server answers it with HTTP 400; any other error inside a decoder is a 500."""
+
 @dataclass(frozen=True)
 class Decoding:
     """How tokens are chosen, and for how long.
@@ -56,15 +61,15 @@ class Decoding:
             object.__setattr__(self, "stop", (self.stop,))
         object.__setattr__(self, "stop", tuple(self.stop))
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
+            raise SettingsError(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
         if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}; use do_sample=False for greedy decoding")
+            raise SettingsError(f"temperature must be > 0, got {self.temperature}; use do_sample=False for greedy decoding")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+            raise SettingsError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 turns it off), got {self.top_k}")
+            raise SettingsError(f"top_k must be >= 0 (0 turns it off), got {self.top_k}")
         if any(not isinstance(s, str) or not s for s in self.stop):
-            raise ValueError(f"stop strings must be non-empty strings, got {self.stop!r}")
+            raise SettingsError(f"stop strings must be non-empty strings, got {self.stop!r}")
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -99,7 +104,7 @@ class Decoding:
                                    "num_return_sequences", "penalty_alpha")
                        if getattr(config, k, None) not in (None, 1, 1.0, 0)]
         if unsupported:
-            raise ValueError(f"GenerationConfig settings {unsupported} are not supported by syncheck's decoders; "
+            raise SettingsError(f"GenerationConfig settings {unsupported} are not supported by syncheck's decoders; "
                              "unset them (FOD's sentence beam search takes num_beams in generate())")
         stop = config.stop_strings
         return replace(
@@ -126,7 +131,7 @@ class Decoding:
         """``self``, or a ``ValueError`` when it is greedy: ``who`` samples candidates, and greedy ones would all be
         the same (a ``GenerationConfig`` is greedy unless it sets ``do_sample=True``)."""
         if not self.do_sample:
-            raise ValueError(f"{who} samples its candidates, and greedy decoding would make them all identical: give "
+            raise SettingsError(f"{who} samples its candidates, and greedy decoding would make them all identical: give "
                              "decoding with do_sample=True (a dict of settings keeps it on; a GenerationConfig needs "
                              "do_sample=True)")
         return self
@@ -165,4 +170,4 @@ GREEDY = Decoding()
 #: FOD's and reranking's candidate sampling (SynCheck paper, Section 4): temperature 1, top-p 0.95, seed 0
 CANDIDATE_SAMPLING = Decoding(do_sample=True, temperature=1.0, top_p=0.95, seed=0)
 
-__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "Decoding"]
+__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "Decoding", "SettingsError"]

@@ -21,6 +21,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from syncheck.decoding import SettingsError
+
 #: The paper's values (SynCheck, Section 4.3).
 PAPER_TAU1 = 0.7
 PAPER_TAU2 = 0.85
@@ -41,7 +43,7 @@ def resolve_threshold(scorer: Any, name: str, given: float | None = None) -> tup
     """
     paper = {"tau1": PAPER_TAU1, "tau2": PAPER_TAU2}
     if name not in paper:
-        raise ValueError(f"threshold name must be 'tau1' or 'tau2', got {name!r}")
+        raise SettingsError(f"threshold name must be 'tau1' or 'tau2', got {name!r}")
     if given is not None:
         value, source = float(given), "given"
     else:
@@ -49,7 +51,7 @@ def resolve_threshold(scorer: Any, name: str, given: float | None = None) -> tup
         value, source = (float(tuned), "aggregator") if tuned is not None else (paper[name], "paper")
     if not 0.0 <= value <= 1.0:
         where = "the aggregator's meta.json 'decoding' block" if source == "aggregator" else "the value given"
-        raise ValueError(f"{name} must be a faithfulness probability in [0, 1], got {value} from {where}; "
+        raise SettingsError(f"{name} must be a faithfulness probability in [0, 1], got {value} from {where}; "
                          f"pass {name} between 0 and 1")
     return value, source
 

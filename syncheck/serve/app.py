@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
+from syncheck.decoding import SettingsError
 from syncheck.io import guard_row
 from syncheck.serve.generation import ChatJob, ChatRunner
 from syncheck.serve.protocol import (
@@ -218,7 +219,7 @@ async def _events(job: Job, cid: str, model_id: str, created: int, usage: bool) 
 def _server_error(exc: BaseException) -> ApiError:
     if isinstance(exc, ApiError):
         return exc
-    if isinstance(exc, ValueError):  # bad settings found by the decoders (they say how to fix them)
+    if isinstance(exc, SettingsError):  # bad settings found by the decoders (they say how to fix them)
         return ApiError(400, str(exc))
     return ApiError(500, f"generation failed: {type(exc).__name__}: {exc}", type="server_error")
 
