@@ -8,9 +8,10 @@ import sys
 import click
 
 from fod import __version__
+from syncheck.cli.common import CommandGroup
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 @click.version_option(__version__, prog_name="fod")
 def main() -> None:
     """Faithfulness-oriented decoding of local LLMs."""

@@ -80,8 +80,9 @@ def _require_scores(events: list[SentenceEvent]) -> None:
                 raise RuntimeError(f"the sentence {ev.sentence.text!r} has non-finite features {bad}, so it has no "
                                    "score: the model produced NaN or infinite numbers (check its weights and dtype; "
                                    "float16 overflows on CPU: use float32 or bfloat16)")
-            raise ValueError(
-                "FOD needs a sentence score: give the Scorer an aggregator (aggregator='default' or a trained one)"
+            raise SettingsError(
+                "FOD needs a sentence score: give the Scorer an aggregator (aggregator='default' or a trained one; "
+                "`fod generate --aggregator default`)"
             )
 
 

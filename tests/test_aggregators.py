@@ -294,10 +294,40 @@ def test_cli_train_then_score_round_trip(tiny_dir, tmp_path):
     res = runner.invoke(main, ["train", str(bad), "-o", str(tmp_path / "agg3")])
     assert res.exit_code != 0 and "one label per scored sentence" in res.output
 
-    # an aggregator needing features this run does not produce
+    # an aggregator needing features this run does not produce: one line, exit status 2, no traceback
     res = runner.invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--no-lid", "--no-kl",
                                "--aggregator", str(agg_dir)])
-    assert res.exit_code != 0 and "mean_contrastive_kl" in str(res.exception or res.output)
+    assert res.exit_code == 2 and "mean_contrastive_kl" in res.output, res.output
+    assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)
+
+
+def test_cli_score_train_score_with_rows_that_carry_a_probe_output(tiny_dir, tmp_path):
+    """Issue 22, bug 1: rows scored with the default aggregator carry its probe's output (hidden_probe); `train`
+    took it as a feature, and the saved aggregator (no probe) could not score: a traceback."""
+    from syncheck.cli import main
+
+    runner = CliRunner()
+    inp, scored = tmp_path / "in.jsonl", tmp_path / "scored.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    assert runner.invoke(main, ["score", str(inp), "-o", str(scored), "--model", str(tiny_dir), "--no-lid",
+                                "--aggregator", "none"]).exit_code == 0
+    rows = [json.loads(line) for line in scored.read_text().splitlines()]
+    for r in rows:  # as SmolLM2 rows scored with the shipped default aggregator are
+        for i, sent in enumerate(r["sentences"]):
+            sent["features"]["hidden_probe"] = 0.1 * i
+    scored.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": r["id"], "label": r["label"]}) + "\n" for r in RECORDS))
+    agg_dir = tmp_path / "agg"
+    res = runner.invoke(main, ["train", str(scored), "--labels", str(labels), "--kind", "lr", "-o", str(agg_dir)])
+    assert res.exit_code == 0, res.output
+    assert "hidden_probe" not in read_meta(agg_dir)["feature_names"]
+    res = runner.invoke(main, ["score", str(inp), "-o", str(tmp_path / "out.jsonl"), "--model", str(tiny_dir),
+                               "--no-lid", "--aggregator", str(agg_dir)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["train", str(scored), "--labels", str(labels), "--kind", "lr", "-o", str(agg_dir),
+                               "--features", "mean_prob,hidden_probe"])
+    assert res.exit_code == 2 and "--probe hidden_probe" in res.output
 
 
 @pytest.mark.slow

@@ -214,4 +214,4 @@ def test_cli_unknown_backend_is_a_clean_error(tmp_path):
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"id": 1, "context": "c", "response": "r"}) + "\n", encoding="utf-8")
     res = CliRunner().invoke(main, ["check", str(inp), "--relevance", "nope"])
-    assert res.exit_code == 1 and "unknown relevance scorer" in res.output
+    assert res.exit_code == 2 and "unknown relevance scorer" in res.output

@@ -7,7 +7,7 @@ import click
 from syncheck import __version__
 from syncheck.cli.calibrate import calibrate, calibrations
 from syncheck.cli.check import check
-from syncheck.cli.common import quiet_transformers
+from syncheck.cli.common import CommandGroup, quiet_transformers
 from syncheck.cli.lid import lid_reference
 from syncheck.cli.report import report
 from syncheck.cli.score import score
@@ -15,7 +15,7 @@ from syncheck.cli.serve import serve
 from syncheck.cli.train import train
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 @click.version_option(__version__, prog_name="syncheck")
 def main() -> None:
     """Score RAG responses sentence by sentence for faithfulness to their context."""

@@ -21,6 +21,46 @@ dtype_option = click.option(
 )
 
 
+#: Exit status of every error a user can cause (bad input, options, files): click's usage-error status.
+USER_ERROR_EXIT = 2
+
+
+class UserError(click.ClickException):
+    """A mistake the user can fix: shown as one line, exit status :data:`USER_ERROR_EXIT`."""
+
+    exit_code = USER_ERROR_EXIT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    from syncheck.aggregators.apply import FeatureMismatchError
+    from syncheck.decoding import SettingsError
+    from syncheck.labels import LabelError
+    from syncheck.passes import ResponseTooLongError
+
+    return (FeatureMismatchError, SettingsError, LabelError, ResponseTooLongError, FileNotFoundError,
+            IsADirectoryError, PermissionError)
+
+
+class CommandGroup(click.Group):
+    """A click group whose commands end every user error in one line and exit status 2, never a traceback:
+    click's own errors get status 2, and the library's user-error exceptions (a feature mismatch between an
+    aggregator and the scorer, a bad decoding setting, bad labels, a missing file) become :class:`UserError`."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as exc:
+            exc.exit_code = USER_ERROR_EXIT
+            raise
+        except _user_error_types() as exc:
+            raise UserError(str(exc)) from None
+
+
 def read_records(path: Path) -> Iterator[Record | RecordError]:
     """Records of a JSONL file, in order; bad lines (invalid UTF-8 or JSON, bad fields) come as errors."""
     with open(path, "rb") as f:

@@ -131,8 +131,15 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
         )
     if features:
         names = [n.strip() for n in features.split(",") if n.strip()]
+        borrowed = [n for n in names if n in PROBE_INPUTS and n not in probes]
+        if borrowed:
+            raise click.ClickException(
+                f"--features {','.join(borrowed)}: the output of a probe another aggregator fitted; a scorer using "
+                f"this aggregator would not produce it. Fit the probe here instead: --probe {borrowed[0]}")
     else:
-        names = [n for n in sent_feats[0] if all(n in f for f in sent_feats)]
+        # every feature all rows share, but not the output of a probe another aggregator fitted (the default
+        # aggregator's hidden_probe): the saved aggregator would need a probe it does not have
+        names = [n for n in sent_feats[0] if all(n in f for f in sent_feats) and (n not in PROBE_INPUTS or n in probes)]
     missing = [n for n in names if any(f.get(n) is None for f in sent_feats)]
     if missing:
         raise click.ClickException(f"features missing (or null) in some scored sentences: {missing}; choose --features")
