@@ -233,42 +233,43 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float])
         # records every method answered and every sentence judged (a paired comparison needs the same records)
         recs = [c for c in ctxs if c["task"] in tasks and all((c["task"], c["record"], m) in rows for m in methods)]
         per: dict[str, dict[str, list]] = {m: defaultdict(list) for m in methods}
-        usable = []
+        usable, judged_records = [], 0
         for c in recs:
-            vals = {}
+            # the judged share needs every sentence of every method judged; the model-free measures need nothing
+            verdicts = {}
             for m in methods:
                 r = rows[(c["task"], c["record"], m)]
                 claims = [alignment_claim(s["text"], c["question"]) if c["qa"] else s["text"] for s in r["sentences"]]
                 keys = [_key(c["context"], cl) for cl in claims]
-                if any(k not in judged for k in keys):
-                    break
-                vals[m] = ([float(judged[k] >= 0.5) for k in keys], r)
-            else:
-                usable.append(c)
-                for m, (sup, r) in vals.items():
-                    d = per[m]
-                    d["supported"].append(sup)
-                    distinct = {s["text"].strip().lower() for s in r["sentences"] if not s.get("degenerate")}
-                    d["informative"].append([0.0 if r["abstained"] else float(len(distinct))])
-                    d["abstained"].append([float(r["abstained"])])
-                    d["specifics"].append([float(sum(s["unsupported"] for s in r["sentences"]))])
-                    d["seconds"].append([r["seconds"]])
-                    if r.get("backtracked") is not None:
-                        d["backtracked"].append([float(r["backtracked"])])
+                verdicts[m] = [float(judged[k] >= 0.5) for k in keys] if all(k in judged for k in keys) else None
+            all_judged = all(v is not None for v in verdicts.values())
+            judged_records += all_judged
+            usable.append(c)
+            for m in methods:
+                r, d = rows[(c["task"], c["record"], m)], per[m]
+                if all_judged:
+                    d["supported"].append(verdicts[m])
+                distinct = {s["text"].strip().lower() for s in r["sentences"] if not s.get("degenerate")}
+                d["informative"].append([0.0 if r["abstained"] else float(len(distinct))])
+                d["abstained"].append([float(r["abstained"])])
+                d["specifics"].append([float(sum(s["unsupported"] for s in r["sentences"]))])
+                d["seconds"].append([r["seconds"]])
+                if r.get("backtracked") is not None:
+                    d["backtracked"].append([float(r["backtracked"])])
         if not usable:
             continue
-        print(f"\n### {task} ({len(usable)} records)\n")
+        print(f"\n### {task} ({len(usable)} records; judged: {judged_records})\n")
         print("| method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | unsupported specifics / answer "
               "| vs greedy | informative sentences / answer | vs greedy | abstained | backtracked | s / answer |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         g = per["greedy"]
         for m in methods:
             d = per[m]
-            f, lo, hi = bootstrap_mean(d["supported"], seed=args.seed)
-            row = {"faithful": f, "ci": [lo, hi], "records": len(usable)}
+            f, lo, hi = bootstrap_mean(d["supported"], seed=args.seed) if d["supported"] else (float("nan"),) * 3
+            row = {"faithful": f, "ci": [lo, hi], "records": len(usable), "judged_records": judged_records}
             cells = []
             for name in ("supported", "specifics", "informative"):
-                if m == "greedy":
+                if m == "greedy" or not d[name]:
                     cells.append("-")
                     continue
                 diff, dlo, dhi = bootstrap_paired_difference(g[name], d[name], seed=args.seed)
