@@ -111,3 +111,24 @@ def test_the_default_score_ranks_a_copied_sentence_above_a_contradicting_one(sco
     good = scorer.score(context=context, response=copied, question=question).sentences[0]
     bad = scorer.score(context=context, response=contradicting, question=question).sentences[0]
     assert good.score > bad.score and "hidden_probe" in good.features
+
+
+EIFFEL = ("The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
+          "The Eiffel Tower was completed in 1889 for the World's Fair.")
+
+
+@pytest.mark.slow
+def test_fod_repairs_the_two_sentence_eiffel_example(scorer):
+    """Issue 19: greedy invents "completed on 14 July 1889, marking the 100th anniversary"; FOD cuts before "on",
+    keeps "The Eiffel Tower was completed", and neither abstains nor keeps the flagged sentence."""
+    from fod.generator import FODGenerator
+    from syncheck.scorer import Scorer
+
+    fod = FODGenerator(Scorer(scorer.lm), checker=None)  # the default configuration and aggregator
+    res = fod.generate(question="When was the Eiffel Tower completed, and why was it built?", context=EIFFEL,
+                       decoding={"max_new_tokens": 96, "seed": 0})
+    flagged = res.trace["backtrack"]
+    assert flagged is not None and "July" in flagged["text"]
+    assert res.trace["steps"][0]["cut"]["kept"] == "The Eiffel Tower was completed"
+    assert "1889" in res.text and "July" not in res.text and "anniversary" not in res.text
+    assert not res.trace["abstained"]
