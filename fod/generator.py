@@ -50,6 +50,7 @@ from transformers import GenerationConfig
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
 from syncheck.live import Batch
 from syncheck.monitor import Monitor, SentenceEvent
+from syncheck.provenance import FINAL_CHECK_TOP_K
 from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
@@ -86,10 +87,6 @@ def _require_scores(events: list[SentenceEvent]) -> None:
             )
 
 
-#: Sources the automatic final check reads (TopK): each costs one teacher-forced pass of the answer with the
-#: ``syncheck`` support backend; TopK 3 measured as well as TopP 0.9 on the distractor pairs (0.78 vs 0.76 AUROC)
-#: at about a quarter of TopP's cost on RAGTruth QA (benchmarks/RESULTS.md, Provenance section of issue 11).
-FINAL_CHECK_TOP_K = 3
 
 class FODGenerator:
     """Faithfulness-oriented decoding over a local causal LM.

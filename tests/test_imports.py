@@ -55,6 +55,68 @@ def test_every_module_imports_alone_without_loading_a_model():
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
 
 
+#: the applications: the CLIs, the server, and fod's adapters for the server; every other module is a core layer
+APPS = ("syncheck.cli", "syncheck.serve", "fod.cli", "fod.serving")
+#: what each layer may import of ours: features <- syncheck core <- fod core <- the applications
+MAY_IMPORT = {
+    "features": {"features"},
+    "syncheck": {"features", "syncheck"},
+    "fod": {"features", "syncheck", "fod"},
+    "syncheck app": {"features", "syncheck", "syncheck app"},  # never fod: decoders come by entry point
+    "fod app": {"features", "syncheck", "fod", "syncheck app", "fod app"},
+}
+
+
+def layer(module: str) -> str:
+    top = module.split(".")[0]
+    if any(module == a or module.startswith(a + ".") for a in APPS):
+        return f"{top} app"
+    return top
+
+
+def imports_of(path: Path, module: str) -> list[tuple[str, int]]:
+    """Every module of ours ``path`` imports, at module level or inside a function, with its line."""
+    import ast
+
+    out = []
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the package
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names = [f"{base}.{a.name}" if base else a.name for a in node.names]
+        else:
+            continue
+        out += [(n, node.lineno) for n in names if n.split(".")[0] in PACKAGES]
+    return out
+
+
+def test_layers_point_one_way():
+    """features <- syncheck core <- fod <- applications; nothing under syncheck/ or features/ imports fod."""
+    wrong = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            own = layer(module)
+            for imported, line in imports_of(path, module):
+                if layer(imported) not in MAY_IMPORT[own]:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} ({own}) imports {imported} ({layer(imported)})")
+    assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def test_layer_test_sees_an_upward_import(tmp_path):
+    bad = tmp_path / "generation.py"
+    bad.write_text("def f():\n    from fod.generator import FODGenerator\n", encoding="utf-8")
+    (imported, line), = imports_of(bad, "syncheck.serve.generation")
+    assert imported == "fod.generator.FODGenerator" and line == 2
+    assert layer(imported) not in MAY_IMPORT[layer("syncheck.serve.generation")]
+
+
 def test_features_never_imports_syncheck_or_fod():
     for path in (ROOT / "features").rglob("*.py"):
         text = path.read_text(encoding="utf-8")

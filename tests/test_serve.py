@@ -174,6 +174,10 @@ def test_offline_score_endpoint_gives_the_rows_of_syncheck_score(server):
                  "syncheck": {"method": "fod", "tau2": 1.5}}).encode(), 422, "syncheck.tau2", "less than or equal to 1"),
     (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
                  "syncheck": {"methd": "fod"}}).encode(), 422, "syncheck.methd", "remove it"),
+    (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                 "syncheck": {"method": "beam"}}).encode(), 400, "syncheck.method", "monitor, abstain, fod"),
+    (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                 "temperature": 0, "syncheck": {"method": "fod"}}).encode(), 400, "temperature", "samples"),
 ])
 def test_bad_requests_get_openai_error_objects_that_say_how_to_fix_them(server, body, status, param, says):
     got, err, _ = server.post("/v1/chat/completions", body)

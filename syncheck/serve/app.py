@@ -41,7 +41,7 @@ MAX_SCORE_RECORDS = 256
 
 
 def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
-               max_tokens: int = 256, model_thread: bool = True) -> FastAPI:
+               max_tokens: int = 256, model_thread: bool = True, decoders: dict | None = None) -> FastAPI:
     """The server's ASGI app around an already built :class:`~syncheck.scorer.Scorer`.
 
     Args:
@@ -51,9 +51,11 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
         model_thread: run the model's turns on a thread of their own, started with the app. ``False``: the
             caller runs ``app.state.scheduler.run()`` itself, on the thread that loaded the model (what
             ``syncheck serve`` does; faster on CPU, see :mod:`syncheck.serve.scheduler`).
+        decoders: decoder factories by ``syncheck.method`` besides ``monitor`` (default: the registered ones,
+            FOD and abstention; :mod:`syncheck.serve.decoders`).
     """
     model_id = model_id or str(scorer.lm.name)
-    runner = ChatRunner(scorer)
+    runner = ChatRunner(scorer, decoders)
     scheduler = Scheduler(max_concurrent, max_queue, batch_step=runner.pool.step)
     created = now()
 
@@ -90,10 +92,14 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
                                 "(GET /v1/models lists it)", param="model", code="model_not_found")
         question, documents = req.question(), req.documents_or_error()
         method = req.syncheck.method
-        if method == "fod" and req.temperature == 0:
-            raise ApiError(400, "method 'fod' samples its candidate sentences: omit temperature (FOD's default is "
-                                "1.0) or give one above 0", param="temperature")
-        decoding = req.candidate_decoding(max_tokens) if method == "fod" else req.decoding(max_tokens)
+        if method not in runner.methods:
+            raise ApiError(400, f"syncheck.method {method!r} is not served here: choose one of "
+                                f"{', '.join(runner.methods)}", param="syncheck.method")
+        samples = method != "monitor" and runner.decoders.samples(method)
+        if samples and req.temperature == 0:
+            raise ApiError(400, f"method {method!r} samples its candidate sentences: omit temperature (its default "
+                                "is 1.0) or give one above 0", param="temperature")
+        decoding = req.candidate_decoding(max_tokens) if samples else req.decoding(max_tokens)
         chat = ChatJob(question, documents, decoding, req.syncheck, req.ignored_messages())
         job = scheduler.submit(lambda j: runner.task(j, chat))
         cid, stamp = completion_id(), now()

@@ -1,4 +1,5 @@
-"""One chat request, run on a worker thread: monitor, FOD or abstention, reported as items on its :class:`Job`.
+"""One chat request, run as a task of the model thread: the monitor, or a registered decoder (FOD, abstention;
+:mod:`syncheck.serve.decoders`), reported as items on its :class:`Job`.
 
 Items, in order: ``("text", str)`` (text the client may show), ``("sentence", dict)`` (a finished, scored
 sentence), then one ``("done", dict)`` with the summary. A request is a task of the
@@ -11,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fod.results import ABSTAIN_TEXT, AcceptedSentence
 from syncheck.aggregators.apply import aggregate_response
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import Decoding
 from syncheck.results import ScoredSentence
 from syncheck.passes import ResponseTooLongError, prompt_pair
 from syncheck.prompts import format_context
+from syncheck.serve.decoders import DecodedAnswer, DecoderFactory, Decoders
 from syncheck.serve.protocol import ApiError, SyncheckOptions
 from syncheck.serve.scheduler import Job, Task
 
@@ -64,15 +65,32 @@ def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: b
     return out
 
 
+class JobSink:
+    """A decoder's reports as the job's ``text`` and ``sentence`` items (:class:`~syncheck.serve.decoders.AnswerSink`)."""
+
+    def __init__(self, job: Job, tau1: float, features: bool) -> None:
+        self.job, self.tau1, self.features = job, tau1, features
+
+    def text(self, text: str) -> None:
+        self.job.put("text", text)
+
+    def sentence(self, index: int, sentence: ScoredSentence) -> None:
+        self.job.put("sentence", sentence_json(index, sentence, self.tau1, self.features))
+
+    def check(self) -> None:
+        self.job.check()
+
+
 class ChatRunner:
-    """Runs chat requests against one scorer (its monitor, FOD and abstention decoders share the model).
+    """Runs chat requests against one scorer (the monitor and every decoder share the model).
 
     Args:
         scorer: the served :class:`~syncheck.scorer.Scorer`.
+        decoders: factories of the decoders besides ``monitor``, by method name (default: those registered under
+            the ``syncheck.decoders`` entry-point group, :func:`~syncheck.serve.decoders.registered_decoders`).
     """
 
-    def __init__(self, scorer: Any) -> None:
-        from fod.generator import FODGenerator
+    def __init__(self, scorer: Any, decoders: dict[str, DecoderFactory] | None = None) -> None:
         from syncheck.monitor import Monitor
         from syncheck.pool import DecodePool
 
@@ -80,8 +98,13 @@ class ChatRunner:
         self.monitor = Monitor(scorer)
         #: batches the decode steps of the running ``monitor`` streams (the scheduler's ``batch_step``)
         self.pool = DecodePool(self.monitor.engine)
-        self.fod = FODGenerator(scorer, checker=None)
+        self.decoders = Decoders(scorer, decoders)
         self._checker = None
+
+    @property
+    def methods(self) -> list[str]:
+        """Every ``syncheck.method`` this runner answers."""
+        return ["monitor", *(n for n in self.decoders.names if n != "monitor")]
 
     # ------------------------------------------------------------------ entry
     def task(self, job: Job, chat: ChatJob) -> Task:
@@ -94,10 +117,11 @@ class ChatRunner:
         thresholds = {"tau1": tau1, "tau2": tau2, "from": source}
         if method == "monitor":
             text, sentences, trace, warnings, tokens = yield from self._monitor(job, chat, tau1)
-        elif method == "fod":
-            text, sentences, trace, warnings, tokens = self._fod(job, chat, tau1)
         else:
-            text, sentences, trace, warnings, tokens = self._abstain(job, chat, tau1)
+            done = self.decoders.get(method).decode(
+                question=chat.question, documents=chat.documents, decoding=chat.decoding, options=chat.options,
+                sink=JobSink(job, tau1, chat.options.features))
+            text, sentences, trace, warnings, tokens = self._decoded(done)
         check = None
         run_check = chat.options.final_check if chat.options.final_check is not None else method != "monitor"
         if run_check and sentences:
@@ -123,8 +147,7 @@ class ChatRunner:
     def checker(self):
         """The Provenance checker FOD's final check uses (built on first use, on the model thread)."""
         if self._checker is None:
-            from fod.generator import FINAL_CHECK_TOP_K
-            from syncheck.provenance import ProvenanceChecker
+            from syncheck.provenance import FINAL_CHECK_TOP_K, ProvenanceChecker
 
             self._checker = ProvenanceChecker.for_scorer(self.scorer, top_k=FINAL_CHECK_TOP_K)
         return self._checker
@@ -143,47 +166,11 @@ class ChatRunner:
         trace = {"stop": result.stop_reason, "tokens": len(result.token_ids)}
         return result.text, result.sentences, trace, result.warnings, len(result.token_ids)
 
-    def _fod(self, job: Job, chat: ChatJob, tau1: float):
-        def accepted(a: AcceptedSentence) -> None:
-            job.check()  # a client that left stops FOD at its next accepted sentence
-            job.put("text", a.text)
-            job.put("sentence", sentence_json(a.index, a.sentence, tau1, chat.options.features))
-
-        opts = chat.options
-        res = self.fod.generate(question=chat.question, context=chat.documents, tau1=opts.tau1, tau2=opts.tau2,
-                                num_samples=opts.num_samples, num_beams=min(opts.num_beams, opts.num_samples),
-                                max_sentences=opts.max_sentences, decoding=chat.decoding, callback=accepted)
-        if not res.sentences:
-            job.put("text", res.text)  # the abstention text
-        return res.text, res.sentences, _jsonable(res.trace), res.warnings, self._count(res.text)
-
-    def _abstain(self, job: Job, chat: ChatJob, tau1: float):
-        from fod.baselines import AbstainGenerator
-
-        gen = AbstainGenerator(self.scorer, checker=None, threshold=chat.options.tau1)
-        res = gen.generate(question=chat.question, context=chat.documents, max_sentences=chat.options.max_sentences,
-                           decoding=chat.decoding)
-        shown = 0
-        for i, s in enumerate(res.sentences):  # nothing is shown before the whole answer passed
-            job.put("text", res.text[shown : s.end])
-            job.put("sentence", sentence_json(i, s, tau1, chat.options.features))
-            shown = s.end
-        if res.text == ABSTAIN_TEXT:
-            job.put("text", res.text)
-        return res.text, res.sentences, _jsonable(res.trace), res.warnings, self._count(res.text)
+    def _decoded(self, done: DecodedAnswer):
+        return done.text, done.sentences, done.trace, done.warnings, self._count(done.text)
 
     def _count(self, text: str) -> int:
         return len(self.scorer.lm.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, ScoredSentence):
-        return value.to_json()
-    return value
-
-
-__all__ = ["ChatJob", "ChatRunner", "prompt_tokens_or_413", "sentence_json"]
+__all__ = ["ChatJob", "ChatRunner", "JobSink", "prompt_tokens_or_413", "sentence_json"]

@@ -51,7 +51,7 @@ class SyncheckOptions(BaseModel):
     """The request's ``"syncheck"`` object."""
 
     model_config = ConfigDict(extra="forbid")
-    method: Literal["monitor", "fod", "abstain"] = "monitor"
+    method: str = Field("monitor", max_length=64, description="monitor, or a registered decoder (fod, abstain)")
     tau1: float | None = Field(None, ge=0, le=1, description="backtrack (fod) / abstention (abstain) threshold")
     tau2: float | None = Field(None, ge=0, le=1, description="pruning threshold (fod)")
     num_samples: int = Field(6, ge=1, le=64)
