@@ -39,17 +39,11 @@ from functools import lru_cache
 from typing import Sequence
 
 from features.alignment.lexical import STOP_WORDS
+from features.registry import signs
 from features.sentences import split_sentences
 
 #: Sign convention of each lexical feature (+1: higher = more faithful).
-LEXICAL_FEATURE_SIGNS: dict[str, int] = {
-    "lexical_precision": +1,
-    "unigram_perplexity": -1,
-    "bigram_perplexity": -1,
-    "overlap_ratio": +1,
-    "keyword_support": +1,
-    "embedding_similarity": +1,
-}
+LEXICAL_FEATURE_SIGNS: dict[str, int] = signs(("lexical",))
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 

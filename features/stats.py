@@ -11,41 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Sign convention of each sentence feature: +1 when a higher value means the
-#: sentence is *more* faithful to the context, -1 when it means *less*.
-#: ``lid_layer_<L>`` features are -1 (Yin et al., 2024: truthful generations
-#: have lower local intrinsic dimension).
-SENTENCE_FEATURE_SIGNS: dict[str, int] = {
-    "min_prob": +1,
-    "mean_prob": +1,
-    "max_entropy": -1,
-    "mean_entropy": -1,
-    "mean_contrastive_kl": +1,
-    "large_kl_pos": +1,
-    "align_score": +1,
-    # context grounding of the chosen tokens (features.grounding)
-    "pmi_min": +1,
-    "pmi_mean": +1,
-    "pmi_negative_share": -1,
-    # string-only checks against the context (features.specifics, features.novelty)
-    "unsupported_specifics": -1,
-    "novel_bigram_share": -1,
-    # attention to the context (features.lookback)
-    "lookback_ratio": +1,
-    # learned from vectors by a probe stored with the aggregator (syncheck.probes): P(faithful)
-    "hidden_probe": +1,
-    "lookback_lens": +1,
-}
+from features.registry import feature_sign, signs
 
-
-def feature_sign(name: str) -> int:
-    """Sign convention of a feature by name (``lid_layer_<L>`` included)."""
-    if name.startswith("lid_layer_"):
-        return -1
-    try:
-        return SENTENCE_FEATURE_SIGNS[name]
-    except KeyError:
-        raise KeyError(f"unknown feature {name!r}; known: {sorted(SENTENCE_FEATURE_SIGNS)} and lid_layer_<L>") from None
+#: Sign convention of each feature the scorer and its probes produce: +1 when a higher value means the sentence
+#: is *more* faithful to the context, -1 when it means *less* (from :mod:`features.registry`, the one list;
+#: ``lid_layer_<L>`` is -1, see :func:`feature_sign`).
+SENTENCE_FEATURE_SIGNS: dict[str, int] = signs(("always", "kl", "lookback", "text_checks", "alignment", "probe"))
 
 
 @dataclass

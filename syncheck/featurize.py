@@ -22,6 +22,7 @@ from features.degeneracy import degeneracy
 from features.novelty import novel_ngram_share
 from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
+from features.registry import names_needing
 from features.specifics import unsupported_specifics
 from features.stats import TokenStats
 from syncheck.lid_reference import LIDReference
@@ -29,7 +30,7 @@ from syncheck.probes import LinearProbe
 from syncheck.results import ScoredSentence
 
 #: The string checks against the context, computed when ``text_checks`` is on.
-TEXT_CHECK_FEATURES = ("unsupported_specifics", "novel_bigram_share")
+TEXT_CHECK_FEATURES = tuple(names_needing("text_checks"))
 
 
 class SentenceScoreModel(Protocol):

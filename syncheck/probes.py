@@ -29,11 +29,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from features.sentence_features import HIDDEN_VECTOR, LOOKBACK_VECTOR
+from features.registry import FEATURES
 from syncheck.aggregators.base import sigmoid
 
-#: probe feature name -> the sentence vector it reads.
-PROBE_INPUTS = {"hidden_probe": HIDDEN_VECTOR, "lookback_lens": LOOKBACK_VECTOR}
+#: probe feature name -> the sentence vector it reads (:mod:`features.registry`).
+PROBE_INPUTS = {f.name: f.vector for f in FEATURES if f.probe}
 #: Relative depths of the layers the hidden-state probe reads (15, 18, 22 of SmolLM2's 30; 16, 19, 24 of 32).
 PROBE_DEPTHS = (0.5, 0.6, 0.75)
 

@@ -16,11 +16,12 @@ import torch
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
 from features.sentences import assign_tokens, split_sentences
+from features.registry import FEATURES, LID_PREFIX
 from features.stats import TokenStats
 from syncheck.aggregators.apply import RESPONSE_AGGREGATIONS, aggregate_response
 from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator
 from syncheck.attention import enable_lookback
-from syncheck.featurize import TEXT_CHECK_FEATURES, Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
+from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
 from syncheck.lid_reference import LIDReference, load_or_build
 from syncheck.models import DEFAULT_MODEL, LoadedModel, load_model
 from syncheck.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
@@ -168,17 +169,14 @@ class Scorer:
     @property
     def feature_names(self) -> list[str]:
         """Names of the features this scorer produces (before any probe of its aggregator)."""
-        names = ["min_prob", "mean_prob", "max_entropy", "mean_entropy"]
-        if self.kl:
-            names += ["mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share"]
-        if self.lookback:
-            names.append("lookback_ratio")
-        if self.lid is not None:
-            names += [f"lid_layer_{layer}" for layer in self.lid.layers]
-        if self.text_checks:
-            names += list(TEXT_CHECK_FEATURES)
-        if self.alignment is not None:
-            names.append("align_score")
+        on = {"always": True, "kl": self.kl, "lookback": self.lookback, "lid": self.lid is not None,
+              "text_checks": self.text_checks, "alignment": self.alignment is not None}
+        names = []
+        for spec in FEATURES:  # the registry's order
+            if spec.needs == "lid" and on["lid"]:
+                names += [f"{LID_PREFIX}{layer}" for layer in self.lid.layers]
+            elif spec.needs != "lid" and on.get(spec.needs):
+                names.append(spec.name)
         return names + [p.name for p in self.probes]
 
     # ------------------------------------------------------------------ internals

@@ -107,3 +107,32 @@ def test_normalized_entropy_of_log_probs_skips_the_softmax_and_agrees():
     assert torch.allclose(normalized_entropy(logp, log_probs=True), normalized_entropy(logits), atol=1e-6)
     # unnormalised logits passed as log-probabilities give a different (wrong) value: the flag matters
     assert not torch.allclose(normalized_entropy(logits + 5, log_probs=True), normalized_entropy(logits), atol=1e-3)
+
+
+def test_one_feature_registry_serves_signs_probes_and_the_scorer_order():
+    from features.lexical import LEXICAL_FEATURE_SIGNS
+    from features.registry import FEATURES, feature_spec, is_probe_output, names_needing
+    from features.stats import SENTENCE_FEATURE_SIGNS
+    from syncheck.probes import PROBE_INPUTS
+
+    assert len({f.name for f in FEATURES}) == len(FEATURES)
+    assert set(PROBE_INPUTS) == {"hidden_probe", "lookback_lens"} and all(is_probe_output(n) for n in PROBE_INPUTS)
+    assert not is_probe_output("min_prob") and not is_probe_output("nope")
+    assert set(LEXICAL_FEATURE_SIGNS) == set(names_needing("lexical")) and not set(LEXICAL_FEATURE_SIGNS) & set(
+        SENTENCE_FEATURE_SIGNS)
+    assert feature_spec("lid_layer_7").needs == "lid" and feature_sign("lid_layer_7") == -1
+    with pytest.raises(ValueError, match="unknown switch"):
+        names_needing("klx")
+
+
+def test_every_feature_a_full_scorer_produces_is_registered_in_registry_order(tiny_lm):
+    from features.registry import FEATURES, feature_spec
+    from syncheck.scorer import Scorer
+
+    scorer = Scorer(tiny_lm, aggregator=None, lookback=True, alignment="lexical")
+    names = scorer.feature_names
+    assert {"mean_contrastive_kl", "lookback_ratio", "unsupported_specifics", "align_score"} <= set(names)
+    order = [f.name for f in FEATURES]
+    assert [order.index(feature_spec(n).name) for n in names] == sorted(order.index(feature_spec(n).name) for n in names)
+    row = scorer.score(context="The tower is 330 metres tall.", response="It is 330 metres tall.")
+    assert set(row.sentences[0].features) == set(names)

@@ -7,7 +7,7 @@ Conventions:
   becomes a response score by ``min`` over the response's sentences (the least
   faithful sentence decides; ``mean`` on request).
 - Single features are oriented by their declared sign
-  (:func:`features.stats.feature_sign`, :data:`features.lexical.LEXICAL_FEATURE_SIGNS`,
+  (:func:`features.registry.feature_sign`,
   :data:`BASELINE_SIGNS`), never flipped after looking at the test labels:
   an AUROC below 0.5 means the feature points the wrong way on that set.
 - Models are trained on the sentences of the set's train records: the
@@ -30,8 +30,7 @@ from benchmarks.halueval.sets import level
 from benchmarks.signals import SIGNAL_GROUPS
 from syncheck.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision as word_overlap
-from features.lexical import LEXICAL_FEATURE_SIGNS
-from features.stats import feature_sign
+from features.registry import feature_sign
 from syncheck.aggregators import aggregate_response, make_aggregator, score_sentences
 from syncheck.aggregators.stacked import StackedModel, fit_stacked
 
@@ -45,8 +44,6 @@ AGGREGATOR_LABELS = {"lr": "SynCheck-LR", "xgb": "SynCheck-XGB", "mlp": "SynChec
 
 
 def sign_of(name: str) -> int:
-    if name in LEXICAL_FEATURE_SIGNS:
-        return LEXICAL_FEATURE_SIGNS[name]
     if name in BASELINE_SIGNS:
         return BASELINE_SIGNS[name]
     return feature_sign(name)

@@ -35,8 +35,7 @@ from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.scoring import SentenceTable
 from benchmarks.signals import SIGNAL_GROUPS  # noqa: F401  (re-exported for run.py)
 from syncheck.stats import bootstrap_auroc
-from features.lexical import LEXICAL_FEATURE_SIGNS
-from features.stats import feature_sign
+from features.registry import feature_sign
 from syncheck.aggregators import make_aggregator
 from syncheck.probes import LinearProbe, fit_probe
 
@@ -59,10 +58,6 @@ BASELINES = {"sentence length (trivial)": "chars", "word overlap (trivial)": "ov
 #: SynCheck's own features (Table 4): what the paper's aggregators combine.
 PAPER_FEATURES = ("min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos",
                   "align_score")
-
-
-def sign_of(name: str) -> int:
-    return LEXICAL_FEATURE_SIGNS.get(name) or feature_sign(name)
 
 
 @dataclass
@@ -104,7 +99,7 @@ def oriented(table: SentenceTable, name: str) -> np.ndarray:
         return -table.chars
     if name == "overlap":
         return table.overlap
-    return sign_of(name) * table.features[name]
+    return feature_sign(name) * table.features[name]
 
 
 @dataclass

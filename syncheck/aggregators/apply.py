@@ -15,6 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from features.registry import feature_spec
+
 RESPONSE_AGGREGATIONS = ("min", "mean")
 
 
@@ -25,24 +27,28 @@ class FeatureMismatchError(ValueError):
 def feature_hint(name: str, trained_with: Mapping[str, Any] | None = None) -> str:
     """How to make a scorer produce feature ``name`` (one hint covers all ``lid_layer_<L>``)."""
     cfg = dict(trained_with or {})
-    if name.startswith("lid_layer_"):
+    try:
+        spec = feature_spec(name)
+    except KeyError:
+        spec = None
+    if spec is None or spec.needs == "lexical":
+        return f"{name}: not a feature syncheck's scorer computes; retrain without it (`syncheck train --features ...`)"
+    if spec.needs == "lid":
         where = f" (model {cfg.get('model')!r}, LID layers {cfg.get('lid_layers')})" if cfg.get("model") else ""
         return ("lid_layer_<L>: enable LID (drop --no-lid; Scorer(lid='auto') or an LID reference with those layers) "
                 f"with the model the aggregator was trained for{where}")
-    if name in ("mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share"):
+    if spec.needs == "kl":
         return "KL and PMI features: enable the without-context pass (drop --no-kl; Scorer(kl=True))"
-    if name in ("lookback_ratio", "lookback_lens"):
+    if spec.needs == "lookback" or spec.vector == "lookback":
         return f"{name}: record attention to the context (--lookback; Scorer(lookback=True))"
-    if name in ("unsupported_specifics", "novel_bigram_share"):
+    if spec.needs == "text_checks":
         return f"{name}: enable the string checks (drop --no-text-checks; Scorer(text_checks=True))"
-    if name == "hidden_probe":
-        return ("hidden_probe: the aggregator's probe (probes.safetensors) reads one model's hidden states; fit one "
-                "for this model with `syncheck calibrate --model M --data LABELLED.jsonl`")
-    if name == "align_score":
-        return f"align_score: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
-    if name in ("min_prob", "mean_prob", "max_entropy", "mean_entropy"):
-        return f"{name}: syncheck's Scorer always computes it; score the rows with `syncheck score` / Scorer"
-    return f"{name}: not a feature syncheck's scorer computes; retrain without it (`syncheck train --features ...`)"
+    if spec.needs == "probe":
+        return (f"{name}: the aggregator's probe (probes.safetensors) reads one model's {spec.vector} vectors; fit "
+                "one for this model with `syncheck calibrate --model M --data LABELLED.jsonl`")
+    if spec.needs == "alignment":
+        return f"{name}: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
+    return f"{name}: syncheck's Scorer always computes it; score the rows with `syncheck score` / Scorer"
 
 
 def expected_features(agg: Any) -> list[str]:
