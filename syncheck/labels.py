@@ -14,7 +14,8 @@ One JSON object per line, either
   every sentence: exact for one-sentence answers, weak for longer ones), or
   ``"spans"`` in RAGTruth's form.
 
-1 = faithful, 0 = unfaithful. ``group`` (``source_id``, else ``record``, else
+1 = faithful, 0 = unfaithful: every label syncheck reads (here, in ``syncheck
+train`` and in ``syncheck report``) goes through :func:`parse_label`. ``group`` (``source_id``, else ``record``, else
 ``id``) keeps the answers of one source document on one side of every split.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from numbers import Real
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -75,10 +77,44 @@ class LabelledRecord:
         return [int(self.label)] * len(sentences)
 
 
-def _label(value: Any, where: str) -> int:
-    if isinstance(value, bool) or value not in (0, 1):
-        raise LabelError(f"{where}: labels must be 0 (unfaithful) or 1 (faithful), got {value!r}")
-    return int(value)
+#: The words a label may be written as (case and surrounding spaces ignored), and what each means.
+LABEL_WORDS = {"1": 1, "faithful": 1, "0": 0, "unfaithful": 0, "hallucinated": 0}
+
+
+def parse_label(value: Any, where: str = "label") -> int:
+    """The one rule by which syncheck reads a label: ``1`` = faithful, ``0`` = unfaithful.
+
+    Accepted: the numbers ``0`` and ``1`` (``0.0`` / ``1.0`` too, as some
+    writers of JSON give them), and the strings of :data:`LABEL_WORDS` --
+    ``"1"`` / ``"faithful"`` and ``"0"`` / ``"unfaithful"`` / ``"hallucinated"``,
+    in any case, spaces around ignored (CSV cells are strings). Refused:
+    booleans and ``"true"`` / ``"false"`` (whether *true* means faithful or
+    hallucinated depends on the field's name, so syncheck does not guess), and
+    everything else. Used by :func:`parse_labelled` (``syncheck calibrate``),
+    ``syncheck train`` and ``syncheck report`` alike.
+
+    Raises:
+        LabelError: (a ``ValueError``) naming ``where`` and how to write the label.
+    """
+    number = LABEL_WORDS.get(value.strip().lower()) if isinstance(value, str) else value
+    if isinstance(number, Real) and not isinstance(number, bool) and number in (0, 1):
+        return int(number)
+    hint = (" (a boolean does not say whether true means faithful or hallucinated)"
+            if isinstance(value, bool) or str(value).strip().lower() in ("true", "false") else "")
+    raise LabelError(f"{where}: label {value!r} must be 1 (faithful) or 0 (unfaithful){hint}; write 1 or "
+                     "\"faithful\" for a faithful one, 0, \"unfaithful\" or \"hallucinated\" for an unfaithful one")
+
+
+def parse_label_list(value: Any, where: str = "sentence_labels") -> tuple[int, ...]:
+    """One label per sentence, each read by :func:`parse_label`.
+
+    Raises:
+        LabelError: ``value`` is not a list, or holds a label :func:`parse_label` refuses.
+    """
+    if not isinstance(value, list):
+        raise LabelError(f"{where}: sentence_labels must be a list with one label per sentence, 1 (faithful) or "
+                         f"0 (unfaithful), e.g. [1, 0, 1]; got {type(value).__name__}")
+    return tuple(parse_label(v, f"{where}, sentence {i}") for i, v in enumerate(value, 1))
 
 
 def _spans(value: Any, where: str) -> tuple[tuple[int, int], ...]:
@@ -116,12 +152,9 @@ def parse_labelled(obj: Any, line_no: int | None = None) -> LabelledRecord:
         spans = _spans(ragtruth_spans if ragtruth_spans is not None else obj["spans"], where)
         return LabelledRecord(record, group, spans=spans, task=task)
     if obj.get("sentence_labels") is not None:
-        labels = obj["sentence_labels"]
-        if not isinstance(labels, list):
-            raise LabelError(f"{where}: sentence_labels must be a list of 0/1, got {type(labels).__name__}")
-        return LabelledRecord(record, group, sentence_labels=tuple(_label(v, where) for v in labels), task=task)
+        return LabelledRecord(record, group, sentence_labels=parse_label_list(obj["sentence_labels"], where), task=task)
     if obj.get("label") is not None:
-        return LabelledRecord(record, group, label=_label(obj["label"], where), task=task)
+        return LabelledRecord(record, group, label=parse_label(obj["label"], where), task=task)
     raise LabelError(f"{where}: no labels; add RAGTruth 'labels' spans, 'sentence_labels' [1, 0, ...] or 'label' 0|1")
 
 
@@ -152,5 +185,5 @@ def read_labelled(path: str | Path, limit: int | None = None) -> tuple[list[Labe
     return out, errors
 
 
-__all__ = ["TASK_QUESTIONS", "LabelError", "LabelledRecord", "parse_labelled", "read_labelled",
-           "sentence_labels_from_spans"]
+__all__ = ["LABEL_WORDS", "TASK_QUESTIONS", "LabelError", "LabelledRecord", "parse_label", "parse_label_list",
+           "parse_labelled", "read_labelled", "sentence_labels_from_spans"]

@@ -26,11 +26,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from features.registry import FEATURES
 from syncheck.aggregators.base import sigmoid
+from syncheck.folds import out_of_fold_predict
 
 #: probe feature name -> the sentence vector it reads (:mod:`features.registry`).
 PROBE_INPUTS = {f.name: f.vector for f in FEATURES if f.probe}
@@ -133,19 +133,14 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
 
 def fit_probe(probe: LinearProbe, X: np.ndarray, y: np.ndarray, groups: Sequence, folds: int = 5,
               seed: int = 0) -> tuple[LinearProbe, np.ndarray]:
-    """The probe fitted on all rows, and its out-of-fold P(faithful) for each row (folds grouped by ``groups``).
+    """The probe fitted on all rows, and its out-of-fold P(faithful) for each row
+    (:func:`syncheck.folds.out_of_fold_predict`: ``folds`` shuffled folds grouped by ``groups``, seeded by ``seed``).
 
-    Rows of a fold whose training part lacks a class get 0.5.
+    Rows that cannot be scored out of fold (fewer than two groups; a fold whose training part lacks a class) get 0.5.
     """
     from sklearn.base import clone
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
-    groups = np.asarray(groups)
-    oof = np.full(len(y), 0.5)
-    k = min(folds, len(set(groups.tolist())))
-    if k >= 2:
-        for train, test in GroupKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y, groups):
-            if len(set(y[train].tolist())) == 2:
-                oof[test] = clone(probe).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+    oof = out_of_fold_predict(lambda: clone(probe), X, y, groups, folds, seed, fill=0.5)
     return clone(probe).fit(X, y), oof

@@ -12,9 +12,10 @@ Each response is shown with its sentences coloured by a per-sentence value in
 The report says which one it used. A row's value for the ROC and calibration
 plots is its ``response_score``, else its ``factuality`` (Provenance), else the
 minimum over its sentences of the colouring value (a response is as faithful
-as its worst sentence). Labels (1 = faithful, 0 = hallucinated) come from a
-labels file, else a ``label`` field of the scored row, else of the input row;
-``subset`` fields group the curves.
+as its worst sentence). Labels (1 = faithful, 0 = unfaithful, read by
+:func:`syncheck.labels.parse_label`) come from a labels file, else a ``label``
+field of the scored row, else of the input row (a row label that rule refuses
+is left out); ``subset`` fields group the curves.
 
 All text goes through Jinja2 autoescaping; images are inline base64 PNGs and
 the CSS/JS are inline, so the file works offline and loads nothing.
@@ -32,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from syncheck.labels import LabelError, parse_label
 from syncheck.stats import bootstrap_auroc
 
 SCORE_SOURCES: dict[str, str] = {
@@ -91,7 +93,14 @@ def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def read_labels(path: Path) -> dict[Any, tuple[int, str | None]]:
-    """``{id: (label, subset)}`` from JSONL (``{"id", "label", "subset"?}``) or CSV/TSV with those columns."""
+    """``{id: (label, subset)}`` from JSONL (``{"id", "label", "subset"?}``) or CSV/TSV with those columns.
+
+    Labels are read by :func:`syncheck.labels.parse_label` (1 / "faithful", 0 / "unfaithful" / "hallucinated").
+
+    Raises:
+        ValueError: an entry without ``id`` or ``label``; :class:`~syncheck.labels.LabelError` (a ``ValueError``):
+            a label :func:`~syncheck.labels.parse_label` refuses.
+    """
     if path.suffix.lower() in (".csv", ".tsv"):
         with open(path, newline="", encoding="utf-8") as f:
             entries = list(csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ","))
@@ -100,17 +109,9 @@ def read_labels(path: Path) -> dict[Any, tuple[int, str | None]]:
     labels: dict[Any, tuple[int, str | None]] = {}
     for n, e in enumerate(entries, 1):
         if "id" not in e or "label" not in e:
-            raise ValueError(f"{path} entry {n}: needs 'id' and 'label' (1 = faithful, 0 = hallucinated)")
-        labels[str(e["id"])] = (_label(e["label"], f"{path} entry {n}"), e.get("subset") or None)
+            raise ValueError(f"{path} entry {n}: needs 'id' and 'label' (1 = faithful, 0 = unfaithful)")
+        labels[str(e["id"])] = (parse_label(e["label"], f"{path} entry {n}"), e.get("subset") or None)
     return labels
-
-
-def _label(value: Any, where: str) -> int:
-    if isinstance(value, str):
-        value = {"1": 1, "0": 0, "true": 1, "false": 0, "faithful": 1, "hallucinated": 0}.get(value.strip().lower(), value)
-    if isinstance(value, (bool, int, float)) and value in (0, 1):
-        return int(value)
-    raise ValueError(f"{where}: label {value!r} must be 1 (faithful) or 0 (hallucinated)")
 
 
 # ---------------------------------------------------------------------------- values and colours
@@ -344,8 +345,8 @@ def build_report(
         lab = (labels or {}).get(str(row.get("id")))
         if lab is None and ("label" in row or "label" in inp):
             try:
-                lab = (_label(row.get("label", inp.get("label")), f"row {n}"), row.get("subset", inp.get("subset")))
-            except ValueError:
+                lab = (parse_label(row.get("label", inp.get("label")), f"row {n}"), row.get("subset", inp.get("subset")))
+            except LabelError:
                 lab = None
         if n <= max_rows:
             views.append(build_row(n, row, inp, source, lab))

@@ -111,7 +111,7 @@ def test_ragtruth_spans_and_syncheck_labels_become_sentence_labels(tmp_path):
     assert mine.labels_for(split_sentences("It is tall. It is old.")) == [1, 0]
     with pytest.raises(LabelError, match="one per sentence"):
         mine.labels_for(split_sentences("A."))
-    with pytest.raises(LabelError, match="0 \\(unfaithful\\) or 1"):
+    with pytest.raises(LabelError, match="must be 1 \\(faithful\\) or 0 \\(unfaithful\\)"):
         parse_labelled({"id": 1, "context": "c", "response": "A.", "label": 2})
     with pytest.raises(LabelError, match="no labels"):
         parse_labelled({"id": 1, "context": "c", "response": "A."})

@@ -45,8 +45,8 @@ def test_tuning_needs_both_labels():
         tune_thresholds([1, 1, 1], [0.2, 0.5, 0.9])
 
 
-def test_out_of_fold_scores_never_score_a_group_with_a_model_that_saw_it():
-    from syncheck.aggregators.thresholds import out_of_fold_scores
+def test_out_of_fold_predict_never_scores_a_group_with_a_model_that_saw_it():
+    from syncheck.folds import out_of_fold_predict
 
     seen = []
 
@@ -63,10 +63,10 @@ def test_out_of_fold_scores_never_score_a_group_with_a_model_that_saw_it():
     groups = np.repeat(np.arange(10), 3)
     X = np.column_stack([np.zeros(30), groups])
     y = np.tile([0, 1, 1], 10)
-    out = out_of_fold_scores(Spy, X, y, groups, folds=5)
+    out = out_of_fold_predict(Spy, X, y, groups, n_splits=5)
     assert len(seen) == 5 and np.allclose(out, 0.6)
     with pytest.raises(ValueError, match=">= 2 groups"):
-        out_of_fold_scores(Spy, X, y, np.zeros(30))
+        out_of_fold_predict(Spy, X, y, np.zeros(30))
 
 
 def test_cli_train_tune_decoding_stores_thresholds_fod_then_uses(tmp_path):

@@ -52,13 +52,14 @@ def test_labels_follow_the_overlap_rule_and_tasks_get_instructions(tmp_path):
 
 
 def test_grouped_folds_never_split_a_document():
-    from benchmarks.ragtruth.evaluate import grouped_folds, response_f1
+    from benchmarks.ragtruth.evaluate import response_f1
+    from syncheck.folds import grouped_folds
     from benchmarks.ragtruth.scoring import SentenceTable
 
     n = 40
     table = SentenceTable([], {}, {}, np.arange(n) % 2, np.arange(n), np.array(["QA"] * n),
                           np.array([f"d{i // 4}" for i in range(n)]), np.ones(n), np.ones(n))
-    for train, test in grouped_folds(table, k=5):
+    for train, test in grouped_folds(table.source, n_splits=5):
         assert not set(table.source[train]) & set(table.source[test])
     # F1 with thresholds from the other folds: a perfectly ordered score is found again
     y_bad = np.array([1, 0] * 10)

@@ -29,7 +29,6 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.metrics import f1_score
-from sklearn.model_selection import GroupKFold
 
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.scoring import SentenceTable
@@ -79,14 +78,9 @@ class Row:
         return float(np.mean([f.sentence[0] for f in self.tasks.values()]))
 
 
-# ---------------------------------------------------------------------------- folds and out-of-fold scores
-def grouped_folds(table: SentenceTable, k: int = 5, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``k`` (train rows, test rows) splits of the sentences, grouped by source document."""
-    gkf = GroupKFold(n_splits=k, shuffle=True, random_state=seed)
-    return list(gkf.split(np.zeros(len(table)), table.label, groups=table.source))
-
-
+# ---------------------------------------------------------------------------- out-of-fold scores over given folds
 def fold_of_rows(folds: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray:
+    """The fold (0 .. k-1) each of ``n`` rows is tested in (folds from :func:`syncheck.folds.grouped_folds`)."""
     out = np.full(n, -1)
     for i, (_, test) in enumerate(folds):
         out[test] = i

@@ -34,9 +34,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.ragtruth.data import TASKS, read_ragtruth
-from benchmarks.ragtruth.evaluate import Row, grouped_folds, oof_stacked, oriented, task_figures
+from benchmarks.ragtruth.evaluate import Row, oof_stacked, oriented, task_figures
 from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
 from benchmarks.ragtruth.training import Rows
+from syncheck.folds import grouped_folds
 
 SECTION = "## Cross-model transfer: the portable default (issue 12)"
 OUT = Path(__file__).resolve().parents[2] / "syncheck" / "data" / "aggregators" / "portable"
@@ -211,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     scored = {name: scored_for(records, name, dtype, work) for name, dtype in models}
     tables = aligned_tables(records, scored)
     first = next(iter(tables.values()))
-    folds = grouped_folds(first, args.folds, args.seed)
+    folds = grouped_folds(first.source, args.folds, args.seed)
     from syncheck.aggregators.recipe import DEFAULT_KIND, DEFAULT_PARAMS
 
     known = {PORTABLE_KIND: PORTABLE_PARAMS, DEFAULT_KIND: DEFAULT_PARAMS}

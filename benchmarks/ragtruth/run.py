@@ -35,7 +35,6 @@ from benchmarks.ragtruth.evaluate import (
     PUBLISHED_RESPONSE_F1,
     SIGNAL_GROUPS,
     Row,
-    grouped_folds,
     oof_probe,
     oof_stacked,
     oriented,
@@ -45,6 +44,7 @@ from benchmarks.ragtruth.evaluate import (
 from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
+from syncheck.folds import grouped_folds
 
 SECTION = "## RAGTruth: faithfulness on real RAG answers (issue 11)"
 KIND_LABELS = {"lr": "LR", "xgb": "XGB", "mlp": "MLP"}
@@ -258,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return
     table = sentence_table(records, scored)
     t_score = time.perf_counter() - t0
-    folds = grouped_folds(table, args.folds, args.seed)
+    folds = grouped_folds(table.source, args.folds, args.seed)
     probe_cache = probe_folds(table, folds, list(table.vectors), args.seed)
     extra = None
     if args.halueval_dir or args.generated:

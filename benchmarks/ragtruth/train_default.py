@@ -55,15 +55,15 @@ def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5, fit
                       label: str = "default recipe") -> tuple[list[str], np.ndarray]:
     """Out-of-fold P(faithful) of the generated sentences (their records held out; ``fixed`` always trained on),
     by ``fit(rows, seed, tune_threshold=False)`` (default: the default recipe)."""
-    from sklearn.model_selection import GroupKFold
-
+    from syncheck.folds import out_of_fold
     from syncheck.stats import bootstrap_auroc
 
-    oof = np.zeros(len(gen))
-    for train, test in GroupKFold(n_splits=folds, shuffle=True, random_state=seed).split(gen.X, gen.y, gen.groups):
+    def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         part = Rows(gen.names, gen.X[train], gen.hidden[train], gen.y[train], gen.groups[train], gen.chars[train], "gen")
         model = fit(Rows.concat([fixed, part]), seed, tune_threshold=False)
-        oof[test] = model.predict(gen.X[test], {"hidden_probe": gen.hidden[test]})
+        return model.predict(gen.X[test], {"hidden_probe": gen.hidden[test]})
+
+    oof = out_of_fold(fit_predict, gen.y, gen.groups, folds, seed, extra_labels=fixed.y)
     lines = [f"held-out generated sentences: n={len(gen)} ({int(gen.y.sum())} supported) from "
              f"{len(set(gen.groups.tolist()))} records, {folds}-fold grouped by record; AUROC [95% CI]:"]
     for name, score in (("sentence length (shorter = supported)", -gen.chars), (label, oof)):

@@ -20,6 +20,7 @@ import numpy as np
 
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.io import make_aggregator
+from syncheck.folds import out_of_fold
 from syncheck.probes import LinearProbe, fit_probe
 
 
@@ -96,27 +97,19 @@ def out_of_fold_stacked(
     progress: bool = False,
     **params: Any,
 ) -> np.ndarray:
-    """``(n,)`` P(faithful) of each row from a stacked model (probes refitted too) that never saw its group.
+    """``(n,)`` P(faithful) of each row from a stacked model (probes refitted too) that never saw its group
+    (:func:`syncheck.folds.out_of_fold`: ``folds`` shuffled grouped folds, seeded by ``seed``).
 
     Raises:
-        ValueError: fewer than two groups, or a training fold holding one label only.
+        FoldError: fewer than two groups, or a training fold holding one label only.
     """
-    from sklearn.model_selection import GroupKFold
-    from tqdm import tqdm
-
     y = np.asarray(y)
     groups = np.asarray(groups)
-    n_groups = len(set(groups.tolist()))
-    if n_groups < 2:
-        raise ValueError(f"out-of-fold scores need rows from >= 2 groups (documents or records), got {n_groups}")
     vectors = dict(vectors or {})
-    out = np.zeros(len(y))
-    splits = list(GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups))
-    for train, test in tqdm(splits, desc="held-out folds", disable=not progress):
-        if len(set(y[train].tolist())) < 2:
-            raise ValueError("a training fold holds one label only: add labelled rows of both kinds from more "
-                             "documents, so that every fold trains on faithful and unfaithful sentences")
+
+    def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         model = fit_stacked(kind, X[train], feature_names, {p: v[train] for p, v in vectors.items()}, y[train],
                             groups[train], probes=probes, folds=folds, seed=seed, tune_threshold=False, **params)
-        out[test] = model.predict(X[test], {p: v[test] for p, v in vectors.items()})
-    return out
+        return model.predict(X[test], {p: v[test] for p, v in vectors.items()})
+
+    return out_of_fold(fit_predict, y, groups, folds, seed, progress=progress)

@@ -11,13 +11,14 @@ thresholds tuned on held-out generations of its model in ``meta.json``::
 
 :func:`resolve_thresholds` picks, per threshold: the value the caller passed,
 else the aggregator's tuned value, else the paper's. :func:`tune_thresholds`
-is the rule that writes them, from :func:`out_of_fold_scores` (used by
-``syncheck train --tune-decoding`` and ``benchmarks.ragtruth.train_default``).
+is the rule that writes them, from out-of-fold scores
+(:mod:`syncheck.folds`; used by ``syncheck train --tune-decoding``,
+``syncheck calibrate`` and ``benchmarks.ragtruth.train_default``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -62,46 +63,6 @@ def resolve_thresholds(scorer: Any, tau1: float | None = None, tau2: float | Non
     t1, s1 = resolve_threshold(scorer, "tau1", tau1)
     t2, s2 = resolve_threshold(scorer, "tau2", tau2)
     return t1, t2, s1 if s1 == s2 else f"tau1 {s1}, tau2 {s2}"
-
-
-def out_of_fold_scores(
-    make: Callable[[], Any],
-    X: np.ndarray,
-    y: np.ndarray,
-    groups: Sequence[Any],
-    *,
-    folds: int = 5,
-    extra: tuple[np.ndarray, np.ndarray] | None = None,
-) -> np.ndarray:
-    """``(n,)`` P(faithful) of each row from an aggregator that never saw its group.
-
-    Args:
-        make: builds a fresh unfitted aggregator (e.g. ``lambda: make_aggregator("lr", ...)``).
-        X, y: ``(n, d)`` features and ``(n,)`` labels (1 = faithful).
-        groups: ``(n,)`` group of each row (a record or response id): a group's rows share a fold.
-        folds: number of folds (at most the number of groups).
-        extra: ``(X_extra, y_extra)`` added to every training fold and never scored.
-
-    Raises:
-        ValueError: fewer than two groups, or a training fold holding one label only.
-    """
-    from sklearn.model_selection import GroupKFold
-
-    groups = np.asarray(groups)
-    n_groups = len(set(groups.tolist()))
-    if n_groups < 2:
-        raise ValueError(f"out-of-fold scores need rows from >= 2 groups (records), got {n_groups}: add rows from "
-                         "more records, or give each row its own 'record'/'id'")
-    out = np.full(len(y), np.nan)
-    for tr, te in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
-        X_tr, y_tr = X[tr], y[tr]
-        if extra is not None:
-            X_tr, y_tr = np.vstack([extra[0], X_tr]), np.concatenate([extra[1], y_tr])
-        if len(set(y_tr.tolist())) < 2:
-            raise ValueError("a training fold holds one label only: add labelled rows of both kinds from more "
-                             "records (groups), so that every fold trains on faithful and unfaithful sentences")
-        out[te] = make().fit(X_tr, y_tr).predict_proba(X[te])[:, 1]
-    return out
 
 
 def tune_thresholds(
@@ -159,5 +120,5 @@ def tune_thresholds(
     }
 
 
-__all__ = ["PAPER_TAU1", "PAPER_TAU2", "aggregator_decoding", "out_of_fold_scores", "resolve_threshold",
-           "resolve_thresholds", "tune_thresholds"]
+__all__ = ["PAPER_TAU1", "PAPER_TAU2", "aggregator_decoding", "resolve_threshold", "resolve_thresholds",
+           "tune_thresholds"]

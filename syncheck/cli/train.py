@@ -1,7 +1,8 @@
 """``syncheck train``: fit an aggregator (LR / XGBoost / MLP) on scored rows and labels.
 
-Labels (1 = faithful, 0 = unfaithful) come from ``--labels LABELS.jsonl`` or,
-without it, from fields of the SCORED rows themselves. Either way a row holds
+Labels (1 = faithful, 0 = unfaithful, read by :func:`syncheck.labels.parse_label`)
+come from ``--labels LABELS.jsonl`` or, without it, from fields of the SCORED
+rows themselves. Either way a row holds
 
 - ``{"id": ..., "label": 0 | 1}``: a response-level label, given to every
   sentence of that response (exact for one-sentence responses; for longer
@@ -49,20 +50,24 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] | None:
+    """One label per scored sentence from a row's ``sentence_labels`` or ``label`` (read by
+    :func:`syncheck.labels.parse_label`); ``None`` when the row has neither.
+
+    Raises:
+        LabelError: a label the rule refuses, or a ``sentence_labels`` count other than ``n_sentences``.
+    """
+    from syncheck.labels import LabelError, parse_label, parse_label_list
+
     if row.get("sentence_labels") is not None:
-        labels = row["sentence_labels"]
-        if not isinstance(labels, list) or len(labels) != n_sentences:
-            raise click.ClickException(
-                f"{where}: sentence_labels has {len(labels) if isinstance(labels, list) else 'no list of'} labels but the "
-                f"scored row has {n_sentences} sentences; give one label per scored sentence (see its 'sentences')"
-            )
-    elif row.get("label") is not None:
-        labels = [row["label"]] * n_sentences
-    else:
-        return None
-    if any(y not in (0, 1) or isinstance(y, bool) for y in labels):
-        raise click.ClickException(f"{where}: labels must be 0 (unfaithful) or 1 (faithful), got {labels}")
-    return [int(y) for y in labels]
+        labels = list(parse_label_list(row["sentence_labels"], where))
+        if len(labels) != n_sentences:
+            raise LabelError(
+                f"{where}: sentence_labels has {len(labels)} labels but the scored row has {n_sentences} sentences; "
+                "give one label per scored sentence (see its 'sentences')")
+        return labels
+    if row.get("label") is not None:
+        return [parse_label(row["label"], where)] * n_sentences
+    return None
 
 
 @click.command()
@@ -75,7 +80,7 @@ def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] |
 @click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write the aggregator to (meta.json + weights).")
 @click.option("--features", default=None, help="Comma-separated features to use (default: every feature all rows have).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the validation split and the model.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the validation split, the out-of-fold folds and the model.")
 @click.option("--model", "scored_model", default="smollm2-135m", show_default=True,
               help="The model SCORED was produced with (recorded in meta.json; scoring with another model warns).")
 @click.option("--alignment", default="lexical", show_default=True,
@@ -168,7 +173,8 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     agg = stacked.aggregator
     decoding = None
     if tune_decoding:
-        from syncheck.aggregators.thresholds import out_of_fold_scores, tune_thresholds
+        from syncheck.aggregators.thresholds import tune_thresholds
+        from syncheck.folds import out_of_fold_predict
 
         try:
             if probes:
@@ -177,7 +183,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
                 oof = out_of_fold_stacked(kind, X, names, vectors, np.asarray(y), np.asarray(groups), probes=templates,
                                           seed=seed)
             else:
-                oof = out_of_fold_scores(make, X, np.asarray(y), groups)
+                oof = out_of_fold_predict(make, X, np.asarray(y), groups, n_splits=5, seed=seed)
             decoding = tune_thresholds(y, oof)
         except ValueError as exc:
             raise click.ClickException(f"--tune-decoding: {exc}") from None
