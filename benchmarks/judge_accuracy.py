@@ -1,14 +1,17 @@
 """How far to trust the Table-2 judge: its ROC AUC on RAGTruth dev sentences with human span labels.
 
-A random sample of sentences per task (seeded; sentences of one source document are resampled together in the
-bootstrap). The judge is asked exactly as ``benchmarks.fod_table2`` asks it: question-aware on QA ("Question: Q /
+A seeded sample of sentences per task, half with an annotated unfaithful span and half without (unfaithful
+sentences are rare, about 1 in 12, so a plain random sample of 20 held 3 and measured nothing). AUROC does not
+depend on the class balance; accuracy is given per class (the judge's recall of faithful and of unfaithful
+sentences at its 0.5 cut, the cut ``fod_table2`` counts a sentence as supported at) and as their mean, the
+balanced accuracy. Sentences of one source document are resampled together in the bootstrap. The judge is asked exactly as ``benchmarks.fod_table2`` asks it: question-aware on QA ("Question: Q /
 Answer: sentence"), the sentence alone on Summary and Data2txt. Word overlap (share of the sentence's content words
 in the context) stands beside it on the same sentences. Verdicts are cached in ``--judged`` (the same file format as
 ``fod_table2``), so reruns resume.
 
 Usage::
 
-    .venv/bin/python -m benchmarks.judge_accuracy --per-task 80 --judged judge_acc.jsonl
+    .venv/bin/python -m benchmarks.judge_accuracy --per-task 40 --judged judge_acc.jsonl
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from benchmarks.fod_table2 import _key, make_judge
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
-    ap.add_argument("--per-task", type=int, default=80, help="sentences sampled per task")
+    ap.add_argument("--per-task", type=int, default=40, help="sentences sampled per task, half unfaithful")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b")
     ap.add_argument("--judge-dtype", default="bfloat16")
     ap.add_argument("--judged", required=True)
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> dict:
                 pool.append({"task": task, "group": r.source_id, "context": r.context, "label": lab,
                              "claim": alignment_claim(s.text, q) if q else s.text, "sentence": s.text})
         rng.shuffle(pool)
-        items += pool[: args.per_task]
+        bad = [it for it in pool if not it["label"]][: args.per_task // 2]
+        items += bad + [it for it in pool if it["label"]][: args.per_task - len(bad)]
     cache = {}
     if os.path.exists(args.judged):
         for line in open(args.judged, encoding="utf-8"):
@@ -74,8 +78,9 @@ def main(argv: list[str] | None = None) -> dict:
                 out.flush()
     print(f"judge={args.judge} ({args.judge_dtype}); label 1 = faithful (no annotated span); AUROC [95% CI, "
           "bootstrap over source documents]\n")
-    print("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | judge accuracy at 0.5 |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
+          "unfaithful called unsupported | balanced accuracy |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     summary = {}
     for task in ("QA", "Summary", "Data2txt", "all"):
         sel = [it for it in items if task == "all" or it["task"] == task]
@@ -87,10 +92,12 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         j, jlo, jhi = bootstrap_auroc(y, p, groups=g, seed=args.seed)
         w, wlo, whi = bootstrap_auroc(y, wo, groups=g, seed=args.seed)
-        acc = float(np.mean([(pi >= 0.5) == bool(yi) for pi, yi in zip(p, y)]))
-        summary[task] = {"judge": (j, jlo, jhi), "word_overlap": (w, wlo, whi), "accuracy": acc, "n": len(sel)}
+        tpr = float(np.mean([pi >= 0.5 for pi, yi in zip(p, y) if yi]))
+        tnr = float(np.mean([pi < 0.5 for pi, yi in zip(p, y) if not yi]))
+        summary[task] = {"judge": (j, jlo, jhi), "word_overlap": (w, wlo, whi), "faithful_recall": tpr,
+                         "unfaithful_recall": tnr, "balanced_accuracy": (tpr + tnr) / 2, "n": len(sel)}
         print(f"| {task} | {len(sel)} | {len(sel) - sum(y)} | {j:.3f} [{jlo:.3f}, {jhi:.3f}] | "
-              f"{w:.3f} [{wlo:.3f}, {whi:.3f}] | {acc:.3f} |")
+              f"{w:.3f} [{wlo:.3f}, {whi:.3f}] | {tpr:.3f} | {tnr:.3f} | {(tpr + tnr) / 2:.3f} |")
     return summary
 
 

@@ -33,6 +33,8 @@ from typing import Any
 
 import click
 
+from features.registry import FEATURES, is_probe_output
+
 from syncheck.aggregators.io import KINDS
 
 
@@ -88,7 +90,7 @@ def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] |
 @click.option("--align-with-question", is_flag=True,
               help="SCORED was produced with `syncheck score --align-with-question` (recorded in meta.json).")
 @click.option("--description", default=None, help="Free-text description of the training data, kept in meta.json.")
-@click.option("--probe", "probes", multiple=True, type=click.Choice(["hidden_probe", "lookback_lens"]),
+@click.option("--probe", "probes", multiple=True, type=click.Choice([f.name for f in FEATURES if f.probe]),
               help="Stack a linear probe on the sentences' vectors under the aggregator (SCORED from "
                    "`syncheck score --vectors`; lookback_lens also needs --lookback). Repeatable.")
 @click.option("--tune-decoding", is_flag=True,
@@ -136,7 +138,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
         )
     if features:
         names = [n.strip() for n in features.split(",") if n.strip()]
-        borrowed = [n for n in names if n in PROBE_INPUTS and n not in probes]
+        borrowed = [n for n in names if is_probe_output(n) and n not in probes]
         if borrowed:
             raise click.ClickException(
                 f"--features {','.join(borrowed)}: the output of a probe another aggregator fitted; a scorer using "
@@ -144,7 +146,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     else:
         # every feature all rows share, but not the output of a probe another aggregator fitted (the default
         # aggregator's hidden_probe): the saved aggregator would need a probe it does not have
-        names = [n for n in sent_feats[0] if all(n in f for f in sent_feats) and (n not in PROBE_INPUTS or n in probes)]
+        names = [n for n in sent_feats[0] if all(n in f for f in sent_feats) and (not is_probe_output(n) or n in probes)]
     missing = [n for n in names if any(f.get(n) is None for f in sent_feats)]
     if missing:
         raise click.ClickException(f"features missing (or null) in some scored sentences: {missing}; choose --features")
