@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import sys
 import time
 from pathlib import Path
@@ -155,12 +154,10 @@ def align_score_table(examples: list[Example], backends: dict, args, out: list[s
 
 
 def write_section(path: Path, body: str) -> None:
-    """Replace the body of the ``## Provenance (issue 4)`` section of RESULTS.md, leaving the rest alone."""
-    text = path.read_text(encoding="utf-8")
-    start = text.index(SECTION) + len(SECTION)
-    nxt = re.search(r"^## ", text[start:], flags=re.M)
-    end = start + nxt.start() if nxt else len(text)
-    path.write_text(text[:start] + "\n\n" + body.strip() + "\n\n" + text[end:], encoding="utf-8")
+    """Replace the body of the ``Provenance (issue 4)`` section of RESULTS.md (see :mod:`benchmarks.results_md`)."""
+    from benchmarks.results_md import write_section as write
+
+    write(path, SECTION, body.strip())
 
 
 def parse_args(argv: Sequence[str] | None):

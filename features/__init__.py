@@ -1,7 +1,14 @@
-"""Pure feature calculators for SynCheck.
+"""Feature calculators for SynCheck (pure functions), and the alignment backends.
 
-Nothing in this package loads a model or touches the file system: every
-function maps arrays (per-token statistics, hidden states, texts) to numbers.
+Nothing here loads a model at import time. The feature calculators map
+arrays (per-token statistics, hidden states, texts) to numbers and load no
+model; the sentence splitter reads ``nupunkt``'s pre-trained English
+parameters (shipped with that package) on first use. The model-based backends
+of :mod:`features.alignment` (embedding, NLI, AlignScore, the cross-encoder
+relevance scorer) load their model, from the hub or a local directory, when
+they are built; the LLM judge is given a loaded model or a loader
+(``syncheck.models.load_model``).
+
 Each calculator documents its input shapes and its *sign convention*: whether
 a higher value means the sentence is more faithful to the context (``+``) or
 less (``-``).  The names of sentence features follow Table 4 of the SynCheck

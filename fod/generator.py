@@ -13,8 +13,10 @@
    first; that token is banned from the candidates' first step. Where neither
    exists, or with ``cut="sentence"`` (the paper), it cuts at the sentence
    start. Both KV caches are cut without recomputing the prefix.
-3. Sample ``num_samples`` candidates in one batch (:mod:`fod.candidates`),
-   ``steer="adacad"`` (default) from a context-contrastive distribution
+3. Sample ``num_samples`` candidates in one batch (:mod:`fod.candidates`;
+   in beam search a step's ``num_samples`` are spread over the kept beams,
+   all in that one batch), ``steer="adacad"`` (default) from a
+   context-contrastive distribution
    (:mod:`fod.steering`); drop those below ``tau2`` and degenerate ones.
    ``search="repair"`` (default) keeps the best candidate and resumes greedy
    decoding under the monitor (a later flagged sentence is repaired again, up

@@ -1,8 +1,8 @@
 """Alignment backends by spec, with syncheck's model loader for the ones that need a causal LM.
 
 :func:`features.alignment.make_alignment_scorer` builds every backend, but
-``features/`` loads no model by name (it is the bottom layer); this wrapper
-gives it :func:`syncheck.models.load_model` (aliases, GGUF files, the cache,
+``features/`` cannot load a causal LM by syncheck's model names (it is the
+bottom layer and never imports ``syncheck``); this wrapper gives it :func:`syncheck.models.load_model` (aliases, GGUF files, the cache,
 ``HF_HUB_OFFLINE``) for ``llm-judge[:MODEL]``.
 """
 

@@ -43,7 +43,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of each 95%% interval")
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets to run (default: all of {', '.join(SETS)})")
     p.add_argument("--results-md", default=None, help="write the tables into this RESULTS.md's issue-3 section")
-    p.add_argument("--results-section", default=SECTION, help="the '## ' heading whose body --results-md replaces")
+    p.add_argument("--results-section", default=SECTION, help="the heading whose body --results-md replaces (its title, at any level)")
     p.add_argument("--json", default=None, help="also write all figures as JSON here")
     return p.parse_args(argv)
 
@@ -118,17 +118,10 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
 
 
 def write_results_md(path: Path, body: str, section: str = SECTION) -> None:
-    """Replace the body of ``section`` (up to the next ``## `` heading), leaving the rest as it is."""
-    text = path.read_text(encoding="utf-8")
-    start = text.find(section)
-    if start < 0:
-        text = text.rstrip("\n") + f"\n\n{section}\n\n{body}\n"
-    else:
-        body_start = start + len(section)
-        nxt = text.find("\n## ", body_start)
-        end = nxt + 1 if nxt >= 0 else len(text)
-        text = text[:body_start] + "\n\n" + body.strip("\n") + "\n\n" + text[end:]
-    path.write_text(text, encoding="utf-8")
+    """Replace the body of ``section`` (found at any heading level; see :mod:`benchmarks.results_md`)."""
+    from benchmarks.results_md import write_section
+
+    write_section(path, section, body)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

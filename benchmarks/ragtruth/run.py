@@ -227,16 +227,10 @@ def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: l
 
 
 def write_section(path: Path, section: str, body: str) -> None:
-    """Replace (or append) ``section``'s body in a markdown file."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    start = text.find(section)
-    block = f"{section}\n\n{body}\n"
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + block
-    else:
-        nxt = text.find("\n## ", start + len(section))
-        text = text[:start] + block + (text[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(text, encoding="utf-8")
+    """Replace (or append) ``section``'s body in a markdown file (see :mod:`benchmarks.results_md`)."""
+    from benchmarks.results_md import write_section as write
+
+    write(path, section, body)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

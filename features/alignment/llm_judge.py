@@ -79,7 +79,7 @@ class LLMJudgeScorer:
         loader: Callable[..., Any] | None = None,
     ) -> None:
         if isinstance(model, str):
-            if loader is None:  # features/ loads no model by name itself: it is the bottom layer
+            if loader is None:  # features/ cannot resolve syncheck model names: it is the bottom layer
                 raise ValueError(f"LLMJudgeScorer({model!r}) needs a loader for model names: pass "
                                  "loader=syncheck.models.load_model, a loaded model, or build it with "
                                  "syncheck.alignment.make_alignment_scorer('llm-judge:NAME')")

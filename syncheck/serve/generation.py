@@ -27,7 +27,7 @@ FINISH_REASONS = {"eos": "stop", "stop": "stop", "max_new_tokens": "length", "fo
 
 @dataclass
 class ChatJob:
-    """What a worker needs to answer one request."""
+    """What the model thread needs to answer one request."""
 
     question: str
     documents: list[str]

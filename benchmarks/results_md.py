@@ -1,0 +1,46 @@
+"""Write a benchmark's tables into its own section of ``benchmarks/RESULTS.md``, leaving the rest of the file alone.
+
+RESULTS.md is organised by topic (``##`` headings); the tables a command writes sit in a section of their own, at any
+heading level, found by its title: the ``"## Title"`` a benchmark names matches ``### Title`` or ``#### Title`` too.
+A section runs to the next heading of its own level or above, or to a ``History`` heading, whichever comes first, so
+a rerun replaces its own tables and never a topic's history. Headings inside a body are written for a ``##``
+section and move down with it. A section not found is appended at the end of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$", re.M)
+
+
+def _level(heading: str) -> int:
+    return len(heading) - len(heading.lstrip("#"))
+
+
+def replace_section(text: str, section: str, body: str) -> str:
+    """``text`` with the body of ``section`` (a heading such as ``"## Title"``) replaced by ``body``."""
+    title = section.lstrip("#").strip()
+    body = body.strip("\n")
+    found = next((m for m in _HEADING.finditer(text) if m.group(2) == title), None)
+    if found is None:
+        return text.rstrip("\n") + f"\n\n{section}\n\n{body}\n"
+    level = len(found.group(1))
+    shift = level - _level(section)
+    if shift:
+        body = _HEADING.sub(lambda h: "#" * max(1, min(6, len(h.group(1)) + shift)) + " " + h.group(2), body)
+    end = len(text)
+    for m in _HEADING.finditer(text, found.end()):
+        if len(m.group(1)) <= level or m.group(2) == "History":
+            end = m.start()
+            break
+    rest = text[end:]
+    return text[: found.end()] + "\n\n" + body + ("\n\n" + rest if rest else "\n")
+
+
+def write_section(path: Path, section: str, body: str) -> None:
+    """Replace (or append) ``section``'s body in the markdown file ``path`` (created when missing)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    path.write_text(replace_section(text, section, body), encoding="utf-8")
