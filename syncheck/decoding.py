@@ -31,6 +31,9 @@ from transformers.generation.logits_process import (
 )
 
 
+#: the seeds the sampler takes (``torch.Generator.manual_seed``'s range)
+SEED_RANGE = (-(2**63), 2**64 - 1)
+
 
 class SettingsError(ValueError):
     """A setting the caller gave is invalid (a decoding setting, a threshold, a decoder option); the message says
@@ -68,6 +71,9 @@ class Decoding:
             raise SettingsError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
             raise SettingsError(f"top_k must be >= 0 (0 turns it off), got {self.top_k}")
+        if self.seed is not None and not SEED_RANGE[0] <= self.seed <= SEED_RANGE[1]:
+            raise SettingsError(f"seed must be in [{SEED_RANGE[0]}, {SEED_RANGE[1]}] (the sampler's range), "
+                                f"got {self.seed}")
         if any(not isinstance(s, str) or not s for s in self.stop):
             raise SettingsError(f"stop strings must be non-empty strings, got {self.stop!r}")
 
@@ -170,4 +176,4 @@ GREEDY = Decoding()
 #: FOD's and reranking's candidate sampling (SynCheck paper, Section 4): temperature 1, top-p 0.95, seed 0
 CANDIDATE_SAMPLING = Decoding(do_sample=True, temperature=1.0, top_p=0.95, seed=0)
 
-__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "Decoding", "SettingsError"]
+__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "SEED_RANGE", "Decoding", "SettingsError"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
@@ -36,7 +37,19 @@ class Record:
 
 
 def parse_record(obj: Any, line_no: int | None = None) -> Record:
-    """Validate one decoded JSON value and turn it into a :class:`Record`."""
+    """Validate one decoded JSON value and turn it into a :class:`Record`.
+
+    Raises:
+        RecordError: what to fix; its ``record_id`` is the record's id when one can be read.
+    """
+    try:
+        return _parse_record(obj, line_no)
+    except RecordError as exc:
+        exc.record_id = _lenient_id(obj) if isinstance(obj, dict) else None
+        raise
+
+
+def _parse_record(obj: Any, line_no: int | None) -> Record:
     where = f"line {line_no}: " if line_no is not None else ""
     if not isinstance(obj, dict):
         raise RecordError(f"{where}expected a JSON object with 'context' and 'response', got {type(obj).__name__}")
@@ -64,12 +77,10 @@ def parse_record(obj: Any, line_no: int | None = None) -> Record:
     texts.update({"context" if isinstance(context, str) else f"context[{i}]": c
                   for i, c in enumerate([context] if isinstance(context, str) else context)})
     for name, text in texts.items():
-        bad = _lone_surrogate(text) if isinstance(text, str) else None
-        if bad is not None:
-            raise RecordError(
-                f"{where}{name!r} holds an unpaired UTF-16 surrogate escape (\\u{ord(text[bad]):04x} at character {bad}), "
-                "which is not text; fix the program that wrote the file (it split a character's escape pair)"
-            )
+        problem = lone_surrogate(text) if isinstance(text, str) else None
+        if problem is not None:
+            raise RecordError(f"{where}{name!r} {problem}; fix the program that wrote the file (it split a character's "
+                              "escape pair)")
     return Record(id=rid, context=context, response=response, question=question)
 
 
@@ -82,6 +93,8 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
     """
     first_line: dict[Any, int] = {}
     for line_no, line in enumerate(lines, 1):
+        if is_blank(line):
+            continue
         if isinstance(line, bytes):
             try:
                 line = line.decode("utf-8")
@@ -91,17 +104,14 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
                     record_id=_lenient_id(line.decode("utf-8", errors="replace")),
                 )
                 continue
-        if not line.strip():
-            continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield line_no, RecordError(f"line {line_no}: not valid JSON ({exc.msg} at column {exc.colno}); fix the line")
+            obj = load_json(line)
+        except ValueError as exc:
+            yield line_no, RecordError(f"line {line_no}: not valid JSON ({exc}); fix the line")
             continue
         try:
             rec = parse_record(obj, line_no)
         except RecordError as exc:
-            exc.record_id = _lenient_id(obj)
             yield line_no, exc
             continue
         key = (isinstance(rec.id, str), rec.id)
@@ -114,13 +124,47 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
         yield line_no, rec
 
 
-def _lone_surrogate(text: str) -> int | None:
-    """Index of the first unpaired surrogate in ``text`` (JSON can smuggle one in as an escape), else None."""
+#: what a blank line of a JSONL file may hold (JSON's whitespace, and what ``bytes.strip`` also takes: \v, \f)
+_BLANK = " \t\n\r\x0b\x0c"
+
+
+def is_blank(line: str | bytes) -> bool:
+    """Whether a JSONL line is blank (skipped, no output row). Other Unicode whitespace is not blank: a line of it
+    is not JSON, and gets an error row."""
+    return not line.strip(_BLANK.encode() if isinstance(line, bytes) else _BLANK)
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads(text)``; any text that is not one JSON value raises ``ValueError`` saying why: the parser's
+    reason and where, nesting too deep for the parser, or an integer too long for Python to convert.
+
+    (``json.loads`` itself raises ``RecursionError`` for deep nesting and a plain ``ValueError`` for an integer of
+    more than :func:`sys.get_int_max_str_digits` digits: a one-line input could stop a whole run.)
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        reason = f"{exc.msg} at {where}"
+    except UnicodeDecodeError as exc:  # bytes that are not UTF-8 (or -16, -32)
+        reason = f"not UTF-8 (byte {exc.start}: {exc.reason})"
+    except RecursionError:
+        reason = "arrays or objects nested too deeply"
+    except ValueError:  # int() refuses the digits
+        reason = f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    raise ValueError(reason)
+
+
+def lone_surrogate(text: str) -> str | None:
+    """What is wrong with ``text`` when it holds an unpaired UTF-16 surrogate (JSON can smuggle one in as an
+    escape), e.g. ``"holds an unpaired UTF-16 surrogate escape (\\ud800 at character 3), which is not text"``; else
+    None."""
     try:
         text.encode("utf-8")
         return None
     except UnicodeEncodeError as exc:
-        return exc.start
+        return (f"holds an unpaired UTF-16 surrogate escape (\\u{ord(text[exc.start]):04x} at character {exc.start}), "
+                "which is not text")
 
 
 def script_warning(text: str) -> str | None:
@@ -141,12 +185,12 @@ def _lenient_id(obj: Any) -> Any:
     """The id of a row that failed validation, when one can be read."""
     if isinstance(obj, str):
         try:
-            obj = json.loads(obj)
-        except json.JSONDecodeError:
+            obj = load_json(obj)
+        except ValueError:
             return None
     rid = obj.get("id") if isinstance(obj, dict) else None
     if isinstance(rid, float) and not math.isfinite(rid):
         return None
-    if isinstance(rid, str) and _lone_surrogate(rid) is not None:
+    if isinstance(rid, str) and lone_surrogate(rid) is not None:
         return rid.encode("utf-8", errors="replace").decode("utf-8")
     return rid if isinstance(rid, (str, int, float)) else None

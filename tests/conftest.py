@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
+
+from syncheck.serve.process import ServerProcess
 
 CORPUS = [
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
@@ -91,6 +95,33 @@ def tiny_dir(tmp_path_factory):
     make_model(len(tok)).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def serve_dir(tmp_path_factory):
+    """A tiny random Llama with a 4096-token window for ``syncheck serve``, so a long generation can be stopped."""
+    tok = make_tokenizer(CHAT_TEMPLATE)
+    path = tmp_path_factory.mktemp("tiny-serve-model")
+    make_model(len(tok), max_positions=4096).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+#: the documents the server tests ask about
+DOCS = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It is 330 metres tall."]
+
+
+class Server(ServerProcess):
+    """The test server: offline, its own cache and log, ``--model-id``; ``client()`` is an ``openai`` client."""
+
+    def __init__(self, model: str, model_id: str, cache: Path, *extra: str) -> None:
+        super().__init__(model, "--model-id", model_id, *extra, log=cache / "server.log", timeout=180,
+                         env={"HF_HUB_OFFLINE": "1", "SYNCHECK_CACHE": str(cache), "PYTHONWARNINGS": "ignore"})
+
+    def client(self, **kw):
+        import openai
+
+        return openai.OpenAI(base_url=self.base_url, api_key="none", max_retries=0, **kw)
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -13,34 +12,10 @@ openai = pytest.importorskip("openai")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from syncheck.serve.process import ServerProcess  # noqa: E402
+from conftest import DOCS, Server  # noqa: E402  (the test server; serve_dir, its model, is conftest's fixture)
 
-DOCS = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It is 330 metres tall."]
 QUESTIONS = ["When was it completed?", "How tall is it?", "Who built it?", "Where is it?", "Why was it built?",
              "What is it made of?", "How many visit it?", "Is it painted?"]
-
-
-class Server(ServerProcess):
-    """The test server: offline, its own cache and log, ``--model-id``; ``client()`` is an ``openai`` client."""
-
-    def __init__(self, model: str, model_id: str, cache: Path, *extra: str) -> None:
-        super().__init__(model, "--model-id", model_id, *extra, log=cache / "server.log", timeout=180,
-                         env={"HF_HUB_OFFLINE": "1", "SYNCHECK_CACHE": str(cache), "PYTHONWARNINGS": "ignore"})
-
-    def client(self, **kw) -> "openai.OpenAI":
-        return openai.OpenAI(base_url=self.base_url, api_key="none", max_retries=0, **kw)
-
-
-@pytest.fixture(scope="module")
-def serve_dir(tmp_path_factory):
-    """A tiny random Llama with a 4096-token window, so a long generation can be interrupted."""
-    from conftest import CHAT_TEMPLATE, make_model, make_tokenizer
-
-    tok = make_tokenizer(CHAT_TEMPLATE)
-    path = tmp_path_factory.mktemp("tiny-serve-model")
-    make_model(len(tok), max_positions=4096).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
 
 
 LONG = 3000  # tokens: seconds of generation, long enough to be interrupted

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import click
 
-from syncheck.records import Record, RecordError, read_jsonl
+from syncheck.records import Record, RecordError, is_blank, read_jsonl
 
 model_option = click.option(
     "--model",
@@ -69,8 +69,9 @@ def read_records(path: Path) -> Iterator[Record | RecordError]:
 
 
 def count_lines(path: Path) -> int:
+    """Rows :func:`read_records` yields for ``path``: its lines that are not blank."""
     with open(path, "rb") as f:
-        return sum(1 for line in f if line.strip())
+        return sum(1 for line in f if not is_blank(line))
 
 
 def quiet_transformers() -> None:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from syncheck.decoding import SettingsError
 from syncheck.io import guard_row
+from syncheck.records import RecordError, load_json, parse_record
 from syncheck.serve.generation import ChatJob, ChatRunner
 from syncheck.serve.protocol import (
     ApiError,
@@ -115,8 +116,6 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
 
     @app.post("/v1/syncheck/score")
     async def score(request: Request):
-        from syncheck.records import RecordError, parse_record
-
         body = await _json_body(request)
         objs = body["records"] if isinstance(body, dict) and "records" in body else [body]
         if not isinstance(objs, list) or not objs:
@@ -130,7 +129,7 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
             try:
                 items.append(parse_record(obj, None))
             except RecordError as exc:
-                items.append(RecordError(f"record {i}: {exc}", record_id=obj.get("id", i) if isinstance(obj, dict) else i))
+                items.append(RecordError(f"record {i}: {exc}", record_id=i if exc.record_id is None else exc.record_id))
 
         def work(job: Job) -> None:  # one turn
             rows = [guard_row(r.to_json()) for r in scorer.score_records(items)]
@@ -148,8 +147,8 @@ async def _json_body(request: Request) -> Any:
         raise ApiError(413, f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send fewer or "
                             "shorter documents")
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return load_json(raw)
+    except ValueError as exc:
         raise ApiError(400, f"the request body is not valid JSON ({exc}); send a JSON object with "
                             "Content-Type: application/json") from None
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from syncheck.decoding import Decoding
+from syncheck.decoding import SEED_RANGE, Decoding
+from syncheck.records import lone_surrogate
 
 
 class ApiError(Exception):
@@ -28,16 +29,32 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
+def _text(value: str) -> str:
+    problem = lone_surrogate(value)
+    if problem is not None:  # the tokenizer cannot take it
+        raise ValueError(f"{problem}; the client split a character's escape pair")
+    return value
+
+
+#: a string the model reads (its tokenizer takes only real text)
+Text = Annotated[str, AfterValidator(_text)]
+
+
 class TextPart(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str
-    text: str | None = None
+    text: Text | None = None
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[TextPart] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value):
+        return _text(value) if isinstance(value, str) else value
 
     def text(self) -> str:
         if self.content is None:
@@ -67,13 +84,13 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str
     messages: list[ChatMessage] = Field(min_length=1)
-    documents: list[str] | None = None
+    documents: list[Text] | None = None
     stream: bool = False
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     stop: str | list[str] | None = None
     n: int = Field(1, ge=1, le=1, description="one choice per request")
     stream_options: dict[str, Any] | None = None
