@@ -21,14 +21,13 @@ train`` and in ``syncheck report``) goes through :func:`parse_label`. ``group`` 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from numbers import Real
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from features.sentences import Span
-from syncheck.records import Record, RecordError, parse_record
+from syncheck.records import Record, RecordError, load_json, parse_record
 
 #: The instruction used as the question of RAGTruth records that have none (RAGTruth's own prompts, shortened).
 TASK_QUESTIONS = {
@@ -177,9 +176,12 @@ def read_labelled(path: str | Path, limit: int | None = None) -> tuple[list[Labe
             if limit is not None and len(out) >= limit:
                 break
             try:
-                out.append(parse_labelled(json.loads(line), n))
-            except json.JSONDecodeError as exc:
-                errors.append(f"line {n}: not valid JSON ({exc.msg})")
+                obj = load_json(line)
+            except ValueError as exc:
+                errors.append(f"line {n}: not valid JSON ({exc})")
+                continue
+            try:
+                out.append(parse_labelled(obj, n))
             except (RecordError, LabelError) as exc:
                 errors.append(str(exc))
     return out, errors

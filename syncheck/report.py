@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from syncheck.records import load_json
 from syncheck.labels import LabelError, parse_label
 from syncheck.stats import bootstrap_auroc
 
@@ -85,8 +86,8 @@ def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
+                obj = load_json(line)
+            except ValueError:  # not UTF-8 or not JSON
                 obj = {}
             rows.append(obj if isinstance(obj, dict) else {})
     return rows

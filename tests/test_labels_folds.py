@@ -171,3 +171,20 @@ def test_probe_out_of_fold_scores_fill_what_cannot_be_held_out():
     _, oof = fit_probe(LinearProbe(), X, y, np.arange(20) // 2, seed=1)
     assert not np.allclose(oof, 0.5) and np.array_equal(oof, fit_probe(LinearProbe(), X, y, np.arange(20) // 2,
                                                                           seed=1)[1])
+
+
+def test_every_jsonl_reader_turns_a_line_json_cannot_parse_into_an_error_not_a_crash(tmp_path):
+    """Deep nesting makes json.loads raise RecursionError; calibrate's, train's and report's readers say so."""
+    import click
+
+    from syncheck.cli.train import _read_jsonl
+    from syncheck.labels import read_labelled
+    from syncheck.report import read_jsonl_rows
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text("[" * 100_000 + "\n" + '{"id": "a"}\n', encoding="utf-8")
+    records, errors = read_labelled(path)
+    assert records == [] and errors[0] == "line 1: not valid JSON (arrays or objects nested too deeply)"
+    assert read_jsonl_rows(path) == [{}, {"id": "a"}]  # positions kept
+    with pytest.raises(click.ClickException, match="line 1: not valid JSON .*nested too deeply.*fix or drop"):
+        _read_jsonl(path)

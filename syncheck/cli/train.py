@@ -27,13 +27,13 @@ aggregator learns from the probe's out-of-fold scores, 5 folds grouped by
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from features.registry import FEATURES, is_probe_output
+from syncheck.records import load_json
 
 from syncheck.aggregators.io import KINDS
 
@@ -45,9 +45,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise click.ClickException(f"{path} line {n}: not valid JSON ({exc.msg}); fix or drop that line") from None
+                rows.append(load_json(line))
+            except ValueError as exc:
+                raise click.ClickException(f"{path} line {n}: not valid JSON ({exc}); fix or drop that line") from None
     return rows
 
 
