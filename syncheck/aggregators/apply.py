@@ -44,7 +44,8 @@ def feature_hint(name: str, trained_with: Mapping[str, Any] | None = None) -> st
     if spec.needs == "text_checks":
         return f"{name}: enable the string checks (drop --no-text-checks; Scorer(text_checks=True))"
     if spec.needs == "probe":
-        return (f"{name}: the aggregator's probe (probes.safetensors) reads one model's {spec.vector} vectors; fit "
+        what = {"hidden": "hidden states", "lookback": "lookback ratios"}.get(spec.vector, f"{spec.vector} vectors")
+        return (f"{name}: the aggregator's probe (probes.safetensors) reads one model's {what}; fit "
                 "one for this model with `syncheck calibrate --model M --data LABELLED.jsonl`")
     if spec.needs == "alignment":
         return f"{name}: enable --alignment {cfg.get('alignment') or 'lexical'} (Scorer(alignment=...))"
