@@ -20,7 +20,7 @@ import torch
 from fod.steering import steered_logits
 from syncheck.decoding import Decoding
 from syncheck.featurize import Premise
-from syncheck.live import Batch
+from syncheck.live.state import Batch
 from syncheck.monitor import Monitor, SentenceEvent
 
 #: Tokens a straggler may run past twice the longest finished candidate (see the module docstring).

@@ -50,7 +50,8 @@ from syncheck.featurize import Premise
 from transformers import GenerationConfig
 
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
-from syncheck.live import Batch
+from syncheck.live.branching import ended_view
+from syncheck.live.state import Batch
 from syncheck.monitor import Monitor, SentenceEvent
 from syncheck.provenance import FINAL_CHECK_TOP_K
 from syncheck.results import ScoredSentence
@@ -339,7 +340,7 @@ class _Run:
         return self._usable(c) and c.score >= threshold
 
     def _take(self, batch: Batch, c: Candidate) -> _Beam:
-        return _Beam(_ended_view(batch, c.index)) if c.ended else _Beam(self.engine.select(batch, c.index, c.end))
+        return _Beam(ended_view(batch, c.index)) if c.ended else _Beam(self.engine.select(batch, c.index, c.end))
 
     def repair(self, beam: _Beam, ev: SentenceEvent) -> _Beam | None:
         """Replace the flagged sentence by the best candidate that passes (``tau2``, else the fallback), or ``None``."""
@@ -438,12 +439,6 @@ def _spread(total: int, parts: int) -> list[int]:
     """Split ``total`` samples over ``parts`` beams as evenly as possible (earlier beams get the extra)."""
     base = total // parts
     return [base + (1 if i < total - base * parts else 0) for i in range(parts)]
-
-
-def _ended_view(batch: Batch, i: int) -> Batch:
-    """A one-row view of an ended row (it is never continued, so its caches are not needed)."""
-    return Batch([batch.rows[i]], batch.with_cache, batch.without_cache, batch.next_logp[i : i + 1],
-                 batch.prompt, batch.prompt_len_without)
 
 
 __all__ = ["FODGenerator", "cut_at_stop"]

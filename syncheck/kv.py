@@ -1,7 +1,7 @@
-"""KV-cache operations for the live monitor and FOD: expand, select-and-crop.
+"""KV-cache operations for the live monitor and FOD: expand, select-and-crop, and the mask of a left-padded cache.
 
-Every function returns a new cache built from slices of the old one, so a beam can be branched without recomputing its
-prefix. Only full-attention caches (``DynamicCache`` with plain layers) are
+Every cache function returns a new cache built from slices of the old one, so a beam can be branched without
+recomputing its prefix. Only full-attention caches (``DynamicCache`` with plain layers) are
 supported; that covers Llama, Qwen2, Mistral-without-sliding-window, SmolLM.
 """
 
@@ -82,3 +82,12 @@ def expand(cache: DynamicCache, n: int) -> DynamicCache:
             raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
         data.append((keys.expand(n, -1, -1, -1).contiguous(), values.expand(n, -1, -1, -1).contiguous()))
     return DynamicCache(ddp_cache_data=data)
+
+
+def padding_mask(pads: Sequence[int], past: int, new: int, device) -> torch.Tensor:
+    """``(B, past + new)`` attention mask for a left-padded cache: 0 on each row's ``pads[i]`` leading positions, 1
+    elsewhere."""
+    mask = torch.ones((len(pads), past + new), dtype=torch.long, device=device)
+    for i, p in enumerate(pads):
+        mask[i, :p] = 0
+    return mask

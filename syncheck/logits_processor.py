@@ -5,11 +5,16 @@
 >>> proc.events                                                                                # doctest: +SKIP
 
 It returns the scores unchanged. Each call sees the token chosen at the
-previous step (the last column of ``input_ids``), records its log-probability
-and entropy from the previous step's scores, and, when a sentence is finished,
-scores it exactly as :class:`~syncheck.monitor.Monitor` does (deferred
-without-context forward on its own cache, hidden states captured by forward
-hooks on the decoder layers).
+previous step (the last column of ``input_ids``), records it with its
+log-probability and entropy from the previous step's scores, and, when a
+sentence is finished, scores it exactly as :class:`~syncheck.monitor.Monitor`
+does: the row and batch are the live engine's own (:mod:`syncheck.live.state`,
+written through the same ``Row.append_token`` / ``Row.append_hidden`` as
+:meth:`~syncheck.live.engine.LiveEngine.step`, started by
+:meth:`~syncheck.live.engine.LiveEngine.observe`), the same deferred
+without-context forward and emission policy run on them
+(:meth:`~syncheck.monitor.Monitor.score_finished`), and hidden states are
+captured by :func:`~syncheck.passes.capture_hidden`'s hooks on the decoder layers.
 
 - As a context manager it prefills the without-context cache and registers its
   hooks on entry, and removes the hooks on exit, an exception inside
@@ -31,6 +36,7 @@ What this form cannot do:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import torch
@@ -39,9 +45,9 @@ from transformers.generation.streamers import BaseStreamer
 
 from features.entropy import normalized_entropy
 from syncheck.featurize import Premise
-from syncheck.live import Batch, Row
+from syncheck.live.state import Batch
 from syncheck.monitor import Monitor, SentenceEvent
-from syncheck.passes import decoder_layers, decode_offsets, prompt_pair
+from syncheck.passes import capture_hidden, decoder_layers, prompt_pair
 from syncheck.prompts import format_context
 
 
@@ -78,8 +84,8 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         self.streamer = _EndStreamer(self)
         self.events: list[SentenceEvent] = []
         self.batch: Batch | None = None
-        self._captured: dict[int, torch.Tensor] = {}
-        self._hooks: list = []
+        self._captured: dict[int, torch.Tensor] = {}  # {layer: (1, 1, d)} of the last forward's last position
+        self._hooks = contextlib.ExitStack()
         self._finished = False
         self._checked = False
 
@@ -96,35 +102,21 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         if self.batch is not None:
             return
         engine = self.monitor.engine
-        without_cache, without_next = engine.prefill(self._without_ids) if engine.kl else (None, None)
-        row = Row(hidden={layer: [] for layer in engine.hidden_layers}, has_without=engine.kl,
-                  without_next=without_next[0] if without_next is not None else None)
-        self.batch = Batch([row], with_cache=None, without_cache=without_cache, next_logp=None,
-                           prompt=list(self._prompt), prompt_len_without=len(self._without_ids))
-        layers = decoder_layers(self.monitor.scorer.lm.model)
-        for layer in engine.hidden_layers:
-            def hook(_m, _a, output, layer=layer):
-                out = output[0] if isinstance(output, tuple) else output
-                self._captured[layer] = out[:, -1].float()
-            self._hooks.append(layers[layer - 1].register_forward_hook(hook))
+        self.batch = engine.observe(self._prompt, self._without_ids)
+        self._captured = self._hooks.enter_context(capture_hidden(self.monitor.scorer.lm.model, engine.hidden_layers,
+                                                                  last=1))
 
     def close(self) -> None:
         """Remove the forward hooks from the model (idempotent)."""
-        for h in self._hooks:
-            h.remove()
-        self._hooks = []
+        self._hooks.close()
 
     # ------------------------------------------------------------------ observing
     def _record(self, token: int) -> None:
-        row, batch = self.batch.rows[0], self.batch
-        prev = batch.next_logp[0]
-        row.ids.append(token)
-        row.logprob.append(float(prev[token]))
-        row.entropy.append(float(normalized_entropy(prev, log_probs=True)))
-        row.logp_rows.append(prev)
-        row.text, row.offsets = decode_offsets(self.monitor.scorer.lm.tokenizer, row.ids, len(row.ids) - 1, row.offsets)
-        for layer in self.monitor.engine.hidden_layers:
-            row.hidden[layer].append(self._captured[layer][0].cpu().numpy())
+        """Append ``token``, chosen from the previous step's ``(V,)`` scores, with the hidden states of its forward."""
+        row, prev = self.batch.rows[0], self.batch.next_logp[0]
+        row.append_token(token, prev, float(normalized_entropy(prev, log_probs=True)), self.monitor.scorer.lm.tokenizer)
+        row.append_hidden({layer: self._captured[layer][0, -1].cpu().numpy()
+                           for layer in self.monitor.engine.hidden_layers})
 
     def _emit(self, final: bool) -> None:
         for ev in self.monitor.score_finished(self.batch, self.premise, final=final)[0]:
@@ -144,7 +136,7 @@ class SynCheckLogitsProcessor(LogitsProcessor):
         if input_ids.shape[1] > self.batch.prompt_len:
             self._record(int(input_ids[0, -1]))
             self._emit(final=False)
-        self.batch.next_logp = torch.log_softmax(scores.float(), -1)
+        self.batch.observe_next(torch.log_softmax(scores.float(), -1))
         return scores
 
     def finish(self, sequences: torch.Tensor) -> list[SentenceEvent]:

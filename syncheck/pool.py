@@ -16,14 +16,15 @@ from typing import Sequence
 import torch
 
 from syncheck.kv import cache_length, concat_left_padded, select_rows
-from syncheck.live import Batch, LiveEngine
+from syncheck.live.engine import LiveEngine
+from syncheck.live.state import Batch
 
 
 class DecodePool:
     """Steps the runs it is given, all of them in one with-context forward.
 
     Args:
-        engine: the :class:`~syncheck.live.LiveEngine` of the runs' monitor.
+        engine: the :class:`~syncheck.live.engine.LiveEngine` of the runs' monitor.
     """
 
     def __init__(self, engine: LiveEngine) -> None:
@@ -52,7 +53,7 @@ class DecodePool:
         self.engine.step(view, tokens)
         self.cache = view.with_cache
         for i, run in enumerate(self.runs):
-            run.batch.next_logp = view.next_logp[i : i + 1]
+            run.batch.observe_next(view.next_logp[i : i + 1])
             run.advance()
 
     def _sync(self, runs: Sequence) -> None:
@@ -80,7 +81,7 @@ class DecodePool:
             pads = [p + extra for p in self.pads] + pads[len(self.runs) :]
         self.cache, self.pads = cache, pads
         for run in new:
-            run.batch.with_cache = None  # the pool's row is its cache from now on
+            run.batch.release_with_cache()  # the pool's row is its cache from now on
         self.runs.extend(new)
 
 

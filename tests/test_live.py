@@ -85,3 +85,37 @@ def test_stopped_rows_keep_their_tokens_while_others_continue(tiny_lm):
         engine.step(batch, engine.choose(batch, GREEDY, None), active=[True, step < 2, True])
     assert [len(r.ids) for r in batch.rows] == [4, 2, 4]
     assert batch.rows[1].stale and not batch.rows[0].stale
+
+
+def test_rows_and_batches_are_written_only_by_their_own_methods():
+    """Issue 22: one writer. Outside syncheck/live/state.py no code assigns, or appends to, a Row's or a Batch's
+    fields (fields whose names other classes share, ``text`` or ``ids``, are covered by code review only)."""
+    import ast
+    import dataclasses
+    from pathlib import Path
+
+    from syncheck.live.state import Batch, Row
+
+    shared = {"ids", "text", "sentences", "ended", "hidden", "lookback", "kl", "offsets", "entropy", "logprob",
+              "rows", "prompt"}
+    fields = {f.name for cls in (Row, Batch) for f in dataclasses.fields(cls)} - shared
+    mutators = {"append", "extend", "insert", "pop", "clear", "update", "remove", "setdefault", "__setitem__"}
+    root = Path(__file__).resolve().parents[1]
+    state = root / "syncheck" / "live" / "state.py"
+    wrong = []
+    for path in [*(root / "syncheck").rglob("*.py"), *(root / "fod").rglob("*.py")]:
+        if path == state:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                for t in getattr(node, "targets", None) or [node.target]:
+                    targets += t.elts if isinstance(t, ast.Tuple) else [t]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in mutators:
+                targets = [node.func.value]
+            for t in targets:
+                while isinstance(t, ast.Subscript):  # row.boundaries[k] = ...
+                    t = t.value
+                if isinstance(t, ast.Attribute) and t.attr in fields:
+                    wrong.append(f"{path.relative_to(root)}:{node.lineno} writes .{t.attr}")
+    assert not wrong, "Row/Batch fields written outside their methods:\n" + "\n".join(wrong)

@@ -38,11 +38,11 @@ def tiny_scorer(tiny_lm):
 
 def test_live_path_falls_back_to_output_hidden_states_like_the_offline_path(tiny_scorer, monkeypatch):
     """Issue 22, bug 5: a model whose decoder layers cannot be hooked raised KeyError live (offline fell back)."""
-    import syncheck.live
+    import syncheck.live.engine
     import syncheck.passes
 
     monkeypatch.setattr(syncheck.passes, "decoder_layers", lambda model: None)
-    monkeypatch.setattr(syncheck.live, "decoder_layers", lambda model: None, raising=False)
+    monkeypatch.setattr(syncheck.live.engine, "decoder_layers", lambda model: None)
     ids, _ = response_ids_and_offsets(tiny_scorer.lm.tokenizer, RESPONSE)
     live = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
     offline = tiny_scorer.score(context=CONTEXT, response=RESPONSE, question="When?")

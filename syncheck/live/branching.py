@@ -1,0 +1,110 @@
+"""Beam branching over the live caches: select a row, cut it back, copy and merge one-row batches.
+
+Nothing before a cut is recomputed: both KV caches are cropped at a flushed sentence boundary (see
+:mod:`syncheck.live.deferred_kl`), where the row kept the next-token distributions that resume decoding. FOD
+backtracks and samples its candidates with these; :class:`~syncheck.live.engine.LiveEngine` exposes them as
+methods. Caches are ``(B, heads, L, head_dim)`` per layer; ``V`` is the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import torch
+
+from syncheck.kv import concat_left_padded, expand, select_rows
+from syncheck.live.state import Batch
+
+if TYPE_CHECKING:
+    from syncheck.live.engine import LiveEngine
+
+
+def select(batch: Batch, i: int, length: int) -> Batch:
+    """A one-row, unpadded batch holding row ``i`` cut to its first ``length`` response tokens.
+
+    ``length`` must be a flushed sentence boundary of that row (or 0): both
+    caches are cut there, and the next-token distributions recorded at that
+    boundary resume decoding. Nothing before the cut is recomputed.
+    """
+    row = batch.rows[i]
+    if length not in row.boundaries:
+        raise ValueError(
+            f"token {length} is not a flushed sentence boundary of row {i} (boundaries: {sorted(row.boundaries)}); "
+            "call flush_kl up to it first"
+        )
+    with_next, _, lookback_next = row.boundaries[length]
+    if with_next is None:
+        raise ValueError(f"row {i} ended at token {length}; it cannot be continued")
+    new = row.branch(length)
+    without = None
+    if batch.without_cache is not None:
+        without = select_rows(batch.without_cache, [i], batch.prompt_len_without + length, start=batch.pad_without[i])
+    with_cache = select_rows(batch.with_cache, [i], batch.prompt_len + length, start=batch.pad_with[i])
+    return Batch([new], with_cache, without, with_next.unsqueeze(0), batch.prompt, batch.prompt_len_without,
+                 context_span=batch.context_span,
+                 next_lookback=lookback_next[None] if lookback_next is not None else None)
+
+
+@torch.inference_mode()
+def cut(engine: "LiveEngine", batch: Batch, length: int) -> Batch:
+    """Cut a one-row batch back to any response token ``length``, not only a sentence boundary.
+
+    Both caches are cut at the last flushed boundary ``b <= length`` (as :func:`select`); the tokens
+    ``[b, length)`` are then fed to the with-context cache in one forward, which gives the distribution
+    that resumes decoding at ``length``. Their statistics (log-probabilities, entropies, hidden states,
+    lookback ratios) are copied from the row, not recomputed; their without-context pass stays deferred,
+    as for any unflushed token. Returns a one-row batch.
+    """
+    if len(batch) != 1:
+        raise ValueError("cut() takes a one-row batch")
+    row = batch.rows[0]
+    if not 0 <= length <= len(row.ids):
+        raise ValueError(f"cannot cut a row of {len(row.ids)} tokens at {length}")
+    b = max(k for k in row.boundaries if k <= length)
+    new = select(batch, 0, b)
+    if length == b:
+        return new
+    if batch.context_span is not None:  # lookback is recorded: replay token by token (records the ratios)
+        for tok in row.ids[b:length]:
+            engine.step(new, torch.tensor([tok], device=engine.lm.device))
+        return new
+    toks = row.ids[b:length]
+    dev = engine.lm.device
+    pos = torch.arange(batch.prompt_len + b, batch.prompt_len + length, device=dev)[None]
+    out = engine.lm.model(input_ids=torch.tensor([toks], device=dev), position_ids=pos,
+                          past_key_values=new.with_cache, use_cache=True)
+    logp = torch.log_softmax(out.logits[0].float(), -1)  # (length - b, V): predicting tokens b + 1 .. length
+    new.rows[0].extend_to(row, length, [new.next_logp[0]] + list(logp[:-1]))
+    new.fed_with(out.past_key_values, logp[-1:].clone())
+    return new
+
+
+def merge(batches: Sequence[Batch], copies: Sequence[int] | None = None) -> Batch:
+    """One batch of ``copies[j]`` copies of each one-row ``batches[j]`` (rows of different lengths are
+    left-padded), so the samples of several beams decode as one batch."""
+    copies = list(copies) if copies is not None else [1] * len(batches)
+    if any(len(b) != 1 for b in batches):
+        raise ValueError("merge() takes one-row batches")
+    rows = [b.rows[0].copy() for b, c in zip(batches, copies) for _ in range(c)]
+    with_caches = [expand(b.with_cache, c) for b, c in zip(batches, copies)]
+    with_cache, pad_with = concat_left_padded(with_caches) if len(batches) > 1 else (with_caches[0], [])
+    without_cache, pad_without = None, []
+    if batches[0].without_cache is not None:
+        wo = [expand(b.without_cache, c) for b, c in zip(batches, copies)]
+        without_cache, pad_without = concat_left_padded(wo) if len(batches) > 1 else (wo[0], [])
+    next_logp = torch.cat([b.next_logp.expand(c, -1) for b, c in zip(batches, copies)], 0).clone()  # (B, V)
+    next_lookback = None
+    if batches[0].next_lookback is not None:
+        next_lookback = np.concatenate([np.repeat(b.next_lookback, c, axis=0) for b, c in zip(batches, copies)])
+    return Batch(rows, with_cache, without_cache, next_logp, batches[0].prompt, batches[0].prompt_len_without,
+                 pad_with, pad_without, context_span=batches[0].context_span, next_lookback=next_lookback)
+
+
+def ended_view(batch: Batch, i: int) -> Batch:
+    """A one-row view of an ended row (it is never continued, so its caches are not cropped)."""
+    return Batch([batch.rows[i]], batch.with_cache, batch.without_cache, batch.next_logp[i : i + 1],
+                 batch.prompt, batch.prompt_len_without)
+
+
+__all__ = ["cut", "ended_view", "merge", "select"]

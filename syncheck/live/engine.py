@@ -1,0 +1,198 @@
+"""The live decoding engine: prefill, choose a token per row, feed it (with-context pass, hidden states, lookback).
+
+:class:`LiveEngine` is what the monitor, the pool, FOD and the baselines decode with. This module holds the
+with-context side; the deferred without-context pass is :mod:`syncheck.live.deferred_kl`, cache branching
+:mod:`syncheck.live.branching` (the engine's :meth:`~LiveEngine.flush_kl`, :meth:`~LiveEngine.select`,
+:meth:`~LiveEngine.cut`, :meth:`~LiveEngine.merge` ... call them), and the rows' state :mod:`syncheck.live.state`.
+Shapes: ``B`` rows, ``V`` the vocabulary, ``n_layers * H`` the attention heads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Sequence
+
+import torch
+from transformers import DynamicCache
+
+from features.entropy import normalized_entropy
+from features.lookback import lookback_ratios
+from syncheck.attention import record_lookback
+from syncheck.decoding import Decoding
+from syncheck.kv import cache_length, padding_mask
+from syncheck.live import branching, deferred_kl
+from syncheck.live.state import Batch, Row
+from syncheck.models import LoadedModel
+from syncheck.passes import capture_hidden, decoder_layers
+
+
+class LiveEngine:
+    """Token-level decoding primitives over one model, shared by the monitor, FOD and baselines.
+
+    Args:
+        lm: the model.
+        hidden_layers: layers whose hidden states are kept per token (for LID and the hidden-state probe).
+        kl: run the without-context pass (deferred to sentence ends).
+        lookback: record each head's lookback ratio per token (the model's attention must be switched
+            with :func:`syncheck.attention.enable_lookback`).
+    """
+
+    def __init__(self, lm: LoadedModel, hidden_layers: Sequence[int] = (), kl: bool = True, lookback: bool = False) -> None:
+        self.lm = lm
+        self.hidden_layers = list(hidden_layers)
+        self.kl = kl
+        self.lookback = lookback
+        eos = lm.model.generation_config.eos_token_id if lm.model.generation_config is not None else None
+        if eos is None:
+            eos = lm.tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+        pad = lm.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (min(self.eos_ids) if self.eos_ids else 0)
+
+    # -------------------------------------------------------------- prefill
+    @torch.inference_mode()
+    def prefill(self, prompt: Sequence[int]) -> tuple[DynamicCache, torch.Tensor]:
+        """One prompt into a fresh cache; returns it and the ``(1, V)`` log-probs of the first response token."""
+        cache, logp, _ = self._prefill(prompt, None)
+        return cache, logp
+
+    def _prefill(self, prompt: Sequence[int], context_span: tuple[int, int] | None):
+        """:meth:`prefill`, plus the ``(1, n_layers * H)`` lookback ratios of the last position when
+        ``context_span`` is given."""
+        ids = torch.tensor([list(prompt)], device=self.lm.device)
+        recording = (record_lookback(self.lm.model, [context_span], [len(prompt)], 1) if context_span is not None
+                     else contextlib.nullcontext(None))
+        with torch.inference_mode(), recording as rec:
+            out = self.lm.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        ratios = lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None
+        return out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1), ratios
+
+    def _without_next(self, prompt_without: Sequence[int] | None) -> tuple[DynamicCache | None, torch.Tensor | None]:
+        """The without-context cache and the ``(V,)`` log-probs of the first token, when the pass runs."""
+        if not self.kl:
+            return None, None
+        if prompt_without is None:
+            raise ValueError("kl=True needs the without-context prompt")
+        cache, logp = self.prefill(prompt_without)
+        return cache, logp[0]
+
+    def start(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None,
+              context_span: tuple[int, int] | None = None) -> Batch:
+        """Prefill both prompts (each on its own, never padded to the other) into a one-row batch.
+
+        ``context_span``: the context's token range in ``prompt_with``; needed when the engine records lookback.
+        """
+        if self.lookback and context_span is None:
+            raise ValueError("lookback=True needs the context's token span in the prompt (PromptPair.context_span)")
+        with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None)
+        without_cache, without_next = self._without_next(prompt_without)
+        row = Row.empty(self.hidden_layers, self.kl, without_next)
+        row.mark_boundary(0, next_logp[0], row.without_next, ratios[0] if ratios is not None else None)
+        return Batch([row], with_cache, without_cache, next_logp, list(prompt_with), len(prompt_without or []),
+                     context_span=context_span if self.lookback else None, next_lookback=ratios)
+
+    def observe(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None) -> Batch:
+        """A one-row batch for decoding run elsewhere (``model.generate``): only the without-context prompt is
+        prefilled; the with-context side comes from :meth:`Batch.observe_next` and
+        :meth:`Row.append_token`."""
+        without_cache, without_next = self._without_next(prompt_without)
+        return Batch([Row.empty(self.hidden_layers, self.kl, without_next)], with_cache=None,
+                     without_cache=without_cache, next_logp=None, prompt=list(prompt_with),
+                     prompt_len_without=len(prompt_without or []))
+
+    # -------------------------------------------------------------- token steps
+    def choose(self, batch: Batch, decoding: Decoding, generator: torch.Generator | None,
+               logits: torch.Tensor | None = None) -> torch.Tensor:
+        """Next token per row, ``(B,)``, from the with-context distribution (argmax unless ``decoding.do_sample``).
+
+        ``logits``: ``(B, V)`` scores to choose from instead (e.g. FOD's steered candidates); the token's
+        statistics still come from the with-context distribution.
+        """
+        logits = batch.next_logp if logits is None else logits
+        if not decoding.do_sample:
+            return logits.argmax(-1)
+        ids = torch.zeros((len(batch), 1), dtype=torch.long, device=logits.device)
+        scores = decoding.processors()(ids, logits.clone())
+        probs = torch.softmax(scores, -1)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+    @torch.inference_mode()
+    def step(self, batch: Batch, tokens: torch.Tensor, active: Sequence[bool] | None = None) -> None:
+        """Append ``tokens`` (``(B,)``) to the active rows and feed them to the with-context cache.
+
+        An EOS token ends its row (it is not part of the response). Inactive and
+        ended rows are fed a pad token so the batch stays aligned; whatever they
+        accumulate past their real length is cut away when they are selected.
+        """
+        ent = normalized_entropy(batch.next_logp, log_probs=True)  # (B,)
+        feed, appended, positions = [], [], []
+        for i, row in enumerate(batch.rows):
+            tok = int(tokens[i])
+            live = (active is None or active[i]) and not row.ended and not row.stale
+            if live and tok in self.eos_ids:
+                row.mark_ended()
+                live = False
+            if live:
+                row.append_token(tok, batch.next_logp[i], float(ent[i]), self.lm.tokenizer,
+                                 lookback=batch.next_lookback[i] if batch.next_lookback is not None else None)
+            else:
+                row.mark_stale()
+            feed.append(tok if live else self.pad_id)
+            appended.append(live)
+            prompt_len = batch.prompt_lens[i] if batch.prompt_lens is not None else batch.prompt_len
+            positions.append(prompt_len + max(len(row.ids) - 1, 0))
+        dev = self.lm.device
+        ids = torch.tensor(feed, device=dev).unsqueeze(-1)
+        kwargs = {}
+        if any(batch.pad_with):
+            kwargs["attention_mask"] = padding_mask(batch.pad_with, cache_length(batch.with_cache), 1, dev)
+        recording = contextlib.nullcontext(None)
+        if batch.context_span is not None:
+            c0, c1 = batch.context_span
+            recording = record_lookback(self.lm.model, [(p + c0, p + c1) for p in batch.pad_with],
+                                        [p + batch.prompt_len for p in batch.pad_with], 1)
+        # models whose decoder layers cannot be hooked give their hidden states through output_hidden_states,
+        # as in the offline pass (passes.forward_response)
+        fallback = bool(self.hidden_layers) and decoder_layers(self.lm.model) is None
+        with capture_hidden(self.lm.model, self.hidden_layers) as hidden, recording as rec:
+            out = self.lm.model(input_ids=ids, position_ids=torch.tensor(positions, device=dev).unsqueeze(-1),
+                                past_key_values=batch.with_cache, use_cache=True, output_hidden_states=fallback,
+                                **kwargs)
+            if fallback:
+                hidden.update({layer: out.hidden_states[layer].float() for layer in self.hidden_layers})
+        batch.fed_with(out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1),
+                       lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None)
+        for i, row in enumerate(batch.rows):
+            if appended[i]:
+                row.append_hidden({layer: hidden[layer][i, -1].cpu().numpy() for layer in self.hidden_layers})
+
+    # -------------------------------------------------------------- deferred KL and branching
+    def flush_kl(self, batch: Batch, ends: Sequence[int]) -> None:
+        """KL for each row's tokens ``[kl_done, ends[i])``, all rows in one forward
+        (:func:`syncheck.live.deferred_kl.flush_kl`)."""
+        deferred_kl.flush_kl(self, batch, ends)
+
+    def select(self, batch: Batch, i: int, length: int) -> Batch:
+        """Row ``i`` cut to flushed boundary ``length``, as a one-row batch (:func:`syncheck.live.branching.select`)."""
+        return branching.select(batch, i, length)
+
+    def backtrack(self, batch: Batch, length: int) -> Batch:
+        """Cut a one-row batch back to sentence boundary ``length``, reusing both caches."""
+        if len(batch) != 1:
+            raise ValueError("backtrack() takes a one-row batch")
+        return branching.select(batch, 0, length)
+
+    def cut(self, batch: Batch, length: int) -> Batch:
+        """Cut a one-row batch back to any response token ``length`` (:func:`syncheck.live.branching.cut`)."""
+        return branching.cut(self, batch, length)
+
+    def expand(self, batch: Batch, n: int) -> Batch:
+        """``n`` copies of a one-row batch (for sampling ``n`` continuations at once)."""
+        return branching.merge([batch], [n])
+
+    def merge(self, batches: Sequence[Batch], copies: Sequence[int] | None = None) -> Batch:
+        """One batch of ``copies[j]`` copies of each one-row ``batches[j]`` (:func:`syncheck.live.branching.merge`)."""
+        return branching.merge(batches, copies)
+
+
+__all__ = ["LiveEngine"]
