@@ -39,6 +39,8 @@ import hashlib
 import json
 import os
 import platform
+import shlex
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -222,7 +224,14 @@ def _rows(path: str) -> list[dict]:
     return rows
 
 
-def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float]) -> dict:
+def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float], lines: list[str] | None = None) -> dict:
+    """Print the tables (and append them to ``lines``); return the figures by (task, method)."""
+
+    def emit(text: str) -> None:
+        print(text)
+        if lines is not None:
+            lines.append(text)
+
     from syncheck.featurize import alignment_claim
 
     by_id = {(c["task"], c["record"]): c for c in ctxs}
@@ -247,9 +256,15 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float])
             usable.append(c)
             for m in methods:
                 r, d = rows[(c["task"], c["record"], m)], per[m]
+                # the informative sentences: distinct (first occurrence) and not degenerate
+                first: dict[str, int] = {}
+                for i, s in enumerate(r["sentences"]):
+                    if not s.get("degenerate"):
+                        first.setdefault(s["text"].strip().lower(), i)
+                distinct = set(first)
                 if all_judged:
                     d["supported"].append(verdicts[m])
-                distinct = {s["text"].strip().lower() for s in r["sentences"] if not s.get("degenerate")}
+                    d["supported_informative"].append([verdicts[m][i] for i in sorted(first.values())])
                 d["informative"].append([0.0 if r["abstained"] else float(len(distinct))])
                 d["abstained"].append([float(r["abstained"])])
                 d["specifics"].append([float(sum(s["unsupported"] for s in r["sentences"]))])
@@ -258,17 +273,19 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float])
                     d["backtracked"].append([float(r["backtracked"])])
         if not usable:
             continue
-        print(f"\n### {task} ({len(usable)} records; judged: {judged_records})\n")
-        print("| method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | unsupported specifics / answer "
-              "| vs greedy | informative sentences / answer | vs greedy | abstained | backtracked | s / answer |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        emit(f"\n### {task} ({len(usable)} records; judged: {judged_records})\n")
+        emit("| method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | faithful informative sentences "
+             "| vs greedy | unsupported specifics / answer | vs greedy | informative sentences / answer | vs greedy "
+             "| abstained | backtracked | s / answer |")
+        emit("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         g = per["greedy"]
         for m in methods:
             d = per[m]
             f, lo, hi = bootstrap_mean(d["supported"], seed=args.seed) if d["supported"] else (float("nan"),) * 3
             row = {"faithful": f, "ci": [lo, hi], "records": len(usable), "judged_records": judged_records}
             cells = []
-            for name in ("supported", "specifics", "informative"):
+            fi = bootstrap_mean(d["supported_informative"], seed=args.seed)[0] if d["supported_informative"] else float("nan")
+            for name in ("supported", "supported_informative", "specifics", "informative"):
                 if m == "greedy" or not d[name]:
                     cells.append("-")
                     continue
@@ -281,9 +298,10 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float])
             bt = f"{np.mean([v[0] for v in d['backtracked']]):.2f}" if d["backtracked"] else "-"
             sec = float(np.mean([v[0] for v in d["seconds"]]))
             row.update(specifics=spec, informative=inf, abstained=ab, seconds=sec)
+            row["faithful_informative"] = fi
             summary[(task, m)] = row
-            print(f"| {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {cells[0]} | {spec:.2f} | {cells[1]} | {inf:.2f} | {cells[2]} "
-                  f"| {ab:.2f} | {bt} | {sec:.1f} |")
+            emit(f"| {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {cells[0]} | {fi:.3f} | {cells[1]} | {spec:.2f} | {cells[2]} "
+                 f"| {inf:.2f} | {cells[3]} | {ab:.2f} | {bt} | {sec:.1f} |")
     return summary
 
 
@@ -309,6 +327,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judged", required=True, help="judge verdicts, one JSON line per claim; resumed")
     ap.add_argument("--no-judge", action="store_true", help="generate only")
     ap.add_argument("--report", action="store_true", help="print the tables from --out and --judged, nothing else")
+    ap.add_argument("--results-md", default=None, help="also write the tables into this markdown file's --title section")
+    ap.add_argument("--title", default=None, help="section heading in --results-md (default: the model and record count)")
     args = ap.parse_args(argv)
     if args.threads:
         import torch
@@ -326,10 +346,23 @@ def main(argv: list[str] | None = None) -> dict:
     if args.no_judge:
         return {}
     judged = run_judge(args, ctxs)
-    print(f"model={args.model} judge={args.judge} ({args.judge_dtype}, question-aware on QA tasks) max_new_tokens={args.max_new_tokens} "
-          f"max_sentences={args.max_sentences} S={args.num_samples} K={args.num_beams} T={args.temperature} "
-          f"cpu={platform.machine()} wall={(time.perf_counter() - t0) / 60:.1f} min")
-    return report(args, ctxs, methods, judged)
+    answered = [r for r in _rows(args.out) if r["method"] in methods and (r["task"], r["record"]) in
+                {(c["task"], c["record"]) for c in ctxs}]
+    header = (f"model={args.model} judge={args.judge} ({args.judge_dtype}, question-aware on QA tasks) "
+              f"max_new_tokens={args.max_new_tokens} max_sentences={args.max_sentences} S={args.num_samples} "
+              f"K={args.num_beams} T={args.temperature} cpu={platform.machine()} "
+              f"generation={sum(r['seconds'] for r in answered) / 60:.1f} min over {len(answered)} answers "
+              f"(resumed runs add up) this run={(time.perf_counter() - t0) / 60:.1f} min")
+    print(header)
+    lines = [f"`{header}`"]
+    summary = report(args, ctxs, methods, judged, lines)
+    if args.results_md:
+        from benchmarks.results_md import write_section
+
+        title = args.title or f"{args.model}: {len(ctxs)} contexts, {len(methods)} methods"
+        command = "python -m benchmarks.fod_table2 " + shlex.join(argv if argv is not None else sys.argv[1:])
+        write_section(Path(args.results_md), f"## {title}", f"Command: `{command}`\n\n" + "\n".join(lines))
+    return summary
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judge-dtype", default="bfloat16")
     ap.add_argument("--judged", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--results-md", default=None, help="also write the table into this markdown file's --title section")
+    ap.add_argument("--title", default="The judge's own accuracy", help="section heading in --results-md")
     args = ap.parse_args(argv)
 
     from benchmarks.ragtruth.data import read_ragtruth
@@ -76,11 +78,17 @@ def main(argv: list[str] | None = None) -> dict:
                 cache[k] = float(judge.score([it["context"]], [it["claim"]])[0])
                 out.write(json.dumps({"key": k, "p": cache[k]}) + "\n")
                 out.flush()
-    print(f"judge={args.judge} ({args.judge_dtype}); label 1 = faithful (no annotated span); AUROC [95% CI, "
-          "bootstrap over source documents]\n")
-    print("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
+    lines: list[str] = []
+
+    def emit(text: str) -> None:
+        print(text)
+        lines.append(text)
+
+    emit(f"judge={args.judge} ({args.judge_dtype}); label 1 = faithful (no annotated span); AUROC [95% CI, "
+         "bootstrap over source documents]\n")
+    emit("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
           "unfaithful called unsupported | balanced accuracy |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    emit("| --- | --- | --- | --- | --- | --- | --- | --- |")
     summary = {}
     for task in ("QA", "Summary", "Data2txt", "all"):
         sel = [it for it in items if task == "all" or it["task"] == task]
@@ -96,8 +104,17 @@ def main(argv: list[str] | None = None) -> dict:
         tnr = float(np.mean([pi < 0.5 for pi, yi in zip(p, y) if not yi]))
         summary[task] = {"judge": (j, jlo, jhi), "word_overlap": (w, wlo, whi), "faithful_recall": tpr,
                          "unfaithful_recall": tnr, "balanced_accuracy": (tpr + tnr) / 2, "n": len(sel)}
-        print(f"| {task} | {len(sel)} | {len(sel) - sum(y)} | {j:.3f} [{jlo:.3f}, {jhi:.3f}] | "
+        emit(f"| {task} | {len(sel)} | {len(sel) - sum(y)} | {j:.3f} [{jlo:.3f}, {jhi:.3f}] | "
               f"{w:.3f} [{wlo:.3f}, {whi:.3f}] | {tpr:.3f} | {tnr:.3f} | {(tpr + tnr) / 2:.3f} |")
+    if args.results_md:
+        import shlex
+        import sys
+        from pathlib import Path
+
+        from benchmarks.results_md import write_section
+
+        command = "python -m benchmarks.judge_accuracy " + shlex.join(argv if argv is not None else sys.argv[1:])
+        write_section(Path(args.results_md), f"## {args.title}", f"Command: `{command}`\n\n" + "\n".join(lines))
     return summary
 
 

@@ -207,9 +207,14 @@ def test_table2_benchmark_smoke(tmp_path, capsys):
     rows = (tmp_path / "a.jsonl").read_text().splitlines()
     assert len(rows) == 4 * 3
     assert ("all", "fod") in summary and "supported_vs_greedy" in summary[("all", "fod")]
-    fod_table2.main(args)  # resumes: nothing new is generated
+    assert "supported_informative_vs_greedy" in summary[("all", "fod")]
+    md = tmp_path / "RESULTS.md"
+    md.write_text("# R\n\n## FOD\n\n### Smoke table\n\nold\n\n### History\n\nkept\n")
+    fod_table2.main([*args, "--results-md", str(md), "--title", "Smoke table"])  # resumes: nothing new is generated
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 12
     assert "| fod |" in capsys.readouterr().out
+    text = md.read_text()
+    assert "old" not in text and "kept" in text and "#### all (4 records" in text and "--title 'Smoke table'" in text
 
 
 def test_beam_search_keeps_every_beam_within_the_token_budget():
