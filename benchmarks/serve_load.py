@@ -8,9 +8,14 @@ largest concurrency. The baseline runs the same requests one after another throu
 to the first token, to the first sentence event, and to the end. Phases never overlap (the server is idle while
 the baseline runs).
 
+The phases are interleaved and repeated, as in ``benchmarks.monitor_overhead``: each of ``--rounds`` rounds runs
+the baseline and then every concurrency level, so a machine that drifts during the run moves both sides of a ratio
+alike. Each ratio is taken within its round, and the table prints the median over rounds with the spread
+(lowest-highest) beside it: a spread wider than the effect means the run says nothing.
+
 Usage::
 
-    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
+    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8] [--rounds 3]
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
@@ -86,30 +91,54 @@ def run_server_level(base_url: str, questions: list[str], tokens: int, concurren
     return _summary(rows, time.perf_counter() - t0)
 
 
-def run_monitor_sequential(model: str, questions: list[str], tokens: int, scorer_args: dict[str, Any]) -> dict[str, float]:
-    from syncheck.monitor import Monitor
-    from syncheck.scorer import Scorer
+class SequentialMonitor:
+    """The baseline: the requests one after another through one in-process :class:`~syncheck.monitor.Monitor`."""
 
-    monitor = Monitor(Scorer(model, **scorer_args))
-    decoding = {"max_new_tokens": tokens}
-    monitor.generate(question=questions[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
-    rows = []
-    t_all = time.perf_counter()
-    for q in questions:
-        t0 = time.perf_counter()
-        first_token = first_sentence = None
-        n = 0
-        for step in monitor.steps(question=q, context=DOCUMENTS, decoding=decoding):
-            now = time.perf_counter() - t0
-            if step.text and first_token is None:
-                first_token = now
-            if step.events and first_sentence is None:
-                first_sentence = now
-            if step.result is not None:
-                n = len(step.result.token_ids)
-        total = time.perf_counter() - t0
-        rows.append({"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total, "tokens": n})
-    return _summary(rows, time.perf_counter() - t_all)
+    def __init__(self, model: str, scorer_args: dict[str, Any]) -> None:
+        from syncheck.monitor import Monitor
+        from syncheck.scorer import Scorer
+
+        self.monitor = Monitor(Scorer(model, **scorer_args))
+        self.monitor.generate(question=QUESTIONS[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
+
+    def run(self, questions: list[str], tokens: int) -> dict[str, float]:
+        decoding = {"max_new_tokens": tokens}
+        rows = []
+        t_all = time.perf_counter()
+        for q in questions:
+            t0 = time.perf_counter()
+            first_token = first_sentence = None
+            n = 0
+            for step in self.monitor.steps(question=q, context=DOCUMENTS, decoding=decoding):
+                now = time.perf_counter() - t0
+                if step.text and first_token is None:
+                    first_token = now
+                if step.events and first_sentence is None:
+                    first_sentence = now
+                if step.result is not None:
+                    n = len(step.result.token_ids)
+            total = time.perf_counter() - t0
+            rows.append({"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total,
+                         "tokens": n})
+        return _summary(rows, time.perf_counter() - t_all)
+
+
+def combine_rounds(rounds: list[dict[str, dict[str, float]]], baseline: str) -> dict[str, dict[str, float]]:
+    """Median of every figure over rounds, with each setup's tokens/s ratio to ``baseline`` taken within its round.
+
+    Adds ``tokens_per_s_vs_baseline`` (median over rounds) and its ``_min`` / ``_max`` (the spread) to each setup.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for name in rounds[0]:
+        rows = [r[name] for r in rounds]
+        merged = {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+        ratios = [r[name]["tokens_per_s"] / r[baseline]["tokens_per_s"] for r in rounds]
+        merged["tokens_per_s_vs_baseline"] = statistics.median(ratios)
+        merged["tokens_per_s_vs_baseline_min"] = min(ratios)
+        merged["tokens_per_s_vs_baseline_max"] = max(ratios)
+        merged["rounds"] = len(rounds)
+        out[name] = merged
+    return out
 
 
 def decode_step_rates(lm: Any, batches: list[int], prompt_tokens: int, steps: int = 24) -> dict[int, float]:
@@ -136,42 +165,49 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
     ap.add_argument("--requests", type=int, default=8, help="requests per concurrency level (distinct questions)")
     ap.add_argument("--concurrency", default="1,4,8")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved repeats of the baseline and every level")
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     levels = [int(c) for c in args.concurrency.split(",")]
     questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(args.requests)]
     extra = (["--device", args.device] if args.device else []) + ["--dtype", args.dtype]
 
-    results: dict[str, dict[str, float]] = {}
     from syncheck.serve.process import ServerProcess
 
+    baseline_name = "Monitor, sequential (baseline)"
+    baseline = SequentialMonitor(args.model, {"device": args.device, "dtype": args.dtype})
     server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)), "--max-queue", "64",
                            *extra, env={"PYTHONWARNINGS": "ignore"})
+    rounds: list[dict[str, dict[str, float]]] = []
     try:
         base = server.base_url
         _stream_request(base, questions[0], 4)  # warm-up
-        for c in levels:
-            results[f"server, concurrency {c}"] = run_server_level(base, questions, args.tokens, c)
+        for _ in range(args.rounds):
+            this_round = {baseline_name: baseline.run(questions, args.tokens)}
+            for c in levels:
+                this_round[f"server, concurrency {c}"] = run_server_level(base, questions, args.tokens, c)
+            rounds.append(this_round)
     finally:
         server.stop()
-    results["Monitor, sequential (baseline)"] = run_monitor_sequential(
-        args.model, questions, args.tokens, {"device": args.device, "dtype": args.dtype})
+    results = combine_rounds(rounds, baseline_name)
 
-    base_row = results["Monitor, sequential (baseline)"]
-    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} (greedy, method monitor)")
-    print("| setup | requests/s | tokens/s | x baseline tokens/s | TTFT median (max), s | first sentence median, s "
-          "| latency median, s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, r in results.items():
-        r["tokens_per_s_vs_baseline"] = r["tokens_per_s"] / base_row["tokens_per_s"]
+    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} (greedy, method monitor); "
+          f"{args.rounds} interleaved rounds, medians over rounds, ratios taken within each round")
+    print("| setup | requests/s | tokens/s | x baseline tokens/s | spread over rounds | TTFT median (max), s "
+          "| first sentence median, s | latency median, s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name in [baseline_name] + [n for n in results if n != baseline_name]:
+        r = results[name]
         print(f"| {name} | {r['requests_per_s']:.2f} | {r['tokens_per_s']:.1f} | {r['tokens_per_s_vs_baseline']:.2f} "
+              f"| {r['tokens_per_s_vs_baseline_min']:.2f}-{r['tokens_per_s_vs_baseline_max']:.2f} "
               f"| {r['ttft_median_s']:.2f} ({r['ttft_max_s']:.2f}) | {r['first_sentence_median_s']:.2f} "
               f"| {r['latency_median_s']:.2f} |")
-    from syncheck.models import load_model
     from syncheck.passes import prompt_pair
 
-    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    lm = baseline.monitor.scorer.lm
     prompt_tokens = len(prompt_pair(lm, DOCUMENTS, questions[0], args.tokens).with_context)
     rates = decode_step_rates(lm, sorted({1, max(levels)}), prompt_tokens)
     print(f"\nbare decode step, {prompt_tokens}-token prompt (the ceiling of batching concurrent requests):")

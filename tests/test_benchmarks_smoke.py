@@ -79,13 +79,33 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
     pytest.importorskip("uvicorn")
     from benchmarks.serve_load import main
 
-    summary = main(["--model", str(tiny_dir), "--tokens", "6", "--requests", "2", "--concurrency", "1,2"])
+    summary = main(["--model", str(tiny_dir), "--tokens", "6", "--requests", "2", "--concurrency", "1,2",
+                    "--rounds", "2"])
     rates = summary.pop("decode step")
     assert set(summary) == {"server, concurrency 1", "server, concurrency 2", "Monitor, sequential (baseline)"}
-    assert all(r["tokens"] == 12 and r["ttft_median_s"] <= r["latency_median_s"] for r in summary.values())
+    assert all(r["tokens"] == 12 and r["ttft_median_s"] <= r["latency_median_s"] and r["rounds"] == 2
+               for r in summary.values())
+    assert all(r["tokens_per_s_vs_baseline_min"] <= r["tokens_per_s_vs_baseline"] <= r["tokens_per_s_vs_baseline_max"]
+               for r in summary.values())
     assert set(rates) == {"batch_1_tokens_per_s", "batch_2_tokens_per_s"} and min(rates.values()) > 0
-    assert summary["Monitor, sequential (baseline)"]["tokens_per_s_vs_baseline"] == 1.0
+    baseline = summary["Monitor, sequential (baseline)"]
+    assert baseline["tokens_per_s_vs_baseline"] == baseline["tokens_per_s_vs_baseline_max"] == 1.0
     assert "| server, concurrency 2 |" in capsys.readouterr().out
+
+
+def test_serve_load_ratios_are_taken_within_each_round():
+    from benchmarks.serve_load import combine_rounds
+
+    def row(rate):
+        return {"tokens_per_s": rate, "ttft_median_s": rate / 10}
+
+    # the machine halves its speed in round 2: within-round ratios stay 2.0, a ratio of medians would not
+    rounds = [{"base": row(10.0), "server": row(20.0)}, {"base": row(5.0), "server": row(10.0)},
+              {"base": row(10.0), "server": row(20.0)}]
+    merged = combine_rounds(rounds, "base")
+    assert merged["server"]["tokens_per_s_vs_baseline"] == 2.0
+    assert (merged["server"]["tokens_per_s_vs_baseline_min"], merged["server"]["tokens_per_s_vs_baseline_max"]) == (2.0, 2.0)
+    assert merged["server"]["tokens_per_s"] == 20.0 and merged["base"]["rounds"] == 3
 
 
 def test_serve_costs_benchmark_runs(tiny_dir, capsys):
