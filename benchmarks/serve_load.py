@@ -15,7 +15,7 @@ alike. Each ratio is taken within its round, and the table prints the median ove
 
 Usage::
 
-    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8] [--rounds 3]
+    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8] [--rounds 3] [--with-fod]
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -89,6 +90,38 @@ def run_server_level(base_url: str, questions: list[str], tokens: int, concurren
     with ThreadPoolExecutor(concurrency) as pool:
         rows = list(pool.map(lambda q: _stream_request(base_url, q, tokens), questions))
     return _summary(rows, time.perf_counter() - t0)
+
+
+def run_level_beside_fod(base_url: str, questions: list[str], tokens: int, concurrency: int) -> dict[str, float]:
+    """:func:`run_server_level` while one FOD request, forced to backtrack (``tau1`` 1), runs: the level starts once
+    the FOD stream has started. ``fod_overlapped`` is 1 when FOD was still running when the level finished."""
+    import openai
+
+    started = threading.Event()
+    finished: list[float] = []
+
+    def fod() -> None:
+        try:
+            client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=600)
+            stream = client.chat.completions.create(
+                model="bench", messages=[{"role": "user", "content": QUESTIONS[-1]}], max_tokens=2 * tokens,
+                stream=True, extra_body={"documents": DOCUMENTS, "syncheck": {
+                    "method": "fod", "tau1": 1.0, "max_sentences": 8, "final_check": False}})
+            started.set()
+            for _ in stream:
+                pass
+        finally:
+            started.set()
+            finished.append(time.perf_counter())
+
+    with ThreadPoolExecutor(1) as background:
+        job = background.submit(fod)
+        started.wait(600)
+        row = run_server_level(base_url, questions, tokens, concurrency)
+        level_end = time.perf_counter()
+        job.result()
+    row["fod_overlapped"] = float(finished[0] >= level_end)
+    return row
 
 
 class SequentialMonitor:
@@ -165,6 +198,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
     ap.add_argument("--requests", type=int, default=8, help="requests per concurrency level (distinct questions)")
     ap.add_argument("--concurrency", default="1,4,8")
+    ap.add_argument("--with-fod", action="store_true",
+                    help="also run the largest level beside one FOD request, and compare the streams' TTFT")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved repeats of the baseline and every level")
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32")
@@ -178,6 +213,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     from syncheck.serve.process import ServerProcess
 
     baseline_name = "Monitor, sequential (baseline)"
+    beside_fod = f"server, concurrency {max(levels)}, beside one FOD request"
     baseline = SequentialMonitor(args.model, {"device": args.device, "dtype": args.dtype})
     server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)), "--max-queue", "64",
                            *extra, env={"PYTHONWARNINGS": "ignore"})
@@ -189,6 +225,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             this_round = {baseline_name: baseline.run(questions, args.tokens)}
             for c in levels:
                 this_round[f"server, concurrency {c}"] = run_server_level(base, questions, args.tokens, c)
+            if args.with_fod:
+                this_round[beside_fod] = run_level_beside_fod(base, questions, args.tokens, max(levels))
             rounds.append(this_round)
     finally:
         server.stop()
@@ -205,6 +243,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
               f"| {r['tokens_per_s_vs_baseline_min']:.2f}-{r['tokens_per_s_vs_baseline_max']:.2f} "
               f"| {r['ttft_median_s']:.2f} ({r['ttft_max_s']:.2f}) | {r['first_sentence_median_s']:.2f} "
               f"| {r['latency_median_s']:.2f} |")
+    if args.with_fod:
+        alone = [r[f"server, concurrency {max(levels)}"]["ttft_median_s"] for r in rounds]
+        beside = [r[beside_fod]["ttft_median_s"] for r in rounds]
+        ratios = [b / a for a, b in zip(alone, beside)]
+        results[beside_fod]["ttft_vs_alone"] = statistics.median(ratios)
+        print(f"\nmonitor streams' TTFT median while one FOD request (forced to backtrack) runs, against the same "
+              f"level alone: {statistics.median(ratios):.2f}x (spread {min(ratios):.2f}-{max(ratios):.2f}; FOD "
+              f"still running at the level's end in {sum(r[beside_fod]['fod_overlapped'] for r in rounds):.0f} of "
+              f"{len(rounds)} rounds)")
     from syncheck.passes import prompt_pair
 
     lm = baseline.monitor.scorer.lm

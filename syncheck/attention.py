@@ -127,7 +127,7 @@ def enable_lookback(model) -> None:
 
 
 def lookback_enabled(model) -> bool:
-    return str(getattr(model.config, "_attn_implementation", "")).startswith(WRAPPER_PREFIX)
+    return str(getattr(getattr(model, "config", None), "_attn_implementation", "")).startswith(WRAPPER_PREFIX)
 
 
 @contextmanager

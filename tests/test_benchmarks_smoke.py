@@ -80,8 +80,10 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
     from benchmarks.serve_load import main
 
     summary = main(["--model", str(tiny_dir), "--tokens", "6", "--requests", "2", "--concurrency", "1,2",
-                    "--rounds", "2"])
+                    "--rounds", "2", "--with-fod"])
     rates = summary.pop("decode step")
+    beside = summary.pop("server, concurrency 2, beside one FOD request")
+    assert beside["ttft_vs_alone"] > 0 and beside["tokens"] == 12
     assert set(summary) == {"server, concurrency 1", "server, concurrency 2", "Monitor, sequential (baseline)"}
     assert all(r["tokens"] == 12 and r["ttft_median_s"] <= r["latency_median_s"] and r["rounds"] == 2
                for r in summary.values())

@@ -105,6 +105,27 @@ def test_eight_concurrent_streams_each_equal_their_sequential_result(server):
     assert len(set(sequential)) > 1  # distinct prompts gave distinct answers, so a mix-up would show
 
 
+def test_monitor_streams_step_while_a_fod_request_runs_and_all_equal_their_solo_results(server):
+    """FOD runs a forward per round (syncheck.serve.turns): its answer and the streams' are those of solo runs."""
+    client = server.client()
+    fod = {"documents": DOCS, "syncheck": {"method": "fod", "tau1": 1.0, "num_samples": 2, "num_beams": 1,
+                                           "max_sentences": 3, "final_check": False}}
+
+    def ask_fod():
+        return client.chat.completions.create(**ask(QUESTIONS[1], max_tokens=48, extra_body=fod)).choices[0].message.content
+
+    def streamed(q):
+        return read_stream(server.client().chat.completions.create(**ask(q), max_tokens=16, stream=True))[0]
+
+    solo_fod = ask_fod()
+    solo = [client.chat.completions.create(**ask(q), max_tokens=16).choices[0].message.content for q in QUESTIONS[:4]]
+    with ThreadPoolExecutor(5) as pool:
+        together_fod = pool.submit(ask_fod)
+        together = list(pool.map(streamed, QUESTIONS[:4]))
+        assert together_fod.result() == solo_fod
+    assert together == solo
+
+
 def test_a_client_that_disconnects_stops_its_generation_and_the_server_still_answers(server):
     before = server.get("/health")["cancelled"]
     stream = server.client().chat.completions.create(**ask(QUESTIONS[2]), max_tokens=LONG, stream=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from syncheck.serve.decoders import AnswerDecoder, DecodedAnswer, Decoders, registered_decoders
+from syncheck.serve.turns import in_turns
 
 
 def test_fod_and_abstain_are_registered_without_syncheck_importing_fod():
@@ -54,3 +56,62 @@ def test_a_plugged_in_decoder_is_built_once_and_run():
 def test_a_factory_that_builds_no_decoder_is_refused_with_what_it_lacks():
     with pytest.raises(TypeError, match="lacks AnswerDecoder's samples/decode"):
         Decoders(scorer=None, factories={"bad": lambda scorer: object()}).get("bad")
+
+
+class TwoLayers(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def test_a_decoder_in_turns_hands_the_model_back_before_each_forward():
+    model, log = TwoLayers(), []
+
+    def decode():
+        with torch.inference_mode():
+            for i in range(3):
+                log.append(f"decoder {i}")
+                model(torch.ones(1, 2))
+        return "answer"
+
+    task = in_turns(decode, model)
+    turns = 0
+    with pytest.raises(StopIteration) as end:
+        while True:
+            next(task)
+            turns += 1
+            # the scheduler's side of a pause runs in the thread's own grad mode, not the decoder's inference mode
+            assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+            log.append("others")
+    assert end.value.value == "answer" and turns == 3
+    assert log == ["decoder 0", "others", "decoder 1", "others", "decoder 2", "others"]
+    assert not model._forward_pre_hooks  # the pause hook is gone
+
+
+def test_closing_a_task_in_turns_stops_the_decoder_and_its_errors_reach_the_task():
+    model, unwound = TwoLayers(), []
+
+    def decode():
+        try:
+            while True:
+                model(torch.ones(1, 2))
+        finally:
+            unwound.append(True)
+
+    task = in_turns(decode, model)
+    next(task)
+    next(task)
+    task.close()  # the client left
+    assert unwound == [True] and not model._forward_pre_hooks
+
+    def failing():
+        model(torch.ones(1, 2))
+        raise ValueError("bad request")
+
+    task = in_turns(failing, model)
+    next(task)
+    with pytest.raises(ValueError, match="bad request"):
+        next(task)

@@ -46,7 +46,8 @@ class AnswerSink(Protocol):
 
 @runtime_checkable
 class AnswerDecoder(Protocol):
-    """A decoder the server runs in one turn of its model thread.
+    """A decoder the server runs on its model thread, one forward of the model per round
+    (:func:`~syncheck.serve.turns.in_turns`): ``decode`` is written as a plain call.
 
     Attributes:
         samples: the decoder samples (FOD's candidates): a request with ``temperature`` 0 is refused, and an

@@ -21,6 +21,7 @@ from syncheck.prompts import format_context
 from syncheck.serve.decoders import DecodedAnswer, DecoderFactory, Decoders
 from syncheck.serve.protocol import ApiError, SyncheckOptions
 from syncheck.serve.scheduler import Job, Task
+from syncheck.serve.turns import in_turns
 
 FINISH_REASONS = {"eos": "stop", "stop": "stop", "max_new_tokens": "length", "forced": "stop"}
 
@@ -109,7 +110,8 @@ class ChatRunner:
     # ------------------------------------------------------------------ entry
     def task(self, job: Job, chat: ChatJob) -> Task:
         """The request as a task: in ``monitor`` mode it yields its :class:`~syncheck.monitor.MonitorRun` for every
-        token (the scheduler steps all of them at once); otherwise it runs in one turn."""
+        token (the scheduler steps all of them at once); a decoder (FOD, abstention) yields ``None`` before each of
+        its forwards (:func:`~syncheck.serve.turns.in_turns`), so it takes one forward per round."""
         prompt_tokens = prompt_tokens_or_413(self.scorer, chat.question, chat.documents, chat.decoding.max_new_tokens)
         job.put("ready")
         method = chat.options.method
@@ -118,9 +120,10 @@ class ChatRunner:
         if method == "monitor":
             text, sentences, trace, warnings, tokens = yield from self._monitor(job, chat, tau1)
         else:
-            done = self.decoders.get(method).decode(
-                question=chat.question, documents=chat.documents, decoding=chat.decoding, options=chat.options,
-                sink=JobSink(job, tau1, chat.options.features))
+            decoder, sink = self.decoders.get(method), JobSink(job, tau1, chat.options.features)
+            done = yield from in_turns(  # a forward per turn: the monitor streams keep stepping meanwhile
+                lambda: decoder.decode(question=chat.question, documents=chat.documents, decoding=chat.decoding,
+                                       options=chat.options, sink=sink), self.scorer.lm.model)
             text, sentences, trace, warnings, tokens = self._decoded(done)
         check = None
         run_check = chat.options.final_check if chat.options.final_check is not None else method != "monitor"

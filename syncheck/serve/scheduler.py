@@ -5,11 +5,13 @@ Every request becomes a *task*: a generator that uses the model between its
 round gives every running task one turn. A ``monitor`` stream yields its
 :class:`~syncheck.monitor.MonitorRun` for every token, and the round ends with
 one forward that decodes the next token of all those streams together
-(``batch_step``: a :class:`~syncheck.pool.DecodePool`). FOD, abstention and
-offline scoring run in one turn (their decoders cannot be stepped from
-outside). Each stream keeps its own prompt, without-context cache and
-sentence scoring, so streams never mix, and nothing else touches the model,
-so no lock is needed anywhere (the lookback recorder's registry included).
+(``batch_step``: a :class:`~syncheck.pool.DecodePool`). FOD and abstention,
+whose decoders cannot be stepped from outside, run in a greenlet that hands
+the turn back before each of their forwards (:mod:`syncheck.serve.turns`),
+so they take one forward per round; offline scoring runs in one turn. Each
+stream keeps its own prompt, without-context cache and sentence scoring, so
+streams never mix, and nothing else touches the model, so no lock is needed
+anywhere (the lookback recorder's registry included).
 
 At most ``max_concurrent`` tasks run; up to ``max_queue`` more wait for a
 place, first come first served; beyond that a request is refused with 429
