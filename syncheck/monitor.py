@@ -80,10 +80,16 @@ class Monitor:
     # ------------------------------------------------------------------ building blocks (FOD uses these)
     def start(self, question: str | None, context, max_new_tokens: int) -> tuple[Batch, Premise, list[str]]:
         """Prefill both prompts; returns the one-row batch, the alignment premise and warnings."""
+        prompts, premise, warnings = self.prompts(question, context, max_new_tokens)
+        return self.engine.start(*prompts), premise, warnings
+
+    def prompts(self, question: str | None, context, max_new_tokens: int
+                ) -> tuple[tuple[list[int], list[int] | None, tuple[int, int] | None], Premise, list[str]]:
+        """``(prompt_with, prompt_without, context_span)`` for :meth:`LiveEngine.start`, the premise and warnings."""
         pair = prompt_pair(self.scorer.lm, context, question, max_new_tokens, self.scorer.max_length,
                            locate_context=self.engine.lookback)
-        batch = self.engine.start(pair.with_context, pair.without_context if self.scorer.kl else None, pair.context_span)
-        return batch, Premise(format_context(context), question), pair.warnings
+        prompts = (pair.with_context, pair.without_context if self.scorer.kl else None, pair.context_span)
+        return prompts, Premise(format_context(context), question), pair.warnings
 
     def score_finished(self, batch: Batch, premise: Premise, final: Sequence[bool] | bool = False,
                        first_only: bool = False) -> list[list[SentenceEvent]]:
@@ -142,7 +148,8 @@ class Monitor:
         """
         run = self.run(question=question, context=context, decoding=decoding, forced_ids=forced_ids)
         while run.result is None:
-            self.engine.step(run.batch, run.choose())
+            token = run.choose()
+            self.engine.step(run.batch, token)
             yield run.advance()
 
     def run(
@@ -152,11 +159,17 @@ class Monitor:
         context,
         decoding: Decoding | GenerationConfig | dict | None = None,
         forced_ids: Sequence[int] | None = None,
+        prefill: bool = True,
     ) -> "MonitorRun":
-        """A generation to drive token by token (prefilled now): ``engine.step(run.batch, run.choose())`` then
-        ``run.advance()``, until ``run.result`` is set. :meth:`steps` drives one; a server's
-        :class:`~syncheck.pool.DecodePool` steps many in one forward. Arguments as :meth:`steps`."""
-        return MonitorRun(self, question, context, Decoding.coerce(decoding, GREEDY), forced_ids)
+        """A generation to drive token by token: ``engine.step(run.batch, run.choose())`` then ``run.advance()``,
+        until ``run.result`` is set. :meth:`steps` drives one; a server's :class:`~syncheck.pool.DecodePool` steps
+        many in one forward. Arguments as :meth:`steps`.
+
+        Args:
+            prefill: prefill its prompts now; when ``False``, :meth:`MonitorRun.prefill` (or the pool, together
+                with the other runs that joined in the same round) does it before its first token.
+        """
+        return MonitorRun(self, question, context, Decoding.coerce(decoding, GREEDY), forced_ids, prefill)
 
     def stream(
         self,
@@ -203,12 +216,16 @@ class MonitorRun:
     """
 
     def __init__(self, monitor: Monitor, question: str | None, context, decoding: Decoding,
-                 forced_ids: Sequence[int] | None) -> None:
+                 forced_ids: Sequence[int] | None, prefill: bool = True) -> None:
         self.monitor, self.decoding, self.forced_ids = monitor, decoding, forced_ids
         self.budget = len(forced_ids) if forced_ids is not None else decoding.max_new_tokens
         if self.budget < 1:
             raise ValueError("forced_ids is empty: give at least one token")
-        self.batch, self.premise, self.warnings = monitor.start(question, context, self.budget)
+        #: ``(prompt_with, prompt_without, context_span)``, until the run is prefilled (then ``None``)
+        self.prompts, self.premise, self.warnings = monitor.prompts(question, context, self.budget)
+        self.batch: Batch | None = None
+        if prefill:
+            self.prefill()
         self.generator = None
         if decoding.do_sample:
             self.generator = torch.Generator(device=monitor.scorer.lm.device)
@@ -223,8 +240,16 @@ class MonitorRun:
     def row(self):
         return self.batch.rows[0]
 
+    def prefill(self, batch: Batch | None = None) -> None:
+        """Prefill the run's prompts, or take ``batch``, their one-row batch prefilled elsewhere
+        (:meth:`LiveEngine.start_many`). Nothing when it is prefilled already."""
+        if self.batch is None:
+            self.batch = batch if batch is not None else self.monitor.engine.start(*self.prompts)
+            self.prompts = None
+
     def choose(self) -> torch.Tensor:
         """The next token, ``(1,)``: forced, or chosen from the with-context distribution by the decoding settings."""
+        self.prefill()
         if self.forced_ids is not None:
             return torch.tensor([int(self.forced_ids[self.tokens])], device=self.monitor.scorer.lm.device)
         return self.monitor.engine.choose(self.batch, self.decoding, self.generator)

@@ -3,7 +3,8 @@
 A :class:`DecodePool` owns one left-padded with-context KV cache holding a row for each
 :class:`~syncheck.monitor.MonitorRun` it steps. Each run keeps everything else of its own: its prompt (rows come
 from different prompts, so each row has its own position ids), its without-context cache (flushed at its own
-sentence ends, one row at a time) and its sentence scoring. A run joins by having its prefilled one-row cache
+sentence ends, one row at a time) and its sentence scoring. Runs that arrive in the same round are prefilled
+together (both prompts, each in one left-padded forward); a run joins by having its prefilled one-row cache
 concatenated in; a run that is over, or no longer asked for, leaves, and the pool drops its row.
 
 Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
@@ -39,12 +40,21 @@ class DecodePool:
         return not self.engine.lookback
 
     def step(self, runs: Sequence) -> None:
-        """One token for each run (``run.choose()``), then ``run.advance()`` for each; see ``run.last``."""
+        """One token for each run (``run.choose()``), then ``run.advance()`` for each; see ``run.last``.
+
+        Runs not yet prefilled (``Monitor.run(prefill=False)``) are prefilled first, together: one forward for
+        their with-context prompts and one for their without-context prompts (:meth:`LiveEngine.start_many`).
+        """
         if not self.pooled or any(r.monitor.lockstep for r in runs):
             for run in runs:
-                self.engine.step(run.batch, run.choose())
+                token = run.choose()  # prefills a fresh run first
+                self.engine.step(run.batch, token)
                 run.advance()
             return
+        fresh = [r for r in runs if r.batch is None]
+        if fresh:
+            for run, batch in zip(fresh, self.engine.start_many([r.prompts for r in fresh])):
+                run.prefill(batch)
         self._sync(runs)
         tokens = torch.cat([r.choose() for r in self.runs])
         view = Batch([r.row for r in self.runs], self.cache, None, torch.cat([r.batch.next_logp for r in self.runs]),

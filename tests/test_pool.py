@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from syncheck.monitor import Monitor
 from syncheck.pool import DecodePool
@@ -55,3 +56,46 @@ def test_a_run_that_is_no_longer_stepped_leaves_the_pool(monitor):
         pool.step([b])
     ref = monitor.generate(question=QUESTIONS[1], context=CONTEXT, decoding={"max_new_tokens": 8})
     assert b.result.token_ids == ref.token_ids
+
+
+def test_runs_that_arrive_together_are_prefilled_in_one_forward_and_equal_each_run_alone(monitor):
+    alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}) for q in QUESTIONS]
+    calls = []
+    hook = monitor.engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape),
+                                                             with_kwargs=True)
+    try:
+        runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}, prefill=False)
+                for q in QUESTIONS]
+        assert not calls and all(r.batch is None for r in runs)  # nothing runs before the pool's round
+        pool = DecodePool(monitor.engine)
+        pool.step(runs)
+        prefills = [shape for shape in calls if shape[1] > 1]
+        assert [s[0] for s in prefills] == [4, 4]  # both prompts of all four runs: two forwards
+        while any(r.result is None for r in runs):
+            pool.step([r for r in runs if r.result is None])
+    finally:
+        hook.remove()
+    for run, ref in zip(runs, alone):
+        assert run.result.token_ids == ref.token_ids and run.result.text == ref.text
+        for a, b in zip(run.result.sentences, ref.sentences):
+            assert a.text == b.text
+            assert all(abs(a.features[k] - b.features[k]) <= 1e-4 for k in a.features), a.features
+
+
+def test_prefill_many_equals_prefill_of_each_prompt(monitor):
+    engine = monitor.engine
+    prompts = [monitor.prompts(q, CONTEXT, 8)[0][0] for q in QUESTIONS]
+    assert len({len(p) for p in prompts}) > 1  # different lengths: left padding is exercised
+    for (cache, logp), prompt in zip(engine.prefill_many(prompts), prompts):
+        ref_cache, ref_logp = engine.prefill(prompt)
+        torch.testing.assert_close(logp, ref_logp, atol=1e-4, rtol=1e-4)
+        for (k, v), (rk, rv) in zip(_layers(cache), _layers(ref_cache)):
+            assert k.shape == rk.shape == (1, rk.shape[1], len(prompt), rk.shape[3])
+            torch.testing.assert_close(k, rk, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(v, rv, atol=1e-4, rtol=1e-4)
+
+
+def _layers(cache):
+    from syncheck.kv import _kv
+
+    return _kv(cache)

@@ -19,7 +19,7 @@ from features.entropy import normalized_entropy
 from features.lookback import lookback_ratios
 from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
-from syncheck.kv import cache_length, padding_mask
+from syncheck.kv import cache_length, padding_mask, select_rows
 from syncheck.live import branching, deferred_kl
 from syncheck.live.state import Batch, Row
 from syncheck.models import LoadedModel
@@ -76,6 +76,28 @@ class LiveEngine:
         cache, logp = self.prefill(prompt_without)
         return cache, logp[0]
 
+    @torch.inference_mode()
+    def prefill_many(self, prompts: Sequence[Sequence[int]]) -> list[tuple[DynamicCache, torch.Tensor]]:
+        """:meth:`prefill` of several prompts in one left-padded forward (each row with its own position ids).
+
+        Returns, per prompt, its own unpadded one-row cache and the ``(1, V)`` log-probs of its first response
+        token: those of :meth:`prefill` to float tolerance.
+        """
+        if len(prompts) == 1:
+            return [self.prefill(prompts[0])]
+        width = max(len(p) for p in prompts)
+        pads = [width - len(p) for p in prompts]
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        positions = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, (prompt, pad) in enumerate(zip(prompts, pads)):
+            ids[i, pad:] = torch.as_tensor(list(prompt), dtype=torch.long)
+            positions[i, pad:] = torch.arange(len(prompt))
+        dev = self.lm.device
+        out = self.lm.model(input_ids=ids.to(dev), position_ids=positions.to(dev),
+                            attention_mask=padding_mask(pads, 0, width, dev), use_cache=True, logits_to_keep=1)
+        logp = torch.log_softmax(out.logits[:, -1].float(), -1)
+        return [(select_rows(out.past_key_values, [i], start=pad), logp[i : i + 1]) for i, pad in enumerate(pads)]
+
     def start(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None,
               context_span: tuple[int, int] | None = None) -> Batch:
         """Prefill both prompts (each on its own, never padded to the other) into a one-row batch.
@@ -86,6 +108,27 @@ class LiveEngine:
             raise ValueError("lookback=True needs the context's token span in the prompt (PromptPair.context_span)")
         with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None)
         without_cache, without_next = self._without_next(prompt_without)
+        return self._one_row(prompt_with, prompt_without, with_cache, next_logp, ratios, without_cache, without_next,
+                             context_span)
+
+    def start_many(self, prompts: Sequence[tuple[Sequence[int], Sequence[int] | None, tuple[int, int] | None]]
+                   ) -> list[Batch]:
+        """:meth:`start` for several ``(prompt_with, prompt_without, context_span)``: the with-context prompts in one
+        forward, the without-context prompts in another (:meth:`prefill_many`). With lookback, one by one."""
+        if self.lookback or len(prompts) == 1:
+            return [self.start(*p) for p in prompts]
+        withs = self.prefill_many([p[0] for p in prompts])
+        if self.kl:
+            if any(p[1] is None for p in prompts):
+                raise ValueError("kl=True needs the without-context prompt")
+            withouts = [(cache, logp[0]) for cache, logp in self.prefill_many([p[1] for p in prompts])]
+        else:
+            withouts = [(None, None)] * len(prompts)
+        return [self._one_row(w, wo, wc, lp, None, woc, wlp, span)
+                for (w, wo, span), (wc, lp), (woc, wlp) in zip(prompts, withs, withouts)]
+
+    def _one_row(self, prompt_with, prompt_without, with_cache, next_logp, ratios, without_cache, without_next,
+                 context_span) -> Batch:
         row = Row.empty(self.hidden_layers, self.kl, without_next)
         row.mark_boundary(0, next_logp[0], row.without_next, ratios[0] if ratios is not None else None)
         return Batch([row], with_cache, without_cache, next_logp, list(prompt_with), len(prompt_without or []),

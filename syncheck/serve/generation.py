@@ -157,7 +157,8 @@ class ChatRunner:
 
     # ------------------------------------------------------------------ methods
     def _monitor(self, job: Job, chat: ChatJob, tau1: float):
-        run = self.monitor.run(question=chat.question, context=chat.documents, decoding=chat.decoding)
+        # prefilled by the pool, together with the other streams that start in this round
+        run = self.monitor.run(question=chat.question, context=chat.documents, decoding=chat.decoding, prefill=False)
         while run.result is None:
             yield run  # the next token: one forward with the other streams' (self.pool)
             step = run.last
