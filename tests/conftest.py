@@ -124,6 +124,14 @@ class Server(ServerProcess):
         return openai.OpenAI(base_url=self.base_url, api_key="none", max_retries=0, **kw)
 
 
+@pytest.fixture(scope="module")
+def server(serve_dir, tmp_path_factory):
+    """``syncheck serve`` on the tiny model, served as ``tiny``: one per test module that asks for it."""
+    srv = Server(str(serve_dir), "tiny", tmp_path_factory.mktemp("serve-cache"), "--max-concurrent", "4")
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch, request):
     """Tiny-model tests write caches to a temp dir; slow tests share the real cache (the converted GGUF)."""

@@ -12,20 +12,13 @@ openai = pytest.importorskip("openai")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from conftest import DOCS, Server  # noqa: E402  (the test server; serve_dir, its model, is conftest's fixture)
+from conftest import DOCS, Server  # noqa: E402  (the test server; server and serve_dir are conftest's fixtures)
 
 QUESTIONS = ["When was it completed?", "How tall is it?", "Who built it?", "Where is it?", "Why was it built?",
              "What is it made of?", "How many visit it?", "Is it painted?"]
 
 
 LONG = 3000  # tokens: seconds of generation, long enough to be interrupted
-
-
-@pytest.fixture(scope="module")
-def server(serve_dir, tmp_path_factory):
-    srv = Server(str(serve_dir), "tiny", tmp_path_factory.mktemp("serve-cache"), "--max-concurrent", "4")
-    yield srv
-    srv.stop()
 
 
 def ask(question: str, **kw) -> dict:
