@@ -85,7 +85,10 @@ class DecodePool:
         if any(len(r.batch) != 1 or r.batch.with_cache is None for r in new):
             raise ValueError("a run joins the pool with its own prefilled one-row batch")
         caches = ([self.cache] if self.cache is not None else []) + [r.batch.with_cache for r in new]
-        cache, pads = concat_left_padded(caches)
+        if len(caches) == 1:  # one run into an empty pool: its cache becomes the pool's as it is, with no copy
+            cache, pads = caches[0], [0]
+        else:
+            cache, pads = concat_left_padded(caches)
         if self.cache is not None:
             extra = pads[0]  # every old row gets the same extra left padding
             pads = [p + extra for p in self.pads] + pads[len(self.runs) :]

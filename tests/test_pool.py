@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -63,6 +65,7 @@ def test_runs_that_arrive_together_are_prefilled_in_one_forward_and_equal_each_r
     calls = []
     hook = monitor.engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape),
                                                              with_kwargs=True)
+    monitor.engine.prefixes.clear()  # else every prompt starts from the documents' cached prefix (tested below)
     try:
         runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}, prefill=False)
                 for q in QUESTIONS]
@@ -99,3 +102,48 @@ def _layers(cache):
     from syncheck.kv import _kv
 
     return _kv(cache)
+
+
+def test_prompts_over_the_same_documents_prefill_only_what_follows_the_cached_prefix(monitor):
+    engine = monitor.engine
+    prompts = [monitor.prompts(q, CONTEXT, 8)[0][0] for q in QUESTIONS]
+    fresh = [engine.prefill(p) for p in prompts]  # reuse=False: a full forward each, the reference
+    engine.prefixes.clear()
+    engine.prefixes.min_tokens = 16  # these documents are short: the shared template and documents are 58 tokens
+    fed = []
+    hook = engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: fed.append(kwargs["input_ids"].shape[1]),
+                                                     with_kwargs=True)
+    try:
+        reused = [engine.prefill(p, reuse=True) for p in prompts]
+    finally:
+        hook.remove()
+    assert fed[0] == len(prompts[0])  # nothing cached yet
+    assert len(os.path.commonprefix(prompts)) >= engine.prefixes.min_tokens  # the template and the documents
+    # each prompt feeds only what follows its common prefix with the one before it
+    assert fed[1:] == [len(p) - len(os.path.commonprefix([prev, p])) for prev, p in zip(prompts, prompts[1:])]
+    assert engine.prefixes.hits == 3
+    for (cache, logp), (ref_cache, ref_logp), prompt in zip(reused, fresh, prompts):
+        torch.testing.assert_close(logp, ref_logp, atol=1e-4, rtol=1e-4)
+        for (k, v), (rk, rv) in zip(_layers(cache), _layers(ref_cache)):
+            assert k.shape == rk.shape == (1, rk.shape[1], len(prompt), rk.shape[3])
+            torch.testing.assert_close(k, rk, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(v, rv, atol=1e-4, rtol=1e-4)
+    # the stored copy is the engine's own: decoding on a returned cache leaves it intact for the next prompt
+    engine.lm.model(input_ids=torch.tensor([[1, 2, 3]]), past_key_values=reused[-1][0], use_cache=True)
+    cache, logp = engine.prefill(prompts[-1], reuse=True)
+    torch.testing.assert_close(logp, fresh[-1][1], atol=1e-4, rtol=1e-4)
+
+
+def test_generations_on_a_cached_prefix_equal_those_without_the_cache(tiny_lm):
+    scorer = Scorer(tiny_lm, aggregator=None)
+    cached, plain = Monitor(scorer), Monitor(scorer)
+    plain.engine.prefixes = None  # LiveEngine(prefix_cache=False)
+    cached.engine.prefixes.min_tokens = 16  # short documents: 58 tokens of shared template and documents
+    for q in QUESTIONS:
+        a = cached.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 12})
+        b = plain.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 12})
+        assert a.token_ids == b.token_ids and a.text == b.text
+        for x, y in zip(a.sentences, b.sentences):
+            np.testing.assert_allclose([x.features[k] for k in sorted(x.features)],
+                                       [y.features[k] for k in sorted(y.features)], rtol=1e-4, atol=1e-4)
+    assert cached.engine.prefixes.hits == len(QUESTIONS) - 1

@@ -59,7 +59,8 @@ def test_models_health_and_a_streamed_completion_with_scored_sentence_events(ser
     extra = full.model_extra["syncheck"]
     assert extra["warnings"] == [] and extra["method"] == "monitor" and extra["final_check"] is None
     assert full.choices[0].message.content == text and full.usage.completion_tokens == 24
-    assert [s["score"] for s in extra["sentences"]] == [s["score"] for s in sentences]
+    # the second request starts from the first one's cached prompt prefix: equal to float tolerance
+    assert [s["score"] for s in extra["sentences"]] == pytest.approx([s["score"] for s in sentences], abs=1e-4)
     assert full.choices[0].finish_reason == "length" and extra["trace"]["stop"] == "max_new_tokens"
 
 

@@ -21,6 +21,7 @@ from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
 from syncheck.kv import cache_length, padding_mask, select_rows
 from syncheck.live import branching, deferred_kl
+from syncheck.live.prefix_cache import PromptPrefixCache
 from syncheck.live.state import Batch, Row
 from syncheck.models import LoadedModel
 from syncheck.passes import capture_hidden, decoder_layers
@@ -35,10 +36,16 @@ class LiveEngine:
         kl: run the without-context pass (deferred to sentence ends).
         lookback: record each head's lookback ratio per token (the model's attention must be switched
             with :func:`syncheck.attention.enable_lookback`).
+        prefix_cache: reuse the keys and values of the last with-context prompt's common prefix
+            (:mod:`syncheck.live.prefix_cache`: requests over the same documents prefill only their question);
+            never while recording lookback.
     """
 
-    def __init__(self, lm: LoadedModel, hidden_layers: Sequence[int] = (), kl: bool = True, lookback: bool = False) -> None:
+    def __init__(self, lm: LoadedModel, hidden_layers: Sequence[int] = (), kl: bool = True, lookback: bool = False,
+                 prefix_cache: bool = True) -> None:
         self.lm = lm
+        #: the last with-context prompt, kept to prefill the next one on its common prefix (None: off)
+        self.prefixes = PromptPrefixCache() if prefix_cache and not lookback else None
         self.hidden_layers = list(hidden_layers)
         self.kl = kl
         self.lookback = lookback
@@ -51,19 +58,28 @@ class LiveEngine:
 
     # -------------------------------------------------------------- prefill
     @torch.inference_mode()
-    def prefill(self, prompt: Sequence[int]) -> tuple[DynamicCache, torch.Tensor]:
-        """One prompt into a fresh cache; returns it and the ``(1, V)`` log-probs of the first response token."""
-        cache, logp, _ = self._prefill(prompt, None)
+    def prefill(self, prompt: Sequence[int], reuse: bool = False) -> tuple[DynamicCache, torch.Tensor]:
+        """One prompt into a fresh cache; returns it and the ``(1, V)`` log-probs of the first response token.
+
+        ``reuse``: start from the prefix cache's common prefix with ``prompt``, and keep ``prompt`` there for the
+        next one (with-context prompts; see :attr:`prefixes`).
+        """
+        cache, logp, _ = self._prefill(prompt, None, reuse)
         return cache, logp
 
-    def _prefill(self, prompt: Sequence[int], context_span: tuple[int, int] | None):
+    def _prefill(self, prompt: Sequence[int], context_span: tuple[int, int] | None, reuse: bool = False):
         """:meth:`prefill`, plus the ``(1, n_layers * H)`` lookback ratios of the last position when
         ``context_span`` is given."""
-        ids = torch.tensor([list(prompt)], device=self.lm.device)
+        prefixes = self.prefixes if reuse and context_span is None else None
+        done = prefixes.reusable(prompt) if prefixes is not None else 0
+        past = prefixes.take(done) if done else None
+        ids = torch.tensor([list(prompt[done:])], device=self.lm.device)
         recording = (record_lookback(self.lm.model, [context_span], [len(prompt)], 1) if context_span is not None
                      else contextlib.nullcontext(None))
         with torch.inference_mode(), recording as rec:
-            out = self.lm.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            out = self.lm.model(input_ids=ids, past_key_values=past, use_cache=True, logits_to_keep=1)
+        if prefixes is not None:
+            prefixes.store(prompt, out.past_key_values)
         ratios = lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None
         return out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1), ratios
 
@@ -77,12 +93,26 @@ class LiveEngine:
         return cache, logp[0]
 
     @torch.inference_mode()
-    def prefill_many(self, prompts: Sequence[Sequence[int]]) -> list[tuple[DynamicCache, torch.Tensor]]:
+    def prefill_many(self, prompts: Sequence[Sequence[int]], reuse: bool = False
+                     ) -> list[tuple[DynamicCache, torch.Tensor]]:
         """:meth:`prefill` of several prompts in one left-padded forward (each row with its own position ids).
 
         Returns, per prompt, its own unpadded one-row cache and the ``(1, V)`` log-probs of its first response
-        token: those of :meth:`prefill` to float tolerance.
+        token: those of :meth:`prefill` to float tolerance. ``reuse``: a prompt that shares a prefix with the prefix
+        cache's prompt is prefilled alone from it, feeding only the tokens after the common prefix; the others go
+        in one forward, and the first of them is kept in the prefix cache.
         """
+        if reuse and self.prefixes is not None:
+            out: list = [None] * len(prompts)
+            fresh = [i for i, p in enumerate(prompts) if not self.prefixes.reusable(p)]
+            if fresh:
+                for i, res in zip(fresh, self.prefill_many([prompts[i] for i in fresh])):
+                    out[i] = res
+                self.prefixes.store(prompts[fresh[0]], out[fresh[0]][0])
+            for i, p in enumerate(prompts):
+                if out[i] is None:
+                    out[i] = self.prefill(p, reuse=True)
+            return out
         if len(prompts) == 1:
             return [self.prefill(prompts[0])]
         width = max(len(p) for p in prompts)
@@ -106,7 +136,7 @@ class LiveEngine:
         """
         if self.lookback and context_span is None:
             raise ValueError("lookback=True needs the context's token span in the prompt (PromptPair.context_span)")
-        with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None)
+        with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None, reuse=True)
         without_cache, without_next = self._without_next(prompt_without)
         return self._one_row(prompt_with, prompt_without, with_cache, next_logp, ratios, without_cache, without_next,
                              context_span)
@@ -117,7 +147,7 @@ class LiveEngine:
         forward, the without-context prompts in another (:meth:`prefill_many`). With lookback, one by one."""
         if self.lookback or len(prompts) == 1:
             return [self.start(*p) for p in prompts]
-        withs = self.prefill_many([p[0] for p in prompts])
+        withs = self.prefill_many([p[0] for p in prompts], reuse=True)
         if self.kl:
             if any(p[1] is None for p in prompts):
                 raise ValueError("kl=True needs the without-context prompt")

@@ -1,0 +1,112 @@
+"""Where a ``syncheck serve`` request spends its time at concurrency 1: a sampling profile of the server process.
+
+``benchmarks.serve_load`` says how far the server is from ``Monitor`` run in process; this says why. It starts the
+server (as ``serve_load`` does: a subprocess on loopback), warms it up, then samples every thread of the server
+process with `py-spy <https://github.com/benfred/py-spy>`_ (``pip install py-spy``; it reads the process from
+outside, so the server runs unmodified) while ``--requests`` streamed requests run one after another, and sorts
+the samples of threads that were running (idle threads are not sampled) into where they were:
+
+- on the model thread: the with-context forward (decode steps and prefills), the without-context flush at sentence
+  ends, sentence scoring (features, alignment, aggregator), the pool's cache bookkeeping, the tokenizer, handing
+  items to the event loop, and the rest of the monitor's per-token Python;
+- on the HTTP thread: building the SSE chunks (pydantic / JSON), and the event loop with uvicorn and starlette.
+
+Each share is of all samples taken; the model thread's forward is the work the in-process monitor also does, so the
+rest is the server's own cost, or the monitor's per-token code. On 2 cores anything the HTTP thread runs competes
+with PyTorch's threads for the same cores.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.serve_profile [--model smollm2-135m] [--requests 8] [--tokens 64] [--rate 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.serve_load import QUESTIONS, run_server_level
+
+#: (category, frame pattern), in order: the first pattern that matches any frame of a stack names its category
+MODEL_THREAD = (
+    ("without-context flush", re.compile(r"flush_kl")),
+    ("sentence scoring", re.compile(r"featurize|score_finished|mark_degenerate")),
+    ("prefill", re.compile(r"prefill|start_many")),
+    ("with-context forward (decode step)", re.compile(r"\bforward \(|_call_impl")),
+    ("pool bookkeeping (cache rows, concat)", re.compile(r"pool\.py|kv\.py")),
+    ("tokenizer", re.compile(r"tokeniz|decode \(.*tokenization")),
+    ("hand-off to the event loop", re.compile(r"call_soon_threadsafe|Job\.put|put \(.*scheduler")),
+)
+HTTP_THREAD = (
+    ("SSE chunks: JSON and pydantic", re.compile(r"json|pydantic|model_dump|dumps|protocol\.py")),
+    ("event loop, uvicorn, starlette", re.compile(r".")),
+)
+
+
+def categorise(stack: str) -> tuple[str, str]:
+    """``(thread, category)`` of one collapsed py-spy stack (frames ``;``-separated, outermost first)."""
+    frames = stack.split(";")
+    model = any("Scheduler.run" in f for f in frames)
+    thread = "model thread" if model else "HTTP thread"
+    for name, pattern in MODEL_THREAD if model else HTTP_THREAD:  # in the table's order: the first that matches
+        if any(pattern.search(f) for f in frames):
+            return thread, name
+    return thread, "the monitor's per-token Python"
+
+
+def read_raw(path: Path) -> Counter:
+    """Samples per (thread, category) from a ``py-spy record --format raw`` file."""
+    counts: Counter = Counter()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, n = line.rpartition(" ")
+        if stack and n.isdigit():
+            counts[categorise(stack)] += int(n)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> Counter:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    ap.add_argument("--raw", default=None, help="keep py-spy's raw stacks in this file")
+    args = ap.parse_args(argv)
+    spy = shutil.which("py-spy") or str(Path(os.sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        raise SystemExit("py-spy is not installed: `.venv/bin/pip install py-spy`, then run this again")
+    from syncheck.serve.process import ServerProcess
+
+    questions = (QUESTIONS * (args.requests // len(QUESTIONS) + 1))[: args.requests]
+    raw = Path(args.raw) if args.raw else Path(tempfile.mkdtemp()) / "serve.raw"
+    with ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", "1") as server:
+        run_server_level(server.base_url, questions[:1], args.tokens, 1)  # warm-up
+        spy_proc = subprocess.Popen([spy, "record", "-p", str(server.proc.pid), "-f", "raw", "-r", str(args.rate),
+                                     "--nonblocking", "-o", str(raw)], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # py-spy attaches
+        level = run_server_level(server.base_url, questions, args.tokens, 1)
+        spy_proc.send_signal(signal.SIGINT)
+        spy_proc.wait(60)
+    counts = read_raw(raw)
+    total = sum(counts.values()) or 1
+    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} concurrency 1: "
+          f"{level['tokens_per_s']:.1f} tokens/s; {total} samples at {args.rate}/s of running threads "
+          f"(py-spy --nonblocking; raw stacks: {raw})")
+    print("| thread | where | share of samples |")
+    print("| --- | --- | --- |")
+    for (thread, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0] != "model thread", -kv[1])):
+        print(f"| {thread} | {name} | {n / total:.1%} |")
+    return counts
+
+
+if __name__ == "__main__":
+    main()
