@@ -118,3 +118,26 @@ def test_serve_costs_benchmark_runs(tiny_dir, capsys):
     split = out["pooled"]
     assert split["tokens"] > 0 and 0 < split["prefills"] + split["batched decode steps"] <= split["total"]
     assert "| worker thread |" in capsys.readouterr().out
+
+
+def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
+    from benchmarks.serve_profile import read_raw
+
+    model = ("serve (syncheck/cli/serve.py:42);Scheduler.run (syncheck/serve/scheduler.py:148);"
+             "DecodePool.step (syncheck/pool.py:58)")
+    raw = tmp_path / "serve.raw"
+    raw.write_text("\n".join([
+        f"{model};LiveEngine.start_many (syncheck/live/engine.py:119);Module._call_impl (torch/nn/modules/module.py:1789) 30",
+        f"{model};LiveEngine.step (syncheck/live/engine.py:170);Module._call_impl (torch/nn/modules/module.py:1789) 50",
+        f"{model};MonitorRun.advance (syncheck/monitor.py:272);LiveEngine.flush_kl (syncheck/live/engine.py:214);"
+        "Module._call_impl (torch/nn/modules/module.py:1789) 10",
+        f"{model};MonitorRun.advance (syncheck/monitor.py:272);SentenceFeaturizer.featurize (syncheck/featurize.py:156) 5",
+        "_bootstrap (threading.py:1002);run (uvicorn/server.py:60);dumps (json/__init__.py:231) 3",
+        "_bootstrap (threading.py:1002);run (asyncio/base_events.py:600) 2",
+        "a torn last line",
+    ]))
+    counts = read_raw(raw)
+    assert counts == {("model thread", "prefill"): 30, ("model thread", "with-context forward (decode step)"): 50,
+                      ("model thread", "without-context flush"): 10, ("model thread", "sentence scoring"): 5,
+                      ("HTTP thread", "SSE chunks: JSON and pydantic"): 3,
+                      ("HTTP thread", "event loop, uvicorn, starlette"): 2}
