@@ -4,7 +4,9 @@ A :class:`DecodePool` owns one left-padded with-context KV cache holding a row f
 :class:`~syncheck.monitor.MonitorRun` it steps. Each run keeps everything else of its own: its prompt (rows come
 from different prompts, so each row has its own position ids), its without-context cache (flushed at its own
 sentence ends, one row at a time) and its sentence scoring. Runs that arrive in the same round are prefilled
-together (both prompts, each in one left-padded forward); a run joins by having its prefilled one-row cache
+together (both prompts, each in one left-padded forward; a with-context prompt that shares its documents with the
+engine's last one is prefilled alone from that prefix, :mod:`syncheck.live.prefix_cache`); a run joins by having
+its prefilled one-row cache
 concatenated in; a run that is over, or no longer asked for, leaves, and the pool drops its row.
 
 Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
