@@ -18,7 +18,7 @@ from features.context_influence import LARGE_KL_THRESHOLD
 from features.sentences import assign_tokens, split_sentences
 from features.registry import FEATURES, LID_PREFIX
 from features.stats import TokenStats
-from syncheck.aggregators.apply import RESPONSE_AGGREGATIONS, aggregate_response
+from syncheck.aggregators.apply import aggregate_response, resolve_response_aggregation
 from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator
 from syncheck.attention import enable_lookback
 from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
@@ -81,8 +81,14 @@ class Scorer:
             calibrate command; :mod:`syncheck.aggregators.resolve`), a directory
             written by ``syncheck train`` / ``syncheck calibrate``, a fitted
             estimator, or ``None``. ``scorer.aggregator_source`` says which.
-        response_aggregation: ``"min"`` or ``"mean"`` of the sentence scores
-            gives ``response_score``.
+        response_aggregation: how ``response_score`` comes from the sentence
+            scores: ``"learned"`` (the aggregator's response verdict, P(the
+            response is faithful), :mod:`syncheck.aggregators.response`),
+            ``"min"`` or ``"mean"``; ``None`` (default): ``"learned"`` when the
+            aggregator has a response model (the shipped default does), else
+            ``"min"``. ``scorer.response_aggregation`` then holds ``"min"``,
+            ``"mean"`` or the verdict itself, what
+            :func:`~syncheck.aggregators.aggregate_response` takes as ``how``.
     """
 
     def __init__(
@@ -104,7 +110,7 @@ class Scorer:
         max_length: int | None = None,
         batch_size: int = 4,
         aggregator: Any = "default",
-        response_aggregation: str = "min",
+        response_aggregation: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -125,9 +131,6 @@ class Scorer:
             vector_layers = default_probe_layers(self.lm.num_layers)
         elif vectors:
             vector_layers = [int(x) for x in vectors]
-        if response_aggregation not in RESPONSE_AGGREGATIONS:
-            raise ValueError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS}, got {response_aggregation!r}")
-        self.response_aggregation = response_aggregation
         self.align_with_question = align_with_question
         self.text_checks = text_checks
         self.probes: tuple = ()  # the aggregator's probes, set below
@@ -136,6 +139,8 @@ class Scorer:
         self.aggregator_source: str | None = resolved.source
         self.aggregator = resolved.model
         self.probes = resolved.probes
+        #: "min", "mean" or the aggregator's fitted response verdict ("learned")
+        self.response_aggregation = resolve_response_aggregation(response_aggregation, resolved.model)
         self.featurizer = SentenceFeaturizer(
             lid=self.lid, alignment=self.alignment, align_with_question=align_with_question, kl_threshold=kl_threshold,
             text_checks=text_checks, vector_layers=probe_vector_layers(resolved.probes, vector_layers, bool(vectors)),

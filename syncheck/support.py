@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from syncheck.aggregators.apply import aggregate_response
 from syncheck.records import Record
 
 
@@ -58,7 +59,9 @@ class SynCheckSupport:
                    for i, (p, c, q) in enumerate(zip(premises, claims, questions))]
         out = np.zeros(len(records))
         for i, res in enumerate(self.scorer.score_records(records)):
-            if res.error is not None or res.response_score is None:
+            # the least faithful sentence, whatever the scorer's response aggregation (the measured setting)
+            value = aggregate_response([s.score for s in res.sentences], "min") if res.error is None else None
+            if value is None:
                 raise ValueError(f"the syncheck support backend could not score pair {i + 1}: {res.error}")
-            out[i] = res.response_score
+            out[i] = value
         return out

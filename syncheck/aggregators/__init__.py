@@ -16,6 +16,7 @@ from syncheck.aggregators.apply import (
     aggregate_response,
     check_features,
     feature_matrix,
+    resolve_response_aggregation,
     score_sentences,
 )
 from syncheck.aggregators.base import BaseAggregator
@@ -23,6 +24,7 @@ from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.io import KINDS, load_aggregator, make_aggregator, read_meta, save_aggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
+from syncheck.aggregators.response import ResponseVerdict, load_response_model, pad_scores, save_response_model
 from syncheck.aggregators.resolve import (
     default_aggregator_dir,
     portable_aggregator_dir,
@@ -37,17 +39,22 @@ __all__ = [
     "FeatureMismatchError",
     "LogisticAggregator",
     "MLPAggregator",
+    "ResponseVerdict",
     "XGBAggregator",
     "aggregate_response",
     "check_features",
     "default_aggregator_dir",
     "feature_matrix",
     "load_aggregator",
+    "load_response_model",
     "make_aggregator",
+    "pad_scores",
     "portable_aggregator_dir",
     "read_meta",
     "resolve_aggregator",
+    "resolve_response_aggregation",
     "save_aggregator",
+    "save_response_model",
     "score_sentences",
     "scorer_config",
 ]

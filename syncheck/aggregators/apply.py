@@ -1,8 +1,9 @@
 """Apply an aggregator to sentence feature dicts: the one step offline scoring and the live monitor share.
 
 - :func:`score_sentences`: ``n`` feature dicts -> ``(n,)`` P(faithful).
-- :func:`aggregate_response`: sentence scores -> one response score (``min``: the least faithful
-  sentence decides; ``mean``).
+- :func:`aggregate_response`: sentence scores -> one response score (``learned``: the aggregator's response
+  verdict, :mod:`syncheck.aggregators.response`; ``min``: the least faithful sentence decides; ``mean``);
+  :func:`resolve_response_aggregation` picks what a scorer uses.
 
 Which aggregator a scorer uses is decided in :mod:`syncheck.aggregators.resolve`.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from features.registry import feature_spec
 
-RESPONSE_AGGREGATIONS = ("min", "mean")
+RESPONSE_AGGREGATIONS = ("learned", "min", "mean")
 
 
 class FeatureMismatchError(ValueError):
@@ -119,14 +120,48 @@ def score_sentences(agg: Any, features: Sequence[Mapping[str, float]]) -> np.nda
         return np.asarray(agg.predict_proba(X), dtype=np.float64)[:, col]
 
 
-def aggregate_response(scores: Sequence[float], how: str = "min") -> float | None:
-    """One response score from its sentence scores (``None`` for a response with no scored sentence)."""
+def aggregate_response(scores: Sequence[float], how: Any = "min", model: Any = None) -> float | None:
+    """One response score from its sentence scores (``None`` for a response with no scored sentence).
+
+    Args:
+        how: ``"min"``, ``"mean"``, ``"learned"`` (with ``model``), or a fitted response verdict itself (anything
+            with ``predict_response(scores)``, e.g. :class:`~syncheck.aggregators.response.ResponseVerdict`): what
+            :func:`resolve_response_aggregation` returns and ``Scorer.response_aggregation`` holds.
+        model: the response verdict ``how="learned"`` applies.
+    """
+    if hasattr(how, "predict_response"):
+        how, model = "learned", how
     if how not in RESPONSE_AGGREGATIONS:
         raise ValueError(f"response aggregation must be one of {RESPONSE_AGGREGATIONS}, got {how!r}")
+    if how == "learned" and model is None:
+        raise ValueError("response aggregation 'learned' needs the aggregator's response model (model=...); "
+                         "use 'min' or 'mean' with an aggregator that has none")
     values = [float(s) for s in scores if s is not None]
     if not values:
         return None
+    if how == "learned":
+        return float(model.predict_response(values))
     return float(min(values)) if how == "min" else float(np.mean(values))
+
+
+def resolve_response_aggregation(how: str | None, aggregator: Any) -> Any:
+    """What ``Scorer(response_aggregation=how)`` aggregates with, for its resolved sentence ``aggregator``.
+
+    ``None``: the aggregator's response verdict (``aggregator.response_model``, stored beside it as
+    ``response.json``) when it has one, else ``"min"``. ``"learned"``: that verdict, or :class:`ValueError` when there
+    is none. ``"min"`` / ``"mean"``: themselves. The verdict is returned as the object, so that
+    ``aggregate_response(scores, result)`` applies it wherever the scorer's aggregation is passed on.
+    """
+    if how is not None and how not in RESPONSE_AGGREGATIONS:
+        raise ValueError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS} (or None), got {how!r}")
+    verdict = getattr(aggregator, "response_model", None)
+    if how in (None, "learned") and verdict is not None:
+        return verdict
+    if how == "learned":
+        raise ValueError("response_aggregation='learned', but the aggregator has no response model (response.json "
+                         "beside its meta.json; `python -m benchmarks.ragtruth.response_verdict --save DIR` fits one): "
+                         "use 'min' or 'mean'")
+    return how or "min"
 
 
 class EstimatorScoreModel:

@@ -9,6 +9,8 @@ A saved aggregator is a directory:
 - the weights: ``model.json`` (LR: scaler, coefficients, intercept as JSON),
   ``model.json`` + ``scaler.json`` (XGBoost's own JSON format + the scaler),
   or ``model.safetensors`` (MLP weights and scaler, float64);
+- optionally ``response.json``: the learned response-level verdict over the aggregator's sentence scores
+  (:mod:`syncheck.aggregators.response`), restored as ``agg.response_model`` (``None`` when absent);
 - optionally ``probes.safetensors``: the linear probes (:mod:`syncheck.probes`)
   whose scores are among the aggregator's features, their configuration
   (name, layers, C) in ``meta.json``'s ``"probes"``.
@@ -31,6 +33,7 @@ from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
+from syncheck.aggregators.response import load_response_model
 
 if TYPE_CHECKING:  # syncheck.probes imports this package (for the logistic function)
     from syncheck.probes import LinearProbe
@@ -187,6 +190,7 @@ def load_aggregator(path: str | Path) -> BaseAggregator:
         raise ValueError(f"{path}: the scaler has {agg.scaler_mean_.shape} entries but meta.json names {d} features")
     agg.meta = meta
     agg.probes = load_probes(path, meta)
+    agg.response_model = load_response_model(path)
     return agg
 
 

@@ -67,8 +67,11 @@ def _alignment_spec(value: str) -> str:
               help="Sentence scores: 'default' (the aggregator `syncheck calibrate` registered for --model, else the "
                    "one shipped for smollm2-135m when that is the model, else the shipped portable one), a directory "
                    "written by `syncheck train` / `syncheck calibrate`, or none (features only).")
-@click.option("--response-aggregation", default="min", show_default=True, type=click.Choice(["min", "mean"]),
-              help="response_score = min (the least faithful sentence decides) or mean of the sentence scores.")
+@click.option("--response-aggregation", default=None, type=click.Choice(["learned", "min", "mean"]),
+              help="response_score = learned (the aggregator's response verdict: P(the whole response is faithful), "
+                   "trained on response labels), min (the least faithful sentence decides) or mean of the sentence "
+                   "scores. Default: learned when the aggregator has a response model (the shipped default does), "
+                   "else min.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: keep the complete rows already in -o and score only the rest.")
 def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, lid, no_kl,
