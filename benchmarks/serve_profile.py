@@ -1,4 +1,4 @@
-"""Where a ``syncheck serve`` request spends its time at concurrency 1: a sampling profile of the server process.
+"""Where ``syncheck serve`` spends its time (at concurrency 1 by default): a sampling profile of the server process.
 
 ``benchmarks.serve_load`` says how far the server is from ``Monitor`` run in process; this says why. It starts the
 server (as ``serve_load`` does: a subprocess on loopback), warms it up, then samples every thread of the server
@@ -17,7 +17,7 @@ with PyTorch's threads for the same cores.
 
 Usage::
 
-    .venv/bin/python -m benchmarks.serve_profile [--model smollm2-135m] [--requests 8] [--tokens 64] [--rate 200]
+    .venv/bin/python -m benchmarks.serve_profile [--model smollm2-135m] [--requests 8] [--tokens 64] [--rate 200] [--concurrency 1]
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> Counter:
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    ap.add_argument("--concurrency", type=int, default=1, help="requests in flight at once")
     ap.add_argument("--raw", default=None, help="keep py-spy's raw stacks in this file")
     args = ap.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(os.sys.executable).with_name("py-spy"))
@@ -87,18 +88,18 @@ def main(argv: list[str] | None = None) -> Counter:
 
     questions = (QUESTIONS * (args.requests // len(QUESTIONS) + 1))[: args.requests]
     raw = Path(args.raw) if args.raw else Path(tempfile.mkdtemp()) / "serve.raw"
-    with ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", "1") as server:
+    with ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(args.concurrency)) as server:
         run_server_level(server.base_url, questions[:1], args.tokens, 1)  # warm-up
         spy_proc = subprocess.Popen([spy, "record", "-p", str(server.proc.pid), "-f", "raw", "-r", str(args.rate),
                                      "--nonblocking", "-o", str(raw)], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # py-spy attaches
-        level = run_server_level(server.base_url, questions, args.tokens, 1)
+        level = run_server_level(server.base_url, questions, args.tokens, args.concurrency)
         spy_proc.send_signal(signal.SIGINT)
         spy_proc.wait(60)
     counts = read_raw(raw)
     total = sum(counts.values()) or 1
-    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} concurrency 1: "
+    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} concurrency {args.concurrency}: "
           f"{level['tokens_per_s']:.1f} tokens/s; {total} samples at {args.rate}/s of running threads "
           f"(py-spy --nonblocking; raw stacks: {raw})")
     print("| thread | where | share of samples |")
