@@ -208,6 +208,15 @@ def test_llamaindex_per_call_documents_settings_and_errors(llm, llm_model, serve
 
 
 # --------------------------------------------------------------------------------------------------------- both
+def test_the_clients_settings_and_methods_are_the_servers():
+    from syncheck.integrations.options import METHODS, SETTINGS
+    from syncheck.serve.decoders import registered_decoders
+    from syncheck.serve.protocol import SyncheckOptions
+
+    assert set(SETTINGS) == set(SyncheckOptions.model_fields)  # a field added to one must be added to the other
+    assert set(METHODS) == {"monitor", *registered_decoders()}
+
+
 @pytest.mark.parametrize("module,package", [("langchain", "langchain_openai"),
                                             ("llamaindex", "llama_index.llms.openai_like")])
 def test_a_missing_extra_says_what_to_install(monkeypatch, module, package):

@@ -119,8 +119,8 @@ def test_prompts_over_the_same_documents_prefill_only_what_follows_the_cached_pr
         hook.remove()
     assert fed[0] == len(prompts[0])  # nothing cached yet
     assert len(os.path.commonprefix(prompts)) >= engine.prefixes.min_tokens  # the template and the documents
-    # each prompt feeds only what follows its common prefix with the one before it
-    assert fed[1:] == [len(p) - len(os.path.commonprefix([prev, p])) for prev, p in zip(prompts, prompts[1:])]
+    # each prompt feeds only what follows its common prefix with the first, the one kept (a hit stores nothing)
+    assert fed[1:] == [len(p) - len(os.path.commonprefix([prompts[0], p])) for p in prompts[1:]]
     assert engine.prefixes.hits == 3
     for (cache, logp), (ref_cache, ref_logp), prompt in zip(reused, fresh, prompts):
         torch.testing.assert_close(logp, ref_logp, atol=1e-4, rtol=1e-4)

@@ -231,3 +231,6 @@ def test_scorer_uses_the_verdict_stored_beside_its_aggregator_and_keeps_min(tiny
             assert r.response_score == pytest.approx(fn([s.score for s in r.sentences]))
     with pytest.raises(ValueError, match="no response model"):
         Scorer(tiny_lm, lid=None, aggregator=agg, response_aggregation="learned")
+    save_aggregator(agg, path)  # a new sentence aggregator in the same place: the verdict fitted on the old is stale
+    assert load_response_model(path) is None
+    assert Scorer(tiny_lm, lid=None, aggregator=str(path)).response_aggregation == "min"

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from benchmarks.ragtruth.data import TASKS
-from benchmarks.ragtruth.evaluate import oof_stacked, probe_folds, response_f1
+from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds, response_f1
 from benchmarks.ragtruth.scoring import SentenceTable
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
@@ -156,10 +156,7 @@ def nested_scores(table: SentenceTable, resp: Responses, n_folds: int, seed: int
     """(outer out-of-fold sentence scores, each response's outer fold, each fitter's out-of-fold P(faithful))."""
     folds = grouped_folds(table.source, n_folds, seed)
     outer = sentence_scores(table, folds, seed)
-    resp_fold = np.empty(len(resp), dtype=np.int64)
-    for k, (_, test) in enumerate(folds):
-        in_test = np.isin(np.arange(len(table)), test)
-        resp_fold[[i for i, rows in enumerate(resp.rows) if in_test[rows[0]]]] = k
+    resp_fold = fold_of_rows(folds, len(table))[[rows[0] for rows in resp.rows]]  # folds group whole documents
     learned = {name: np.zeros(len(resp)) for name in fitters}
     for k, (train, _) in enumerate(folds):
         inner = sentence_scores(table, inner_folds(table, train, n_folds - 1, seed), seed)

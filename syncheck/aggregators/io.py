@@ -33,7 +33,7 @@ from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
-from syncheck.aggregators.response import load_response_model
+from syncheck.aggregators.response import RESPONSE_FILE, load_response_model
 
 if TYPE_CHECKING:  # syncheck.probes imports this package (for the logistic function)
     from syncheck.probes import LinearProbe
@@ -84,6 +84,9 @@ def save_aggregator(
             were chosen; see :mod:`syncheck.aggregators.thresholds`); FOD and abstention use them when not given any.
         probes: fitted probes whose features the aggregator reads (saved beside it, restored by
             :func:`load_aggregator` as ``agg.probes``).
+
+    A ``response.json`` already in ``path`` is removed: that response verdict was fitted on another aggregator's
+    sentence scores (refit one with ``python -m benchmarks.ragtruth.response_verdict --save DIR``).
     """
     if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
         raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")
@@ -116,6 +119,8 @@ def save_aggregator(
                   str(out / PROBES_FILE))
     elif (out / PROBES_FILE).exists():
         (out / PROBES_FILE).unlink()
+    if (out / RESPONSE_FILE).exists():  # a response verdict was fitted on the previous aggregator's sentence scores
+        (out / RESPONSE_FILE).unlink()
     scaler = {"mean": agg.scaler_mean_.tolist(), "scale": agg.scaler_scale_.tolist()}
     if isinstance(agg, LogisticAggregator):
         _write_json(out / "model.json", {"scaler": scaler, "coef": agg.coef_.tolist(), "intercept": agg.intercept_})

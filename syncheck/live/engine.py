@@ -61,8 +61,8 @@ class LiveEngine:
     def prefill(self, prompt: Sequence[int], reuse: bool = False) -> tuple[DynamicCache, torch.Tensor]:
         """One prompt into a fresh cache; returns it and the ``(1, V)`` log-probs of the first response token.
 
-        ``reuse``: start from the prefix cache's common prefix with ``prompt``, and keep ``prompt`` there for the
-        next one (with-context prompts; see :attr:`prefixes`).
+        ``reuse``: start from the prefix cache's common prefix with ``prompt``; a prompt that shares none is kept
+        there for the next one (with-context prompts; see :attr:`prefixes`).
         """
         cache, logp, _ = self._prefill(prompt, None, reuse)
         return cache, logp
@@ -78,7 +78,7 @@ class LiveEngine:
                      else contextlib.nullcontext(None))
         with torch.inference_mode(), recording as rec:
             out = self.lm.model(input_ids=ids, past_key_values=past, use_cache=True, logits_to_keep=1)
-        if prefixes is not None:
+        if prefixes is not None and not done:  # a hit leaves the stored prefix as it is: no copy per request
             prefixes.store(prompt, out.past_key_values)
         ratios = lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None
         return out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1), ratios
@@ -103,16 +103,12 @@ class LiveEngine:
         in one forward, and the first of them is kept in the prefix cache.
         """
         if reuse and self.prefixes is not None:
-            out: list = [None] * len(prompts)
-            fresh = [i for i, p in enumerate(prompts) if not self.prefixes.reusable(p)]
-            if fresh:
-                for i, res in zip(fresh, self.prefill_many([prompts[i] for i in fresh])):
-                    out[i] = res
-                self.prefixes.store(prompts[fresh[0]], out[fresh[0]][0])
-            for i, p in enumerate(prompts):
-                if out[i] is None:
-                    out[i] = self.prefill(p, reuse=True)
-            return out
+            hits = {i: self.prefill(p, reuse=True) for i, p in enumerate(prompts) if self.prefixes.reusable(p)}
+            fresh = [i for i in range(len(prompts)) if i not in hits]
+            if fresh:  # after the hits, which read the prefix this replaces
+                hits.update(zip(fresh, self.prefill_many([prompts[i] for i in fresh])))
+                self.prefixes.store(prompts[fresh[0]], hits[fresh[0]][0])
+            return [hits[i] for i in range(len(prompts))]
         if len(prompts) == 1:
             return [self.prefill(prompts[0])]
         width = max(len(p) for p in prompts)

@@ -1,9 +1,11 @@
 """Reuse of the last with-context prompt's keys and values: requests over the same documents skip their prefill.
 
 A RAG prompt is the chat template, then the documents, then the question, so requests that share their documents
-share all of the prompt but the question. :class:`PromptPrefixCache` keeps a private copy of the last prefilled
-with-context prompt's cache; :meth:`LiveEngine.prefill <syncheck.live.engine.LiveEngine.prefill>` then feeds only
-the tokens after the longest common prefix, on a copy of the cached positions. The keys and values of the common
+share all of the prompt but the question. :class:`PromptPrefixCache` keeps a private copy of the keys and values
+of the last with-context prompt that shared no prefix with the one before it (a prompt that reuses the copy leaves
+it as it is, so a hit costs one copy, not two); :meth:`LiveEngine.prefill
+<syncheck.live.engine.LiveEngine.prefill>` then feeds only the tokens after the longest common prefix, on a copy of
+the cached positions. The keys and values of the common
 prefix are the ones a fresh prefill computes for the same tokens at the same positions (causal attention: a
 position never sees what follows it), equal to float tolerance (tested).
 
@@ -54,11 +56,10 @@ class PromptPrefixCache:
         self.reused_tokens += k
         return select_rows(self._cache, [0], k)
 
-    def store(self, prompt: Sequence[int], cache: DynamicCache, row: int = 0, start: int = 0) -> None:
-        """Keep a copy of ``cache``'s ``row``, positions ``[start, start + len(prompt))``: ``prompt``'s keys and
-        values (``start`` skips left padding)."""
+    def store(self, prompt: Sequence[int], cache: DynamicCache) -> None:
+        """Keep a copy of the one-row ``cache``'s first ``len(prompt)`` positions: ``prompt``'s keys and values."""
         self._ids = list(prompt)
-        self._cache = select_rows(cache, [row], len(prompt), start=start)
+        self._cache = select_rows(cache, [0], len(prompt))
 
     def clear(self) -> None:
         self._ids, self._cache = [], None
