@@ -11,7 +11,7 @@ Methods: greedy, abstain, rerank, CAD, FOD backtrack-only, FOD as the paper's Al
 sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
 token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
-``fod-beam``).
+``fod-beam``, ``fod-no-meta``).
 
 Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
 
@@ -63,6 +63,7 @@ FOD_VARIANTS = {
     "fod-prefix": {"fallback": "prefix"},
     "fod-best": {"fallback": "best"},
     "fod-no-degenerate": {"stop_degenerate": False},
+    "fod-no-meta": {"stop_degenerate": ("no_content", "repeat", "question")},
     "fod-beam": {"search": "beam"},
 }
 METHODS = ("greedy", "abstain", "rerank", "cad", *FOD_VARIANTS)

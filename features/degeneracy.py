@@ -16,7 +16,14 @@ faithfulness features on purpose: it must never be folded into the score.
   earlier sentence that has as many content words; or the two are equal up to
   case and punctuation);
 - ``"question"``: it restates the question (every content word it has is the
-  question's: one new word may be the answer itself, so none is allowed).
+  question's: one new word may be the answer itself, so none is allowed);
+- ``"meta"``: it talks about the prompt instead of answering: it opens with a
+  document label copied from the prompt ("Passage 4: ...", "Document 2: ..."),
+  or it is a preamble that announces a rewrite of the input ("Here's a
+  rewritten passage that focuses on ...:", "Below is a summary of the data:").
+  Small models copy the prompt's passage labels, and FOD's candidates did so in
+  45 of 6,600 benchmark sentences; a preamble about anything else ("Here are the
+  steps:") is left alone.
 
 Sign convention: ``-`` (a flagged sentence is less informative). Not a
 faithfulness signal.
@@ -32,9 +39,21 @@ from features.lexical import preprocess, words
 #: Share of a sentence's content words that must come from one earlier sentence (or the question).
 REPEAT_OVERLAP = 0.8
 #: The reasons :func:`degeneracy` returns.
-REASONS = ("no_content", "repeat", "question")
+REASONS = ("no_content", "repeat", "question", "meta")
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+#: a document label copied from the prompt at the start of a sentence: "Passage 4:", "[Document 2] -"
+_DOC_LABEL = re.compile(r"^\W*(?:passage|document|doc|context|source|article)\s*#?\d+\s*\]?\s*[:\-]", re.I)
+#: a preamble that announces what follows instead of saying it
+_PREAMBLE = re.compile(r"^\W*(?:here(?:'s|\u2019s|\s+is|\s+are)|below\s+(?:is|are)|sure\b|certainly\b)", re.I)
+#: the preamble is meta when it names the input it rewrites
+_INPUT_WORD = re.compile(r"\b(?:passages?|articles?|documents?|context|text|data|json|version)\b", re.I)
+
+
+def _is_meta(sentence: str) -> bool:
+    if _DOC_LABEL.match(sentence):
+        return True
+    return bool(_PREAMBLE.match(sentence)) and sentence.rstrip().endswith(":") and bool(_INPUT_WORD.search(sentence))
 
 
 def _content(text: str) -> list[str]:
@@ -60,10 +79,12 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
         question: the question the answer replies to (``None``: not checked).
 
     Returns:
-        ``"no_content"``, ``"repeat"``, ``"question"`` or ``None`` (see the module docstring).
+        ``"no_content"``, ``"repeat"``, ``"question"``, ``"meta"`` or ``None`` (see the module docstring).
     """
     if not _LETTER.search(sentence):
         return "no_content"
+    if _is_meta(sentence):
+        return "meta"
     normal, content = _normal(sentence), _content(sentence)
     if question and content:
         asked = _content(question)

@@ -2,8 +2,9 @@
 
 1. Greedy decoding, scoring each sentence as it is finished, until a sentence
    is *flagged*: its score is below ``tau1``, or (``stop_degenerate``) it is
-   degenerate: it repeats an earlier sentence or the question, or carries no
-   content (:mod:`features.degeneracy`; informativeness, never folded into the
+   degenerate: it repeats an earlier sentence or the question, carries no
+   content, or talks about the prompt ("Passage 4: ...")
+   (:mod:`features.degeneracy`; informativeness, never folded into the
    score).
 2. Backtrack. ``cut="token"`` (default) keeps the flagged sentence's good
    prefix and cuts at the first token where it leaves the context: the first
@@ -36,10 +37,11 @@ The result carries a trace of every decision; ``trace["stop"]`` always says why 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import torch
 
+from features.degeneracy import REASONS as DEGENERATE_KINDS
 from features.grounding import first_ungrounded_token
 from features.specifics import unsupported_specific_offsets
 from fod.candidates import Candidate, sample_candidates
@@ -89,6 +91,17 @@ def _require_scores(events: list[SentenceEvent]) -> None:
                 "`fod generate --aggregator default`)"
             )
 
+
+
+def _degenerate_kinds(stop_degenerate: bool | Collection[str]) -> frozenset[str]:
+    """The degenerate kinds FOD flags: every kind (``True``), none (``False``) or the ones named."""
+    if isinstance(stop_degenerate, bool):
+        return frozenset(DEGENERATE_KINDS) if stop_degenerate else frozenset()
+    kinds = frozenset(stop_degenerate)
+    if isinstance(stop_degenerate, str) or not kinds <= set(DEGENERATE_KINDS):
+        raise SettingsError(f"stop_degenerate must be True, False or a collection of {DEGENERATE_KINDS}, "
+                            f"got {stop_degenerate!r}")
+    return kinds
 
 
 class FODGenerator:
@@ -155,7 +168,7 @@ class FODGenerator:
         steer: str = "adacad",
         fallback: str = "tau1",
         max_repairs: int = 3,
-        stop_degenerate: bool = True,
+        stop_degenerate: bool | Collection[str] = True,
     ) -> GenerationResult:
         """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
 
@@ -177,7 +190,9 @@ class FODGenerator:
             steer: ``"adacad"`` (default), ``"cad"`` or ``"none"``: the distribution candidates are sampled from.
             fallback: ``"tau1"`` (default), ``"best"`` or ``"prefix"``: what to keep when no candidate clears ``tau2``.
             max_repairs: backtracks allowed in one answer (``search="repair"``); the next flagged sentence ends it.
-            stop_degenerate: a degenerate sentence (a repeat, the question again, no content) is flagged too.
+            stop_degenerate: a degenerate sentence (a repeat, the question again, no content, talk about the prompt)
+                is flagged too: ``True`` for every kind in :data:`features.degeneracy.REASONS`, ``False`` for none,
+                or the kinds to flag (``("repeat", "no_content")``).
         """
         dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("FOD")
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
@@ -191,6 +206,7 @@ class FODGenerator:
                 raise SettingsError(f"{name} must be one of {allowed}, got {value!r}")
         if max_repairs < 0:
             raise SettingsError(f"max_repairs must be >= 0, got {max_repairs}")
+        degenerate_kinds = _degenerate_kinds(stop_degenerate)
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
@@ -199,7 +215,7 @@ class FODGenerator:
                                  "fallback": fallback, "backtrack": None, "backtracks": [], "steps": [], "repairs": 0}
         accept = _Acceptor(callback)
         run = _Run(self, premise, dec, generator, trace, accept, tau1, tau2, num_samples, num_beams, max_sentences,
-                   cut, steer, fallback, stop_degenerate)
+                   cut, steer, fallback, degenerate_kinds)
         beam = _Beam(batch)
         while True:
             beam, flagged = run.greedy(beam)
@@ -248,19 +264,19 @@ class _Run:
 
     def __init__(self, fod: FODGenerator, premise: Premise, dec: Decoding, generator: torch.Generator, trace: dict,
                  accept: "_Acceptor", tau1: float, tau2: float, num_samples: int, num_beams: int, max_sentences: int,
-                 cut: str, steer: str, fallback: str, stop_degenerate: bool) -> None:
+                 cut: str, steer: str, fallback: str, degenerate_kinds: frozenset[str]) -> None:
         self.fod, self.engine, self.monitor = fod, fod.engine, fod.monitor
         self.premise, self.dec, self.generator, self.trace, self.accept = premise, dec, generator, trace, accept
         self.tau1, self.tau2, self.num_samples, self.num_beams = tau1, tau2, num_samples, num_beams
         self.max_sentences, self.cut, self.steer, self.fallback = max_sentences, cut, steer, fallback
-        self.stop_degenerate = stop_degenerate
+        self.degenerate_kinds = degenerate_kinds
 
     def flagged(self, events: list[SentenceEvent]) -> SentenceEvent | None:
-        """The first sentence scoring below ``tau1`` or (when stopped) degenerate, or ``None``."""
+        """The first sentence scoring below ``tau1`` or degenerate in a kind FOD stops on, or ``None``."""
         _require_scores(events)
         hook = self.fod.flag_hook
         return next((ev for ev in events if ev.sentence.score < self.tau1
-                     or (self.stop_degenerate and ev.sentence.degenerate) or (hook is not None and hook(ev))), None)
+                     or ev.sentence.degenerate in self.degenerate_kinds or (hook is not None and hook(ev))), None)
 
     def greedy(self, beam: _Beam) -> tuple[_Beam, SentenceEvent | None]:
         """Greedy decoding from ``beam`` until a sentence is flagged (returned) or the answer ends (``None``)."""
@@ -334,7 +350,7 @@ class _Run:
         """A candidate that finished a sentence (or ended the answer), scored, and is not degenerate."""
         at_budget = len(c.events) > 0 and c.end >= self.dec.max_new_tokens
         return bool(c.events) and (not c.capped or at_budget) and c.score is not None \
-            and not (self.stop_degenerate and c.degenerate)
+            and c.degenerate not in self.degenerate_kinds
 
     def _passes(self, c: Candidate, threshold: float) -> bool:
         return self._usable(c) and c.score >= threshold

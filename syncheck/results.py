@@ -22,7 +22,7 @@ class ScoredSentence:
     #: ``{"hidden": (d,), "lookback": (n_heads,)}`` for probes (:func:`features.sentence_features.sentence_vectors`);
     #: in JSON only when asked (:meth:`to_json` ``vectors=True``), as base64 float32
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    #: why the sentence adds nothing to its answer (``"repeat"``, ``"question"``, ``"no_content"``; see
+    #: why the sentence adds nothing to its answer (``"repeat"``, ``"question"``, ``"no_content"``, ``"meta"``; see
     #: :mod:`features.degeneracy`), else ``None``; informativeness, never part of ``score``
     degenerate: str | None = None
 

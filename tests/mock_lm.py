@@ -26,7 +26,7 @@ def make_word_tokenizer():
     from transformers import PreTrainedTokenizerFast
 
     vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2}
-    for w in WORDS + ["Context", "Question", ":", ".", "?", "Ċ", "ĊĊ"]:
+    for w in WORDS + ["Context", "Question", ":", ".", "?", "Ċ", "ĊĊ", "Passage", "4"]:
         for form in (w, "Ġ" + w):
             vocab.setdefault(form, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))

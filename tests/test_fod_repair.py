@@ -240,3 +240,41 @@ def test_beam_search_keeps_every_beam_within_the_token_budget():
                            stop_degenerate=False)
         assert res.trace["backtrack"] is not None
         assert len(tok(res.text, add_special_tokens=False)["input_ids"]) <= 10, res.text
+
+
+def test_degeneracy_flags_talk_about_the_prompt():
+    assert degeneracy("Passage 4:The state in which they work decides their pay.") == "meta"
+    assert degeneracy("passage 4:1.") == "meta"
+    assert degeneracy("Here's a rewritten passage that focuses on the benefits of a WaterPik:") == "meta"
+    assert degeneracy("Here is a summary of the data given in the passage:") == "meta"
+    # a preamble about the answer itself, or a sentence that merely mentions a passage, is content
+    assert degeneracy("Here are the steps:") is None
+    assert degeneracy("The passage says the tower was completed in 1889.") is None
+    assert degeneracy("Passage 4 is the longest one.") is None
+
+
+def _prompt_echo_script(text, has_context):
+    table = {"": {"Passage": 0.6, "Paris": 0.4}, "Passage": {" 4": 1.0}, "Passage 4": {":": 1.0},
+             "Passage 4:": {" Paris": 1.0}}
+    if text in table:
+        return table[text]
+    return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+
+def test_a_sentence_that_echoes_the_prompt_labels_is_redirected():
+    fod = make(_prompt_echo_script)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    assert res.trace["backtrack"]["text"] == "Passage 4: Paris." and res.trace["backtrack"]["degenerate"] == "meta"
+    cands = res.trace["steps"][0]["candidates"]
+    assert {c["degenerate"] for c in cands if c["text"].startswith("Passage")} == {"meta"}
+    assert res.text == "Paris." and res.trace["abstained"] is False
+
+
+def test_the_degenerate_kinds_fod_stops_on_can_be_chosen():
+    fod = make(_prompt_echo_script)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                       stop_degenerate=("repeat", "no_content", "question"))
+    assert res.text == "Passage 4: Paris." and res.trace["backtrack"] is None
+    assert res.sentences[0].degenerate == "meta"  # still reported, just not acted on
+    with pytest.raises(ValueError, match="stop_degenerate must be"):
+        fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), stop_degenerate=("loops",))

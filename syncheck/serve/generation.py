@@ -56,7 +56,7 @@ def prompt_tokens_or_413(scorer: Any, question: str, documents: list[str], max_n
 def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: bool = True) -> dict[str, Any]:
     """A sentence event: ``index``, ``text``, ``start``, ``end``, ``score``, ``features``, ``flagged``
     (its score is below ``tau1``, the threshold FOD would backtrack at) and ``degenerate`` (``"repeat"``,
-    ``"question"``, ``"no_content"`` or ``None``: informativeness, not part of the score)."""
+    ``"question"``, ``"no_content"``, ``"meta"`` or ``None``: informativeness, not part of the score)."""
     row = sentence.to_json()
     out = {"index": index, "text": row["text"], "start": row["start"], "end": row["end"], "score": row.get("score")}
     if features:
