@@ -26,6 +26,8 @@
 4. When every candidate is dropped, ``fallback`` decides: ``"tau1"`` (default)
    keeps the best candidate that clears ``tau1``; ``"best"`` the best one that
    scores above the flagged sentence; ``"prefix"`` (the paper) keeps neither.
+   A degenerate flagged sentence gets the fallback only when it is the
+   answer's first (a loop after good sentences ends the answer there).
    Otherwise the answer ends with its faithful prefix, before the flagged
    sentence. Only when that prefix is empty does FOD abstain
    (:data:`fod.results.ABSTAIN_TEXT`, ``trace["abstained"]``).
@@ -366,7 +368,9 @@ class _Run:
                 _require_scores([e])
         choice = max((c for c in cands if self._passes(c, self.tau2)), key=lambda c: c.score, default=None)
         step["chosen_by"] = "tau2" if choice is not None else None
-        if choice is None and self.fallback != "prefix" and not ev.sentence.degenerate:
+        # a degenerate sentence is replaced by a fallback only where ending before it would leave no answer at all
+        fall_back = not ev.sentence.degenerate or ev.index == 0
+        if choice is None and self.fallback != "prefix" and fall_back:
             floor = self.tau1 if self.fallback == "tau1" else ev.sentence.score
             usable = [c for c in cands if self._usable(c) and c.score >= floor and (self.fallback == "tau1" or c.score > floor)]
             choice = max(usable, key=lambda c: c.score, default=None)

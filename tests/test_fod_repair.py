@@ -278,3 +278,30 @@ def test_the_degenerate_kinds_fod_stops_on_can_be_chosen():
     assert res.sentences[0].degenerate == "meta"  # still reported, just not acted on
     with pytest.raises(ValueError, match="stop_degenerate must be"):
         fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), stop_degenerate=("loops",))
+
+
+def _degenerate_then(prefix: str):
+    def script(text, has_context):
+        table = {prefix: {(" " if prefix else "") + "4": 0.6, (" " if prefix else "") + "Bad": 0.4}}
+        if prefix:
+            table[""] = {"Good": 1.0}
+        if text in table:
+            return table[text]
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+    return make(script)
+
+
+def test_a_degenerate_first_sentence_falls_back_instead_of_abstaining():
+    # "4." has no content; every candidate is "4." again or "Bad." (0.6: below tau2, above tau1)
+    res = _degenerate_then("").generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9,
+                                        steer="none")
+    assert res.trace["backtrack"]["degenerate"] == "no_content"
+    assert res.text == "Bad." and res.trace["steps"][0]["chosen_by"] == "fallback:tau1"
+    assert res.trace["abstained"] is False
+
+
+def test_a_degenerate_sentence_after_good_ones_ends_the_answer():
+    res = _degenerate_then("Good.").generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9,
+                                             steer="none")
+    assert res.trace["backtrack"]["degenerate"] == "no_content"
+    assert res.text == "Good." and res.trace["steps"][0]["chosen_by"] is None
