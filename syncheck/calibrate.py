@@ -20,7 +20,11 @@ Steps (``syncheck calibrate`` runs the same function):
 4. Fit on every sentence; FOD's ``tau1`` / ``tau2``: tuned on the model's
    own sampled answers when ``generations`` > 0 (labelled by ``judge``, an
    alignment backend spec), else on the out-of-fold scores of step 3.
-5. Write the aggregator to ``DIR`` (``meta.json`` names the model and its
+5. The response-level verdict (:class:`~syncheck.aggregators.response.ResponseVerdict`): fitted on every
+   record's out-of-fold sentence scores against its label (faithful when no sentence is labelled unfaithful),
+   with ``tau`` at the tuned ``tau1``; its held-out report is a grouped 5-fold CV of the verdict over those
+   scores, beside the minimum of the sentence scores.
+6. Write the aggregator (and ``response.json``) to ``DIR`` (``meta.json`` names the model and its
    fingerprint) and register it for the model's fingerprint, so that
    ``Scorer(model)``, ``FODGenerator(model)`` and the CLI use it with no flag.
 """
@@ -53,7 +57,7 @@ class CalibrationResult:
     records: int
     sentences: int
     faithful: int
-    heldout: list[dict[str, Any]]  # {"name", "auroc", "lo", "hi", "task"}
+    heldout: list[dict[str, Any]]  # {"name", "auroc", "lo", "hi", "task"}; response-level rows have "level"
     decoding: dict[str, Any] | None
     seconds: float
     skipped: list[str] = field(default_factory=list)
@@ -67,7 +71,8 @@ class CalibrationResult:
         for task in dict.fromkeys(r["task"] for r in self.heldout):
             lines.append(f"  {task}:")
             for r in (r for r in self.heldout if r["task"] == task):
-                lines.append(f"    {r['name']:<44} {r['auroc']:.3f} [{r['lo']:.2f}, {r['hi']:.2f}]")
+                name = f"response: {r['name']}" if r.get("level") == "response" else r["name"]
+                lines.append(f"    {name:<54} {r['auroc']:.3f} [{r['lo']:.2f}, {r['hi']:.2f}]")
         if self.decoding:
             lines.append(f"FOD thresholds: tau1 {self.decoding['tau1']:.2f}, tau2 {self.decoding['tau2']:.2f} "
                          f"({self.decoding.get('data', '')})")
@@ -166,6 +171,7 @@ def calibrate(
             decoding = tuned
             save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
                             probes=model_fit.probes)
+    heldout += _fit_response_verdict(table, oof, float((decoding or {}).get("tau1", 0.45)), seed, out)
     if register:
         register_calibration(lm.name, lm.fingerprint, out)
     return CalibrationResult(out, lm.name, lm.fingerprint, len(rows), int(len(table["y"])), int(table["y"].sum()),
@@ -206,14 +212,15 @@ def _score_resumable(scorer: Any, records: Sequence[LabelledRecord], path: Path,
 
 def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], names: Sequence[str],
                    skipped: list[str]) -> dict[str, np.ndarray]:
-    """Arrays over every labelled sentence: ``X``, ``hidden``, ``y``, ``groups``, ``chars``, ``overlap``, ``task``."""
+    """Arrays over every labelled sentence: ``X``, ``hidden``, ``y``, ``groups``, ``chars``, ``overlap``, ``task``,
+    ``record`` (the index of its record)."""
     from features.alignment.lexical import lexical_precision as word_overlap
     from features.sentences import Span
     from syncheck.prompts import format_context
     from syncheck.results import decode_vectors
 
-    X, H, y, groups, chars, overlap, task = [], [], [], [], [], [], []
-    for rec, row in zip(records, rows):
+    X, H, y, groups, chars, overlap, task, record = [], [], [], [], [], [], [], []
+    for k, (rec, row) in enumerate(zip(records, rows)):
         if row.get("error") is not None or not row.get("sentences"):
             skipped.append(f"id {rec.record.id}: {row.get('error') or 'no sentences'}")
             continue
@@ -232,11 +239,13 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
             chars.append(len(s["text"]))
             overlap.append(word_overlap(context, s["text"]))
             task.append(rec.task or "all")
+            record.append(k)
     if not y:
         raise ValueError("no labelled sentence could be scored: " + "; ".join(skipped[:3]))
     return {"X": np.asarray(X, dtype=np.float64), "hidden": np.stack(H).astype(np.float64),
             "y": np.asarray(y, dtype=np.int64), "groups": np.asarray(groups), "chars": np.asarray(chars, dtype=np.float64),
-            "overlap": np.asarray(overlap, dtype=np.float64), "task": np.asarray(task)}
+            "overlap": np.asarray(overlap, dtype=np.float64), "task": np.asarray(task),
+            "record": np.asarray(record, dtype=np.int64)}
 
 
 def _heldout_report(table: dict[str, np.ndarray], oof: np.ndarray, names: Sequence[str], seed: int) -> list[dict]:
@@ -259,6 +268,44 @@ def _heldout_report(table: dict[str, np.ndarray], oof: np.ndarray, names: Sequen
             auc, lo, hi = bootstrap_auroc(table["y"][rows], score[rows], groups=table["groups"][rows], seed=seed)
             out.append({"task": task, "name": name, "auroc": round(auc, 4), "lo": round(lo, 4), "hi": round(hi, 4)})
     return out
+
+
+def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: float, seed: int,
+                          out: Path) -> list[dict]:
+    """Fit and write the response verdict on the records' out-of-fold sentence scores; its held-out report rows.
+
+    Nothing is written (and no rows returned) when the records' labels hold one class only.
+    """
+    from syncheck.aggregators.response import ResponseVerdict, pad_scores, save_response_model
+    from syncheck.folds import out_of_fold
+    from syncheck.stats import bootstrap_auroc
+
+    records = list(dict.fromkeys(table["record"].tolist()))
+    at = {r: np.flatnonzero(table["record"] == r) for r in records}
+    X = pad_scores([oof[at[r]].tolist() for r in records])
+    y = np.asarray([int(table["y"][at[r]].min()) for r in records])
+    groups = np.asarray([table["groups"][at[r][0]] for r in records])
+    task = np.asarray([table["task"][at[r][0]] for r in records])
+    if len(set(y.tolist())) < 2:
+        return []
+    def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        return ResponseVerdict(tau=tau).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+
+    learned = out_of_fold(fit_predict, y, groups, seed=seed, fill=0.5)
+    signals = {"learned verdict (held out)": learned, "min of sentence scores": np.nanmin(X, axis=1)}
+    rows = []
+    for t in ["all"] + sorted(set(task.tolist()) - {"all"}) if len(set(task.tolist())) > 1 else ["all"]:
+        keep = np.ones(len(y), bool) if t == "all" else task == t
+        if len(set(y[keep].tolist())) < 2:
+            continue
+        for name, score in signals.items():
+            auc, lo, hi = bootstrap_auroc(y[keep], score[keep], groups=groups[keep], seed=seed)
+            rows.append({"task": t, "level": "response", "name": name, "auroc": round(auc, 4), "lo": round(lo, 4),
+                         "hi": round(hi, 4)})
+    save_response_model(ResponseVerdict(tau=tau).fit(X, y), out, {
+        "data": "every calibration record's out-of-fold sentence scores (5 folds grouped by source document)",
+        "responses": int(len(y)), "faithful": int(y.sum()), "command": "syncheck calibrate", "heldout": rows})
+    return rows
 
 
 def _portable_scores(X: np.ndarray, names: Sequence[str]) -> np.ndarray | None:

@@ -198,6 +198,12 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
     meta = json.loads((tmp_path / "cal" / "meta.json").read_text())
     assert meta["scorer"]["model"] == "tiny-qwen2" and meta["scorer"]["fingerprint"] == lm.fingerprint
     assert meta["probes"] and meta["decoding"]["tau1"] > 0
+    # the response verdict is fitted beside it and reported held out, next to the minimum of the sentence scores
+    verdict = json.loads((tmp_path / "cal" / "response.json").read_text())
+    assert verdict["training"]["responses"] == 24 and verdict["params"]["tau"] == meta["decoding"]["tau1"]
+    response_rows = {r["name"] for r in result.heldout if r.get("level") == "response"}
+    assert response_rows == {"learned verdict (held out)", "min of sentence scores"}
+    assert "response: learned verdict (held out)" in result.summary()
     # the same weights under another name: found by fingerprint, no warning
     again = load_model(make_qwen2(len(tiny_tokenizer)), tiny_tokenizer, name="renamed")
     with warnings.catch_warnings():
@@ -296,3 +302,24 @@ def test_smollm2_loaded_by_another_name_keeps_its_shipped_default():
         warnings.simplefilter("error")
         scorer = Scorer(source)
     assert scorer.aggregator_source == "default" and scorer.featurizer.probes
+
+
+def test_an_aggregator_shipped_for_another_model_is_found_by_name(tiny_tokenizer, tmp_path, monkeypatch):
+    from syncheck.calibrate import calibrate
+
+    path = tmp_path / "lab.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in labelled_rows()), encoding="utf-8")
+    # weights no other test registers a calibration for
+    lm = load_model(make_qwen2(len(tiny_tokenizer), seed=2), tiny_tokenizer, name="tiny-qwen2-shipped")
+    calibrate(lm, path, output=tmp_path / "shipped", kind="lr", progress=False, register=False)
+    monkeypatch.setattr(resolve_mod, "shipped_aggregator_dirs",
+                        lambda: [resolve_mod.default_aggregator_dir(), tmp_path / "shipped"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not the portable fallback's warning
+        scorer = Scorer(lm)
+    assert scorer.aggregator_source == "default" and scorer.featurizer.probes
+    assert scorer.score(question="Q?", context="The bridge opened in 1932.", response="It opened in 1932.").response_score is not None
+    # another model is not given it
+    other = load_model(make_qwen2(len(tiny_tokenizer), seed=3), tiny_tokenizer, name="other")
+    with pytest.warns(UserWarning, match="portable"):
+        assert Scorer(other).aggregator_source == "portable"

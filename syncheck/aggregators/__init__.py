@@ -28,6 +28,7 @@ from syncheck.aggregators.response import ResponseVerdict, load_response_model, 
 from syncheck.aggregators.resolve import (
     default_aggregator_dir,
     portable_aggregator_dir,
+    shipped_aggregator_dirs,
     resolve_aggregator,
     scorer_config,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "make_aggregator",
     "pad_scores",
     "portable_aggregator_dir",
+    "shipped_aggregator_dirs",
     "read_meta",
     "resolve_aggregator",
     "resolve_response_aggregation",

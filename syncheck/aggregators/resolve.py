@@ -5,8 +5,10 @@ the CLI use unless told otherwise) picks, in order:
 
 1. the aggregator ``syncheck calibrate`` registered for this model's
    fingerprint (:mod:`syncheck.calibrations`);
-2. the shipped default (``syncheck/data/aggregators/default``), for the model
-   it was trained for (SmolLM2-135M: same fingerprint, or the same name);
+2. an aggregator shipped for this model, found by fingerprint or by name: the
+   default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
+   model's (``syncheck/data/aggregators/<model>``, e.g. the quality preset's
+   ``qwen2.5-coder-1.5b``), each as ``syncheck calibrate`` wrote it;
 3. the shipped *portable* default (``syncheck/data/aggregators/portable``):
    features whose meaning does not depend on the architecture (probabilities,
    normalised entropies, KL and PMI in nats, the string checks, alignment),
@@ -35,6 +37,14 @@ _WARNED: set[tuple[str, str]] = set()
 def default_aggregator_dir() -> Path:
     """Directory of the aggregator shipped for the default model (``smollm2-135m``)."""
     return Path(str(resources.files("syncheck.data").joinpath("aggregators", "default")))
+
+
+def shipped_aggregator_dirs() -> list[Path]:
+    """Directories of the aggregators shipped for particular models: the default's first, then the others by name."""
+    root = Path(str(resources.files("syncheck.data").joinpath("aggregators")))
+    others = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in ("default", "portable")) \
+        if root.is_dir() else []
+    return [default_aggregator_dir(), *others]
 
 
 def portable_aggregator_dir() -> Path:
@@ -151,14 +161,15 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
                 f"the aggregator calibrated for {name!r} ({stale[-1]['path']}) was fitted on a model with fingerprint "
                 f"{stale[-1]['fingerprint']}, and this one's is {fingerprint}: its config or weights changed, so it is "
                 f"not used. Calibrate again: {calibrate_hint(name)}"))
-    shipped_dir = default_aggregator_dir()
-    if (shipped_dir / "meta.json").is_file():
+    for shipped_dir in shipped_aggregator_dirs():
+        if not (shipped_dir / "meta.json").is_file():
+            continue
         trained = read_meta(shipped_dir).get("scorer") or {}
         if (fingerprint and trained.get("fingerprint") == fingerprint) or trained.get("model") == name:
             agg, probes, missing = _load_for(shipped_dir, scorer)
             if not missing:
                 return agg, probes, "default"
-            skipped.append(f"the default aggregator needs {', '.join(missing)}")
+            skipped.append(f"the aggregator shipped for {trained.get('model')} needs {', '.join(missing)}")
     portable_dir = portable_aggregator_dir()
     if (portable_dir / "meta.json").is_file():
         agg = load_aggregator(portable_dir)
