@@ -8,7 +8,7 @@ import sys
 import click
 
 from fod import __version__
-from syncheck.cli.common import CommandGroup
+from syncheck.cli.common import CommandGroup, device_option, dtype_option, model_option, preset_option
 
 
 @click.group(cls=CommandGroup)
@@ -25,7 +25,8 @@ def main() -> None:
               help="File holding the retrieved context ('-' for standard input). A JSON list of strings is taken as chunks.")
 @click.option("--question", required=True, help="The user's question.")
 @click.option("--method", default="fod", show_default=True, type=click.Choice(["fod", "fod-bt", "greedy", "abstain", "rerank", "cad"]))
-@click.option("--model", default="smollm2-135m", show_default=True, help="Alias, hub id, local directory or .gguf file.")
+@preset_option
+@model_option
 @click.option("--aggregator", default="default", show_default=True, help="Aggregator directory, 'default' (calibrated for --model, else shipped, else portable), or "
                    "'none' (no scores: greedy/CAD only).")
 @click.option("--tau1", default=None, type=click.FloatRange(0, 1),
@@ -44,11 +45,12 @@ def main() -> None:
 @click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Top-p of the sampled candidates (fod, rerank).")
 @click.option("--stop", multiple=True, help="Stop string (repeatable): the answer ends before it.")
-@click.option("--device", default=None, help="torch device, e.g. cpu, cuda.")
+@device_option
+@dtype_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Check the final answer with Provenance.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def generate(context_path, question, method, model, aggregator, tau1, tau2, num_samples, num_beams, alpha,
-             max_new_tokens, max_sentences, seed, temperature, top_p, stop, device, check, as_json):
+             max_new_tokens, max_sentences, seed, temperature, top_p, stop, device, dtype, check, as_json):
     """Answer QUESTION from the context, scoring each sentence; steer away from unfaithful ones."""
     from fod.baselines import METHODS
     from syncheck.scorer import Scorer
@@ -58,7 +60,7 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
     if not (context if isinstance(context, str) else "".join(context)).strip():
         raise click.UsageError("the context is empty: pass a file with the retrieved text (--context FILE)")
     click.echo(f"loading {model} ...", err=True)
-    scorer = Scorer(model, device=device, aggregator=None if aggregator == "none" else aggregator)
+    scorer = Scorer(model, device=device, dtype=dtype, aggregator=None if aggregator == "none" else aggregator)
     checker = None
     if check:
         from syncheck.provenance import ProvenanceChecker

@@ -139,3 +139,34 @@ def test_model_shipped_in_parts_is_joined_in_order_once(tmp_path, monkeypatch):
     missing = models.EmbeddedModel(package="nosuchpart_", gguf_file="x.gguf", install="pip install nosuchparts", parts=2)
     with pytest.raises(ModelNotFoundError, match="nosuchpart_1 is missing.*pip install nosuchparts"):
         models._joined_parts("fake2", missing)
+
+
+@pytest.mark.parametrize("args, expected", [
+    ([], ("smollm2-135m", "float32")),
+    (["--preset", "quality"], ("qwen2.5-coder-1.5b", "bfloat16")),
+    (["--preset", "quality", "--dtype", "float32"], ("qwen2.5-coder-1.5b", "float32")),
+    (["--model", "my-model", "--preset", "quality"], ("my-model", "bfloat16")),
+])
+def test_a_preset_sets_model_and_dtype_and_explicit_options_win(args, expected):
+    import click
+    from click.testing import CliRunner
+
+    from syncheck.cli.common import dtype_option, model_option, preset_option
+
+    @click.command()
+    @preset_option
+    @model_option
+    @dtype_option
+    def show(model, dtype):
+        click.echo(f"{model} {dtype}")
+
+    assert CliRunner().invoke(show, args).output.split() == list(expected)
+
+
+@pytest.mark.parametrize("command", [["score"], ["serve"]])
+def test_the_commands_that_load_a_model_take_a_preset(command):
+    from click.testing import CliRunner
+
+    from syncheck.cli import main
+
+    assert "--preset [default|quality]" in CliRunner().invoke(main, [*command, "--help"]).output

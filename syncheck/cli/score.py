@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from syncheck.cli.common import count_lines, device_option, dtype_option, model_option, read_records
+from syncheck.cli.common import count_lines, device_option, dtype_option, model_option, preset_option, read_records
 
 
 def _alignment_spec(value: str) -> str:
@@ -28,6 +28,7 @@ def _alignment_spec(value: str) -> str:
 @click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output JSONL (one row per input line, same order). Default: standard output.")
+@preset_option
 @model_option
 @device_option
 @dtype_option
@@ -47,7 +48,7 @@ def _alignment_spec(value: str) -> str:
 @click.option("--lookback", is_flag=True,
               help="Record each attention head's attention to the context (lookback_ratio; the lookback_lens probe's "
                    "input). Not used by the default aggregator.")
-@click.option("--no-text-checks", is_flag=True, help="Skip the unsupported_specifics and novel_bigram_share features.")
+@click.option("--no-text-checks", is_flag=True, help="Skip the string checks (unsupported_specifics, novel_bigram_share, local_support).")
 @click.option("--vectors", is_flag=True,
               help="Also write each sentence's probe vectors (base64 float32), to train a probe with `syncheck train`.")
 @click.option("--show", is_flag=True, help="Also print a per-sentence table to standard output.")

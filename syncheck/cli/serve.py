@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
-from syncheck.cli.common import device_option, dtype_option, model_option
+from syncheck.cli.common import device_option, dtype_option, model_option, preset_option
 
 
 @click.command()
+@preset_option
 @model_option
 @click.option("--model-id", default=None, help="The id clients send as \"model\" (default: --model).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (0.0.0.0: every one).")
