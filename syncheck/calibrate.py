@@ -216,6 +216,7 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
     ``record`` (the index of its record)."""
     from features.alignment.lexical import lexical_precision as word_overlap
     from features.sentences import Span
+    from syncheck.featurize import fill_text_checks
     from syncheck.prompts import format_context
     from syncheck.results import decode_vectors
 
@@ -232,7 +233,8 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
             continue
         context = format_context(rec.record.context)
         for s, label in zip(row["sentences"], labels):
-            X.append([float(s["features"][n]) for n in names])
+            feats = fill_text_checks(s["features"], context, s["text"])  # rows scored before a string check existed
+            X.append([float(feats[n]) for n in names])
             H.append(decode_vectors(s)["hidden"])
             y.append(label)
             groups.append(rec.group)

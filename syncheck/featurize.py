@@ -3,7 +3,7 @@
 Both callers hand over, for each sentence, its span, its token range and the
 :class:`TokenStats` of its response; :class:`SentenceFeaturizer` computes the
 scalar features (Table-4 names, PMI, lookback ratio), the string checks
-against the context (unsupported specifics, novel bigrams), the alignment
+against the context (unsupported specifics, novel bigrams, local support), the alignment
 score (batched over all sentences given), the probe vectors and probe scores,
 and, when a sentence model is configured, the faithfulness score.
 """
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
 from features.degeneracy import degeneracy
+from features.locality import local_support
 from features.novelty import novel_ngram_share
 from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
@@ -31,6 +32,28 @@ from syncheck.results import ScoredSentence
 
 #: The string checks against the context, computed when ``text_checks`` is on.
 TEXT_CHECK_FEATURES = tuple(names_needing("text_checks"))
+
+
+def text_check_features(context: str, sentence: str) -> dict[str, float]:
+    """The string checks of ``sentence`` against the formatted ``context``, in registry order
+    (:data:`TEXT_CHECK_FEATURES`): pure functions of the two texts, no model pass."""
+    return {
+        "unsupported_specifics": unsupported_specifics(context, sentence),
+        "novel_bigram_share": novel_ngram_share(context, sentence, 2),
+        "local_support": local_support(context, sentence),
+    }
+
+
+def fill_text_checks(features: Mapping[str, float], context: str, sentence: str) -> dict[str, float]:
+    """``features`` plus the string checks it lacks (rows cached before a check existed); values present are kept.
+
+    ``context`` must be the formatted context the row was scored with (:func:`syncheck.prompts.format_context`).
+    """
+    missing = [n for n in TEXT_CHECK_FEATURES if n not in features]
+    if not missing:
+        return dict(features)
+    checks = text_check_features(context, sentence)
+    return {**features, **{n: checks[n] for n in missing}}
 
 
 class SentenceScoreModel(Protocol):
@@ -91,7 +114,7 @@ class SentenceFeaturizer:
         align_with_question: the alignment claim is :func:`alignment_claim`
             (question + sentence) instead of the sentence alone.
         kl_threshold: nats for ``large_kl_pos``.
-        text_checks: compute ``unsupported_specifics`` and ``novel_bigram_share``.
+        text_checks: compute the string checks (:func:`text_check_features`).
         vector_layers: hidden layers pooled into each sentence's ``"hidden"`` vector
             (for the hidden-state probe); empty for none.
         keep_vectors: keep the vectors on each :class:`ScoredSentence` (to train probes).
@@ -129,8 +152,7 @@ class SentenceFeaturizer:
                 kl_threshold=self.kl_threshold,
             )
             if self.text_checks:
-                feats["unsupported_specifics"] = unsupported_specifics(it.premise.context, it.span.text)
-                feats["novel_bigram_share"] = novel_ngram_share(it.premise.context, it.span.text, 2)
+                feats.update(text_check_features(it.premise.context, it.span.text))
             sent = ScoredSentence(it.span.text, it.span.start, it.span.end, feats)
             if self.keep_vectors or self.probes:
                 sent.vectors = sentence_vectors(it.stats, it.t0, it.t1, self.vector_layers)

@@ -22,6 +22,8 @@ from benchmarks.halueval.scoring import Item, ScoredItem, config_key, score_item
 from benchmarks.ragtruth.data import RAGTruthRecord
 from features.alignment.lexical import lexical_precision as word_overlap
 from features.sentences import Span
+from syncheck.featurize import fill_text_checks
+from syncheck.prompts import format_context
 from syncheck.results import decode_vectors
 
 #: Bumped when what a cached row holds changes.
@@ -137,12 +139,15 @@ def sentence_table(records: Sequence[RAGTruthRecord], scored: Sequence[ScoredIte
             dropped[rec.id] = item.error
             continue
         spans = [Span(s["text"], s["start"], s["end"]) for s in item.sentences]
-        keys = list(item.sentences[0]["features"])
+        # string checks added since the row was cached are computed from the texts (no model pass)
+        ctx = format_context(rec.context)
+        sent_feats = [fill_text_checks(s["features"], ctx, s["text"]) for s in item.sentences]
+        keys = list(sent_feats[0])
         names = keys if names is None else [k for k in names if k in keys]
         ri = len(kept)
         kept.append(rec)
-        for s, y in zip(item.sentences, rec.sentence_labels(spans)):
-            for k, v in s["features"].items():
+        for s, f, y in zip(item.sentences, sent_feats, rec.sentence_labels(spans)):
+            for k, v in f.items():
                 feats.setdefault(k, []).append(float(v))
             for probe, vec_name in VECTOR_OF_PROBE.items():
                 v = decode_vectors(s).get(vec_name)

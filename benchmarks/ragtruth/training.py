@@ -49,6 +49,17 @@ class Rows:
                    np.concatenate([p.chars for p in parts]), "+".join(p.source for p in parts))
 
 
+def _with_text_checks(sent: dict, context) -> dict:
+    """``sent`` with the string checks its cached features lack computed from the texts (no model pass); as it is
+    when the context is unknown (``None``)."""
+    from syncheck.featurize import fill_text_checks
+    from syncheck.prompts import format_context
+
+    if context is None:
+        return sent
+    return {**sent, "features": fill_text_checks(sent["features"], format_context(context), sent["text"])}
+
+
 def _rows(sentences: Sequence[tuple[dict, int, str]], names: Sequence[str], source: str) -> Rows:
     """``(sentence row, label, group)`` triples -> :class:`Rows`; a sentence lacking a feature or vector raises."""
     X, H, y, g, chars = [], [], [], [], []
@@ -77,13 +88,15 @@ def ragtruth_rows(records, scored, names: Sequence[str]) -> Rows:
     for rec, item in zip(records, scored):
         if item.error is None:
             spans = [Span(s["text"], s["start"], s["end"]) for s in item.sentences]
-            triples += [(s, y, rec.source_id) for s, y in zip(item.sentences, rec.sentence_labels(spans))]
+            triples += [(_with_text_checks(s, rec.context), y, rec.source_id)
+                        for s, y in zip(item.sentences, rec.sentence_labels(spans))]
     return _rows(triples, names, "ragtruth")
 
 
 def halueval_rows(items, names: Sequence[str], source: str = "halueval") -> Rows:
     """Sentences of scored HaluEval items (:mod:`benchmarks.halueval.scoring`), grouped by record."""
-    triples = [(s, y, f"{it.subset}-{it.record}") for it in items for s, y in zip(it.sentences, it.sentence_labels())]
+    triples = [(_with_text_checks(s, it.item.context), y, f"{it.subset}-{it.record}")
+               for it in items for s, y in zip(it.sentences, it.sentence_labels())]
     return _rows(triples, names, source)
 
 
@@ -97,5 +110,6 @@ def generated_rows(paths: Sequence[str | Path], names: Sequence[str]) -> Rows:
             labels = row.get("sentence_labels") or []
             if row.get("error") is not None or len(labels) != len(row.get("sentences", [])):
                 continue
-            triples += [(s, y, row.get("record", row.get("id"))) for s, y in zip(row["sentences"], labels)]
+            triples += [(_with_text_checks(s, row.get("context")), y, row.get("record", row.get("id")))
+                        for s, y in zip(row["sentences"], labels)]
     return _rows(triples, names, "generated")

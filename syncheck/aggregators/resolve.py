@@ -169,7 +169,9 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
             agg, probes, missing = _load_for(shipped_dir, scorer)
             if not missing:
                 return agg, probes, "default"
-            skipped.append(f"the aggregator shipped for {trained.get('model')} needs {', '.join(missing)}")
+            which = "the default aggregator" if shipped_dir == default_aggregator_dir() else \
+                f"the aggregator shipped for {trained.get('model')}"
+            skipped.append(f"{which} needs {', '.join(missing)}")
     portable_dir = portable_aggregator_dir()
     if (portable_dir / "meta.json").is_file():
         agg = load_aggregator(portable_dir)
