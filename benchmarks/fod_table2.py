@@ -15,7 +15,8 @@ ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-
 
 Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
 
-- faithfulness: share of the answer's sentences the judge finds supported (pooled), judged by
+- faithfulness: share of the answer's sentences the judge finds supported (P(supported) >= 0.5; pooled), and the
+  judge's mean P(supported) (threshold-free: the judge ranks better than its 0.5 cut classifies), judged by
   ``--judge`` (an alignment scorer spec; default the Qwen2.5-Coder-1.5B yes/no judge, asked with the question on
   QA tasks); never the scorer the decoders steer by;
 - unsupported specifics per answer (numbers, dates and names absent from the context): a model-free second measure;
@@ -251,7 +252,7 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
                 r = rows[(c["task"], c["record"], m)]
                 claims = [alignment_claim(s["text"], c["question"]) if c["qa"] else s["text"] for s in r["sentences"]]
                 keys = [_key(c["context"], cl) for cl in claims]
-                verdicts[m] = [float(judged[k] >= 0.5) for k in keys] if all(k in judged for k in keys) else None
+                verdicts[m] = [judged[k] for k in keys] if all(k in judged for k in keys) else None
             all_judged = all(v is not None for v in verdicts.values())
             judged_records += all_judged
             usable.append(c)
@@ -264,8 +265,9 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
                         first.setdefault(s["text"].strip().lower(), i)
                 distinct = set(first)
                 if all_judged:
-                    d["supported"].append(verdicts[m])
-                    d["supported_informative"].append([verdicts[m][i] for i in sorted(first.values())])
+                    d["supported"].append([float(p >= 0.5) for p in verdicts[m]])
+                    d["supported_informative"].append([float(verdicts[m][i] >= 0.5) for i in sorted(first.values())])
+                    d["judge_p"].append(list(verdicts[m]))
                 d["informative"].append([0.0 if r["abstained"] else float(len(distinct))])
                 d["abstained"].append([float(r["abstained"])])
                 d["specifics"].append([float(sum(s["unsupported"] for s in r["sentences"]))])
@@ -276,9 +278,9 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
             continue
         emit(f"\n### {task} ({len(usable)} records; judged: {judged_records})\n")
         emit("| method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | faithful informative sentences "
-             "| vs greedy | unsupported specifics / answer | vs greedy | informative sentences / answer | vs greedy "
-             "| abstained | backtracked | s / answer |")
-        emit("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+             "| vs greedy | judge P(supported), mean | vs greedy | unsupported specifics / answer | vs greedy "
+             "| informative sentences / answer | vs greedy | abstained | backtracked | s / answer |")
+        emit("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         g = per["greedy"]
         for m in methods:
             d = per[m]
@@ -286,7 +288,8 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
             row = {"faithful": f, "ci": [lo, hi], "records": len(usable), "judged_records": judged_records}
             cells = []
             fi = bootstrap_mean(d["supported_informative"], seed=args.seed)[0] if d["supported_informative"] else float("nan")
-            for name in ("supported", "supported_informative", "specifics", "informative"):
+            jp = bootstrap_mean(d["judge_p"], seed=args.seed)[0] if d["judge_p"] else float("nan")
+            for name in ("supported", "supported_informative", "judge_p", "specifics", "informative"):
                 if m == "greedy" or not d[name]:
                     cells.append("-")
                     continue
@@ -299,10 +302,10 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
             bt = f"{np.mean([v[0] for v in d['backtracked']]):.2f}" if d["backtracked"] else "-"
             sec = float(np.mean([v[0] for v in d["seconds"]]))
             row.update(specifics=spec, informative=inf, abstained=ab, seconds=sec)
-            row["faithful_informative"] = fi
+            row["faithful_informative"], row["judge_p"] = fi, jp
             summary[(task, m)] = row
-            emit(f"| {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {cells[0]} | {fi:.3f} | {cells[1]} | {spec:.2f} | {cells[2]} "
-                 f"| {inf:.2f} | {cells[3]} | {ab:.2f} | {bt} | {sec:.1f} |")
+            emit(f"| {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {cells[0]} | {fi:.3f} | {cells[1]} | {jp:.3f} | {cells[2]} "
+                 f"| {spec:.2f} | {cells[3]} | {inf:.2f} | {cells[4]} | {ab:.2f} | {bt} | {sec:.1f} |")
     return summary
 
 
