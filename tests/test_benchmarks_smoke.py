@@ -141,3 +141,12 @@ def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
                       ("model thread", "without-context flush"): 10, ("model thread", "sentence scoring"): 5,
                       ("HTTP thread", "SSE chunks: JSON and pydantic"): 3,
                       ("HTTP thread", "event loop, uvicorn, starlette"): 2}
+
+
+@pytest.mark.slow
+def test_preset_cost_benchmark_runs(capsys):
+    from benchmarks.preset_cost import main
+
+    summary = main(["--presets", "default", "--limit", "1", "--tokens", "4", "--rounds", "1"])
+    assert summary["default"]["offline_x"] == pytest.approx(1.0) and summary["default"]["live_tokens_per_s"] > 0
+    assert "| default | smollm2-135m, float32 | default |" in capsys.readouterr().out
