@@ -143,9 +143,9 @@ def test_model_shipped_in_parts_is_joined_in_order_once(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args, expected", [
     ([], ("smollm2-135m", "float32")),
-    (["--preset", "quality"], ("qwen2.5-coder-1.5b", "bfloat16")),
+    (["--preset", "quality"], ("qwen2.5-coder-1.5b", "auto")),
     (["--preset", "quality", "--dtype", "float32"], ("qwen2.5-coder-1.5b", "float32")),
-    (["--model", "my-model", "--preset", "quality"], ("my-model", "bfloat16")),
+    (["--model", "my-model", "--preset", "quality"], ("my-model", "auto")),
 ])
 def test_a_preset_sets_model_and_dtype_and_explicit_options_win(args, expected):
     import click
@@ -170,3 +170,18 @@ def test_the_commands_that_load_a_model_take_a_preset(command):
     from syncheck.cli import main
 
     assert "--preset [default|quality]" in CliRunner().invoke(main, [*command, "--help"]).output
+
+
+def test_auto_dtype_is_bfloat16_only_where_the_hardware_computes_it(monkeypatch):
+    import torch
+
+    from syncheck import models
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
+    assert models.model_dtype("auto", "cpu") == torch.float32  # emulated bfloat16 is several times slower
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert models.model_dtype("auto", "cpu") == torch.bfloat16
+    assert models.model_dtype("float16") == torch.float16 and models.model_dtype(None) == torch.float32
+    with pytest.raises(ValueError, match="unknown dtype"):
+        models.model_dtype("fp8")
