@@ -94,3 +94,18 @@ def test_ragtruth_benchmark_and_default_training_run(tmp_path, tiny_dir, capsys)
     agg = load_aggregator(out)
     assert agg.kind == "xgb" and [p.name for p in agg.probes] == ["hidden_probe"]
     assert agg.meta["training"]["sets"] == ["ragtruth-dev"]
+
+
+def test_feature_gain_compares_the_recipe_with_and_without_a_feature(tmp_path, tiny_dir, capsys):
+    from benchmarks.ragtruth import feature_gain
+
+    data = tmp_path / "dev.jsonl"
+    synthetic_ragtruth(data, sources_per_task=5)
+    out = feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
+                             "--feature", "local_support", "--seeds", "0,1", "--bootstrap", "20"])
+    assert set(out["gains"]) == {"QA", "Summary", "Data2txt"} and all(len(g) == 2 for g in out["gains"].values())
+    assert len(out["auc"]["default recipe with it"]) == 2
+    assert "| local_support alone |" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no feature"):
+        feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
+                           "--feature", "nonsense", "--seeds", "0"])

@@ -1,0 +1,89 @@
+"""What one feature adds to the default recipe on RAGTruth dev, over several fold assignments.
+
+    HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.feature_gain --feature local_support [--seeds 0,1,2,3,4]
+
+For each seed, 5-fold cross-validation grouped by ``source_id`` (:func:`syncheck.folds.grouped_folds`) of the
+default recipe (:mod:`syncheck.aggregators.recipe`: boosted trees over its features, the hidden-state probe
+stacked under them) with and without ``--feature``, trained on RAGTruth rows only, one model for the three tasks.
+Per task: sentence ROC AUC with a 95% bootstrap interval over source documents (seed 0), the same averaged over
+the seeds, and the feature alone; word overlap beside them on the same sentences. A gain that shows up under one
+fold assignment only is noise: read the per-seed column.
+
+Features come from the cache :mod:`benchmarks.ragtruth.run` writes (run with ``--no-lid --no-lookback
+--no-embedding``); string checks added since the cache was written are computed from the texts, with no model pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.ragtruth.data import TASKS, read_ragtruth
+from benchmarks.ragtruth.evaluate import oof_stacked, oriented, probe_folds, task_figures
+from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth, sentence_table
+from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
+from syncheck.folds import grouped_folds
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.feature_gain", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL")
+    p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench)")
+    p.add_argument("--feature", required=True, help="the feature to add (or, if the recipe has it, to remove)")
+    p.add_argument("--seeds", default="0,1,2,3,4", help="fold assignments")
+    p.add_argument("--model", default="smollm2-135m", help="scoring model (the cache is per model)")
+    p.add_argument("--limit", type=int, default=None, help="responses read per task (default: all)")
+    p.add_argument("--bootstrap", type=int, default=1000)
+    args = p.parse_args(argv)
+    from syncheck.cache import cache_dir
+
+    records = read_ragtruth(args.data, limit=args.limit)
+    config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False)
+    table = sentence_table(records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench")))
+    if args.feature not in table.features:
+        raise SystemExit(f"no feature {args.feature!r} in the table; choose from {sorted(table.features)}")
+    without = [n for n in DEFAULT_FEATURES if n != args.feature and n in table.features]
+    rows = {"word overlap (trivial)": None, f"{args.feature} alone": None,
+            "default recipe without it": without, "default recipe with it": [*without, args.feature]}
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    auc: dict[str, list[dict[str, float]]] = {name: [] for name in rows}
+    first: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for seed in seeds:
+        folds = grouped_folds(table.source, 5, seed)
+        probes = probe_folds(table, folds, list(DEFAULT_PROBES), seed)
+        for name, features in rows.items():
+            if features is None:
+                score = table.overlap if name.startswith("word overlap") else oriented(table, args.feature)
+            else:
+                score = oof_stacked(table, folds, DEFAULT_KIND, features, list(DEFAULT_PROBES), seed, DEFAULT_PARAMS,
+                                    probes)
+            figures = task_figures(table, score, folds, args.bootstrap)
+            auc[name].append({t: figures[t].sentence[0] for t in TASKS})
+            if seed == seeds[0]:
+                first[name] = {t: figures[t].sentence for t in TASKS}
+    command = "python -m benchmarks.ragtruth.feature_gain " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    print(f"Command: `{command}`\n\nRAGTruth dev, {len(table.label)} sentences, RAGTruth rows only; sentence ROC AUC. "
+          f"Seed {seeds[0]} with a 95% bootstrap interval over documents; then the mean over fold seeds {seeds} and "
+          "each seed's gain of the recipe with the feature over the recipe without it.\n")
+    print("| row | " + " | ".join(f"{t} (seed {seeds[0]})" for t in TASKS) + " | mean | "
+          + " | ".join(f"{t}, mean of {len(seeds)} seeds" for t in TASKS) + " | mean |")
+    print("| --- |" + " --- |" * (2 * len(TASKS) + 2))
+    for name in rows:
+        cells = [f"{first[name][t][0]:.3f} [{first[name][t][1]:.2f}, {first[name][t][2]:.2f}]" for t in TASKS]
+        means = [float(np.mean([a[t] for a in auc[name]])) for t in TASKS]
+        print(f"| {name} | " + " | ".join(cells) + f" | {np.mean([first[name][t][0] for t in TASKS]):.3f} | "
+              + " | ".join(f"{m:.3f}" for m in means) + f" | {np.mean(means):.3f} |")
+    gains = {t: [w[t] - o[t] for w, o in zip(auc["default recipe with it"], auc["default recipe without it"])]
+             for t in TASKS}
+    print("\nGain per seed (with - without): "
+          + "; ".join(f"{t} " + ", ".join(f"{g:+.3f}" for g in gains[t]) for t in TASKS))
+    return {"auc": auc, "gains": gains}
+
+
+if __name__ == "__main__":
+    main()
