@@ -10,7 +10,7 @@ for every preset in turn:
 
 Printed: seconds per response offline, tokens per second live, and each preset's cost as a multiple of the
 default's, taken within each round (median over rounds, spread beside it). What the quality preset buys is in the
-held-out report of ``syncheck calibrate`` (benchmarks/RESULTS.md, "Quality preset").
+held-out report of ``syncheck calibrate`` (benchmarks/RESULTS.md, "Cross-model transfer and calibration").
 
 Usage::
 

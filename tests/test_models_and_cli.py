@@ -163,7 +163,7 @@ def test_a_preset_sets_model_and_dtype_and_explicit_options_win(args, expected):
     assert CliRunner().invoke(show, args).output.split() == list(expected)
 
 
-@pytest.mark.parametrize("command", [["score"], ["serve"]])
+@pytest.mark.parametrize("command", [["score"], ["serve"], ["calibrate"]])
 def test_the_commands_that_load_a_model_take_a_preset(command):
     from click.testing import CliRunner
 

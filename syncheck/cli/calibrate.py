@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from syncheck.cli.common import device_option, dtype_option, model_option
+from syncheck.cli.common import device_option, dtype_option, model_option, preset_option
 
 
 @click.command()
+@preset_option
 @model_option
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Labelled records (JSONL): RAGTruth's format (hallucination 'labels' spans become sentence labels) "

@@ -22,8 +22,9 @@ dtype_option = click.option(
          "AVX512-BF16), else float32.")
 
 #: Named setups of ``--model`` and ``--dtype``: ``quality`` scores with Qwen2.5-Coder-1.5B (in bfloat16 where the
-#: hardware computes it natively, else float32: emulated bfloat16 is 6x slower) and the aggregator shipped for it
-#: (``bash scripts/setup.sh --with-qwen`` installs the model). An explicit ``--model`` or ``--dtype`` still wins.
+#: hardware computes it natively, else float32: emulated bfloat16 is 6x slower), with the aggregator calibrated for
+#: it (``syncheck calibrate --preset quality --data ...``; the portable one until then). ``bash scripts/setup.sh
+#: --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins.
 PRESETS = {"default": {"model": "smollm2-135m", "dtype": "float32"},
            "quality": {"model": "qwen2.5-coder-1.5b", "dtype": "auto"}}
 
@@ -38,7 +39,8 @@ preset_option = click.option(
     "--preset", type=click.Choice(sorted(PRESETS)), default=None, is_eager=True, expose_value=False,
     callback=_apply_preset,
     help="Model and dtype in one word: 'default' (smollm2-135m, float32) or 'quality' (qwen2.5-coder-1.5b, "
-         "dtype auto: better scores at several times the cost). --model and --dtype override it.")
+         "dtype auto; calibrate it once with `syncheck calibrate --preset quality --data LABELLED.jsonl`). --model "
+         "and --dtype override it.")
 
 #: Exit status of every error a user can cause (bad input, options, files): click's usage-error status.
 USER_ERROR_EXIT = 2
