@@ -7,8 +7,8 @@ the CLI use unless told otherwise) picks, in order:
    fingerprint (:mod:`syncheck.calibrations`);
 2. an aggregator shipped for this model, found by fingerprint or by name: the
    default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
-   model's (``syncheck/data/aggregators/<model>``, e.g. the quality preset's
-   ``qwen2.5-coder-1.5b``), each as ``syncheck calibrate`` wrote it;
+   model's (``syncheck/data/aggregators/<dir>``, as ``syncheck calibrate``
+   wrote it; none ships today);
 3. the shipped *portable* default (``syncheck/data/aggregators/portable``):
    features whose meaning does not depend on the architecture (probabilities,
    normalised entropies, KL and PMI in nats, the string checks, alignment),
