@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> dict:
                       "live_tokens_per_s": statistics.median(live[n]), "live_x": statistics.median(live_ratio),
                       "aggregator": scorers[n].aggregator_source, "tokens": tokens[n]}
         spread = (lambda r: f" ({min(r):.1f}-{max(r):.1f})" if len(r) > 1 else "")
-        print(f"| {n} | {PRESETS[n]['model']}, {PRESETS[n]['dtype']} | {scorers[n].aggregator_source} "
+        dtype = str(scorers[n].lm.model.dtype).removeprefix("torch.")  # what "auto" resolved to on this machine
+        print(f"| {n} | {PRESETS[n]['model']}, {dtype} | {scorers[n].aggregator_source} "
               f"| {summary[n]['offline_s']:.2f} | {summary[n]['offline_x']:.1f}x{spread(off_ratio)} "
               f"| {summary[n]['live_tokens_per_s']:.1f} | {summary[n]['live_x']:.1f}x{spread(live_ratio)} |")
     return summary
