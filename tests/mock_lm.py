@@ -21,12 +21,14 @@ CHAT = "{% for m in messages %}<|user|>{{ m['content'] }}{% endfor %}{% if add_g
 Script = Callable[[str, bool], dict[str, float]]
 
 
-def make_word_tokenizer():
+def make_word_tokenizer(extra_words: tuple[str, ...] = ()):
+    """A word-level tokenizer over :data:`WORDS` (and ``extra_words``, appended: the vocabulary of other tests, and so
+    their seeded samples, stay as they are)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2}
-    for w in WORDS + ["Context", "Question", ":", ".", "?", "Ċ", "ĊĊ", "Passage", "4"]:
+    for w in WORDS + ["Context", "Question", ":", ".", "?", "Ċ", "ĊĊ", *extra_words]:
         for form in (w, "Ġ" + w):
             vocab.setdefault(form, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))

@@ -26,8 +26,8 @@ def by_words(text: str, features: dict) -> float:
     return 0.95 if "Paris" in text else 0.1 if "London" in text else 0.6 if "Bad" in text else 0.8
 
 
-def make(script, score_fn=by_words) -> FODGenerator:
-    tok = make_word_tokenizer()
+def make(script, score_fn=by_words, extra_words: tuple[str, ...] = ()) -> FODGenerator:
+    tok = make_word_tokenizer(extra_words)
     lm = load_model(ScriptedLM(tok, script), tok, name="scripted")
     scorer = Scorer(lm, lid=None, alignment="lexical", aggregator=None)
     scorer.featurizer.score_fn = score_fn
@@ -253,6 +253,9 @@ def test_degeneracy_flags_talk_about_the_prompt():
     assert degeneracy("Passage 4 is the longest one.") is None
 
 
+ECHO_WORDS = ("Passage", "4")
+
+
 def _prompt_echo_script(text, has_context):
     table = {"": {"Passage": 0.6, "Paris": 0.4}, "Passage": {" 4": 1.0}, "Passage 4": {":": 1.0},
              "Passage 4:": {" Paris": 1.0}}
@@ -262,7 +265,7 @@ def _prompt_echo_script(text, has_context):
 
 
 def test_a_sentence_that_echoes_the_prompt_labels_is_redirected():
-    fod = make(_prompt_echo_script)
+    fod = make(_prompt_echo_script, extra_words=ECHO_WORDS)
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
     assert res.trace["backtrack"]["text"] == "Passage 4: Paris." and res.trace["backtrack"]["degenerate"] == "meta"
     cands = res.trace["steps"][0]["candidates"]
@@ -271,7 +274,7 @@ def test_a_sentence_that_echoes_the_prompt_labels_is_redirected():
 
 
 def test_the_degenerate_kinds_fod_stops_on_can_be_chosen():
-    fod = make(_prompt_echo_script)
+    fod = make(_prompt_echo_script, extra_words=ECHO_WORDS)
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
                        stop_degenerate=("repeat", "no_content", "question"))
     assert res.text == "Passage 4: Paris." and res.trace["backtrack"] is None
@@ -288,7 +291,7 @@ def _degenerate_then(prefix: str):
         if text in table:
             return table[text]
         return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
-    return make(script)
+    return make(script, extra_words=ECHO_WORDS)
 
 
 def test_a_degenerate_first_sentence_falls_back_instead_of_abstaining():
