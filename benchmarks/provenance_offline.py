@@ -119,13 +119,17 @@ def evaluate_set(examples: list[Example], backends: Sequence[str], n_boot: int, 
     return lines
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.provenance_offline", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--halueval-dir", default="../shared/data/halueval")
-    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
-    ap.add_argument("--pairs", type=int, default=200, help="QA records read for the pairs (about half are test side)")
-    ap.add_argument("--ragtruth-limit", type=int, default=None, help="RAGTruth QA responses read (default: all)")
-    ap.add_argument("--backends", default=",".join(BACKENDS))
+def publish(md: str, results_md: str | None, section: str) -> None:
+    """Print the section, and write it into ``results_md`` when given."""
+    print(md)
+    if results_md:
+        from benchmarks.ragtruth.run import write_section
+
+        write_section(Path(results_md), section, md)
+
+
+def parse_run_args(ap: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Add the options every Provenance benchmark has (bootstrap, seed, threads, results file), parse, set threads."""
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None)
@@ -135,6 +139,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
         import torch
 
         torch.set_num_threads(args.threads)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.provenance_offline", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--halueval-dir", default="../shared/data/halueval")
+    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
+    ap.add_argument("--pairs", type=int, default=200, help="QA records read for the pairs (about half are test side)")
+    ap.add_argument("--ragtruth-limit", type=int, default=None, help="RAGTruth QA responses read (default: all)")
+    ap.add_argument("--backends", default=",".join(BACKENDS))
+    args = parse_run_args(ap, argv)
     backends = [b for b in args.backends.split(",") if b]
     t0 = time.perf_counter()
     sets = {}
@@ -151,11 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
         n = len(sets[name])
         body += ["", f"**{name}** ({n} answers, {sum(e.label for e in sets[name])} faithful):", ""] + lines
     md = "\n".join(body) + "\n"
-    print(md)
-    if args.results_md:
-        from benchmarks.ragtruth.run import write_section
-
-        write_section(Path(args.results_md), SECTION, md)
+    publish(md, args.results_md, SECTION)
     return out
 
 

@@ -38,6 +38,12 @@ from syncheck.records import Record, RecordError
 
 AGGREGATIONS = ("min", "max", "weighted")
 CLAIMS = ("paper", "answer")
+#: ``each``: every selected source is a premise of its own and the supports are aggregated (the paper);
+#: ``joined``: the selected sources, joined in context order, are one premise (one support call).
+PREMISES = ("each", "joined")
+#: What the relevance scorer ranks the chunks against: the question (the paper), or the question followed by the
+#: answer (the answer alone when there is no question, as for a summary).
+QUERIES = ("question", "question+answer")
 #: Offline defaults, chosen by measurement (benchmarks/provenance_halueval.py and benchmarks/provenance_offline.py,
 #: see benchmarks/RESULTS.md): BM25 relevance; SynCheck's own score as the support model, the only offline backend
 #: above chance on the length-controlled QA distractor pairs, where both answers occur in the context (0.76 with
@@ -46,6 +52,8 @@ CLAIMS = ("paper", "answer")
 DEFAULT_RELEVANCE = "bm25"
 DEFAULT_NLI = "syncheck"
 DEFAULT_AGGREGATION = "max"
+DEFAULT_PREMISE = "each"
+DEFAULT_QUERY = "question"
 #: The paper's models (need the Hugging Face hub or a local copy).
 PAPER_RELEVANCE = "cross-encoder:mixedbread-ai/mxbai-rerank-base-v1"
 PAPER_NLI = "nli:vectara/hallucination_evaluation_model"
@@ -76,6 +84,20 @@ def split_context(context: str | Sequence[str]) -> list[str]:
     for para in _PARAGRAPHS.split(context):
         chunks.extend(s.text for s in split_sentences(para))
     return chunks
+
+
+def relevance_query(question: str | None, answer: str, query: str = "question") -> str | None:
+    """The text chunks are ranked against: ``question``, or ``question + " " + answer`` (``query="question+answer"``)."""
+    if query not in QUERIES:
+        raise ValueError(f"unknown relevance query {query!r}; use one of {QUERIES}")
+    if query == "question":
+        return question
+    return " ".join(t.strip() for t in (question or "", answer) if t and t.strip()) or None
+
+
+def joined_premise(chunks: Sequence[str], chosen: Sequence[int]) -> str:
+    """The chosen chunks (indices), in context order, as one premise."""
+    return " ".join(chunks[int(i)] for i in sorted(chosen))
 
 
 def relevance_probabilities(scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -210,6 +232,11 @@ class ProvenanceChecker:
             "question") are never in the context, which drags word-overlap
             support down most for short answers: with ``lexical`` support
             ``"answer"`` measured much better on HaluEval (benchmarks/RESULTS.md).
+        premise: ``"each"``: each selected source is checked on its own and ``aggregation`` combines
+            the supports (the paper); ``"joined"``: the selected sources, joined in context order, are one
+            premise, checked once (``aggregation`` is then moot: every source reports the joint support).
+        query: what relevance ranks the chunks against: ``"question"`` (the paper) or
+            ``"question+answer"`` (the answer alone without a question, e.g. for a summary).
     """
 
     def __init__(
@@ -225,9 +252,15 @@ class ProvenanceChecker:
         batch_size: int = 16,
         trust_remote_code: bool = False,
         claim: str = "paper",
+        premise: str = DEFAULT_PREMISE,
+        query: str = DEFAULT_QUERY,
     ) -> None:
         if claim not in CLAIMS:
             raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
+        if premise not in PREMISES:
+            raise ValueError(f"unknown premise form {premise!r}; use one of {PREMISES}")
+        if query not in QUERIES:
+            raise ValueError(f"unknown relevance query {query!r}; use one of {QUERIES}")
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"unknown aggregation {aggregation!r}; use one of {AGGREGATIONS}")
         if top_k is not None and top_k < 1:
@@ -249,6 +282,7 @@ class ProvenanceChecker:
         else:
             self.nli = make_alignment_scorer(nli, device=device, dtype=dtype, **nli_kwargs)
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
+        self.premise, self.query = premise, query
         self.batch_size = batch_size
 
     @classmethod
@@ -280,11 +314,13 @@ class ProvenanceChecker:
                 raise ValueError("empty answer: there is nothing to check; fill in 'response'")
             question_aware = getattr(self.nli, "question_aware", False)
             result.claim = claim_prompt(question, answer) if self.claim == "paper" and not question_aware else answer.strip()
-            probs = self.relevance_probabilities(question, chunks)
+            probs = self.relevance_probabilities(relevance_query(question, answer, self.query), chunks)
             chosen = select_top_k(probs, self.top_k) if self.top_k is not None else select_top_p(probs, self.top_p)
-            extra = {"questions": [question] * len(chosen)} if question_aware else {}
-            scores = self.nli.score([chunks[i] for i in chosen], [result.claim] * len(chosen), batch_size=self.batch_size,
-                                    **extra)
+            premises = [joined_premise(chunks, chosen)] if self.premise == "joined" else [chunks[i] for i in chosen]
+            extra = {"questions": [question] * len(premises)} if question_aware else {}
+            scores = self.nli.score(premises, [result.claim] * len(premises), batch_size=self.batch_size, **extra)
+            if self.premise == "joined":
+                scores = [scores[0]] * len(chosen)
             supports = {int(i): float(s) for i, s in zip(chosen, scores)}
             result.factuality, result.sources, result.best_source = combine(
                 probs, supports, top_k=self.top_k, top_p=self.top_p, aggregation=self.aggregation

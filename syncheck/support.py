@@ -23,11 +23,17 @@ from syncheck.aggregators.apply import aggregate_response
 from syncheck.records import Record
 
 
+#: Response statistics a (premise, answer) pair's support can be.
+STATISTICS = ("min", "verdict")
+
+
 class SynCheckSupport:
     """``score(premises, claims[, questions])`` -> the :class:`~syncheck.scorer.Scorer`'s response score per pair.
 
     Args:
         scorer: a :class:`~syncheck.scorer.Scorer` with an aggregator; built from ``model`` when ``None``.
+        statistic: the response score a pair gets: ``"min"`` (the least faithful sentence's score) or
+            ``"verdict"`` (the scorer's own response score: its learned verdict where the aggregator has one).
         model: model for the scorer built here (default: the embedded default model).
         device, dtype: for the scorer built here.
     """
@@ -37,7 +43,10 @@ class SynCheckSupport:
     question_aware = True
 
     def __init__(self, scorer: Any = None, model: str | None = None, *, device: Any = None, dtype: Any = None,
-                 batch_size: int = 8) -> None:
+                 batch_size: int = 8, statistic: str = "min") -> None:
+        if statistic not in STATISTICS:
+            raise ValueError(f"unknown response statistic {statistic!r}; use one of {STATISTICS}")
+        self.statistic = statistic
         if scorer is None:
             from syncheck.models import DEFAULT_MODEL
             from syncheck.scorer import Scorer
@@ -59,8 +68,12 @@ class SynCheckSupport:
                    for i, (p, c, q) in enumerate(zip(premises, claims, questions))]
         out = np.zeros(len(records))
         for i, res in enumerate(self.scorer.score_records(records)):
-            # the least faithful sentence, whatever the scorer's response aggregation (the measured setting)
-            value = aggregate_response([s.score for s in res.sentences], "min") if res.error is None else None
+            if res.error is not None:
+                value = None
+            elif self.statistic == "verdict":
+                value = res.response_score
+            else:  # the least faithful sentence, whatever the scorer's response aggregation
+                value = aggregate_response([s.score for s in res.sentences], "min")
             if value is None:
                 raise ValueError(f"the syncheck support backend could not score pair {i + 1}: {res.error}")
             out[i] = value

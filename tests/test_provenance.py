@@ -138,6 +138,45 @@ def test_checker_end_to_end_with_hand_values():
     assert top2_min.check(question="q?", context=CHUNKS, answer="Paris").factuality == pytest.approx(0.4)
 
 
+def test_joined_premise_checks_the_selected_sources_once_in_context_order():
+    relevance = FixedRelevance({CHUNKS[0]: np.log(6.0), CHUNKS[1]: 0.0, CHUNKS[2]: np.log(3.0), CHUNKS[3]: 0.0})
+    joined = CHUNKS[0] + " " + CHUNKS[2]
+    nli = FixedSupport({CHUNKS[0]: 0.9, CHUNKS[2]: 0.4, joined: 0.7})
+    checker = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, premise="joined")
+    result = checker.check(question="What is the capital of France?", context=CHUNKS, answer="Paris")
+    assert result.error is None and nli.calls == [([joined], ["The answer to question What is the capital of France? is Paris."])]
+    assert result.factuality == pytest.approx(0.7)  # not max(0.9, 0.4): one premise, one support
+    assert [s.index for s in result.sources] == [0, 2] and [s.support for s in result.sources] == pytest.approx([0.7, 0.7])
+    assert result.best_source == 0  # equal supports: the most relevant source
+
+
+def test_question_and_answer_query_ranks_the_chunks_against_both():
+    from syncheck.provenance import relevance_query
+
+    assert relevance_query("Capital?", "Paris.", "question") == "Capital?"
+    assert relevance_query("Capital?", "Paris.", "question+answer") == "Capital? Paris."
+    assert relevance_query(None, " Paris. ", "question+answer") == "Paris."
+    assert relevance_query(None, "Paris.", "question") is None
+    with pytest.raises(ValueError, match="use one of"):
+        relevance_query("q", "a", "answer")
+
+    class Overlap:
+        name, temperature = "overlap", 0.1
+
+        def score(self, query, chunks):
+            words = set(query.lower().replace(".", "").replace("?", "").split())
+            return np.array([len(words & set(c.lower().rstrip(".").split())) for c in chunks], dtype=float)
+
+    nli = FixedSupport({c: float(i) / 10 for i, c in enumerate(CHUNKS)})
+    question = ProvenanceChecker(relevance=Overlap(), nli=nli, top_k=1, query="question")
+    both = ProvenanceChecker(relevance=Overlap(), nli=nli, top_k=1, query="question+answer")
+    # the question names nothing in the chunks but "is"; the answer names the bananas
+    assert question.check(question="What colour is it?", context=CHUNKS, answer="Bananas are yellow.").best_source == 0
+    assert both.check(question="What colour is it?", context=CHUNKS, answer="Bananas are yellow.").best_source == 1
+    with pytest.raises(ValueError, match="premise form"):
+        ProvenanceChecker(relevance=Overlap(), nli=nli, premise="all")
+
+
 def test_checker_errors_come_back_in_the_result():
     checker = ProvenanceChecker(relevance="bm25", nli="lexical")
     assert "empty context" in checker.check(question="q?", context=[], answer="Paris").error
@@ -159,7 +198,7 @@ def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inp.write_text("\n".join(rows) + "\n", encoding="utf-8")
     res = CliRunner().invoke(main, ["check", str(inp), "-o", str(out), "--relevance", "bm25", "--nli", "lexical",
-                                    "--top-k", "2", "--aggregation", "max"])
+                                    "--top-k", "2", "--aggregation", "max", "--premise", "each", "--query", "question"])
     assert res.exit_code == 0, res.output
     got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in got] == ["a", None, "c", "d", "e"]
@@ -168,6 +207,15 @@ def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
     # claim content words: answer, question, capital, france, paris; chunk 0 has the last three
     assert got[0]["factuality"] == pytest.approx(0.6) and got[0]["best_source"] == 0
     assert len(got[3]["sources"]) == 2 and sum(s["weight"] for s in got[3]["sources"]) == pytest.approx(1.0)
+
+    joined = tmp_path / "joined.jsonl"
+    res = CliRunner().invoke(main, ["check", str(inp), "-o", str(joined), "--relevance", "bm25", "--nli", "lexical",
+                                    "--top-k", "2", "--premise", "joined", "--query", "question+answer"])
+    assert res.exit_code == 0, res.output
+    row = json.loads(joined.read_text(encoding="utf-8").splitlines()[0])
+    assert len({s["support"] for s in row["sources"]}) == 1 and row["factuality"] == row["sources"][0]["support"]
+    bad = CliRunner().invoke(main, ["check", str(inp), "--premise", "all"])
+    assert bad.exit_code == 2 and "each" in bad.output
 
 
 @pytest.mark.slow
@@ -206,6 +254,25 @@ def test_provenance_offline_benchmark_smoke(tmp_path):
     assert set(out) == {"QA distractor pairs", "RAGTruth QA"}
     assert any(line.startswith("| syncheck | TopP 0.9 | max |") for line in out["RAGTruth QA"])
     assert SECTION in results.read_text(encoding="utf-8")
+
+
+def test_provenance_check_benchmark_smoke(tmp_path):
+    from pathlib import Path
+
+    from benchmarks.provenance_check import SECTION, VARIANTS, main
+
+    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    if not (shared / "halueval" / "qa.jsonl").exists():
+        pytest.skip(f"HaluEval not found under {shared}")
+    results = tmp_path / "RESULTS.md"
+    out = main(["--halueval-dir", str(shared / "halueval"), "--sets", "pairs,dialogue", "--start", "2000", "--limit", "3",
+                "--variants", "0,7", "--bootstrap", "20", "--results-md", str(results)])
+    assert set(out) == {"pairs", "dialogue"}
+    assert {VARIANTS[0].name, VARIANTS[7].name} < set(out["pairs"])
+    assert all(0 <= row[0] <= 1 for row in out["dialogue"].values())
+    assert out["pairs"][VARIANTS[7].name][3] == 1.0  # one joined premise per answer
+    text = results.read_text(encoding="utf-8")
+    assert SECTION in text and "0.69 (published)" in text
 
 
 def test_cli_unknown_backend_is_a_clean_error(tmp_path):

@@ -35,24 +35,31 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--claim", default="paper", show_default=True, type=click.Choice(["paper", "answer"]),
               help='paper: "The answer to question Q is A." (Provenance); answer: the answer alone '
                    "(measured better with --nli lexical).")
+@click.option("--premise", default=None, type=click.Choice(["each", "joined"]),
+              help="each: every selected source is checked on its own and --aggregation combines them (the paper); "
+                   "joined: the selected sources, in context order, are one premise, checked once. "
+                   "Default: the measured best (benchmarks/RESULTS.md, Provenance).")
+@click.option("--query", default=None, type=click.Choice(["question", "question+answer"]),
+              help="What relevance ranks the chunks against: the question (the paper) or the question and the "
+                   "answer (the answer alone when there is no question). Default: the measured best.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
 def check(input_path, output_path, relevance, nli, top_k, top_p, aggregation, device, dtype, batch_size,
-          claim, trust_remote_code):
+          claim, premise, query, trust_remote_code):
     """Check each answer of INPUT.jsonl against its context (Provenance).
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
     "question": "..." (optional), "response": "..."}. Each output line:
     {"id", "factuality", "sources": [{"index", "weight", "support"}], "best_source", "error"}.
     """
-    from syncheck.provenance import DEFAULT_NLI, DEFAULT_RELEVANCE, ProvenanceChecker
+    from syncheck.provenance import DEFAULT_NLI, DEFAULT_PREMISE, DEFAULT_QUERY, DEFAULT_RELEVANCE, ProvenanceChecker
 
     total = count_lines(input_path)
     try:
         checker = ProvenanceChecker(
             relevance or DEFAULT_RELEVANCE, nli or DEFAULT_NLI, top_k=top_k, top_p=top_p, aggregation=aggregation,
             device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
-            claim=claim,
+            claim=claim, premise=premise or DEFAULT_PREMISE, query=query or DEFAULT_QUERY,
         )
     except (OSError, ValueError) as exc:  # unknown spec or a model that cannot be loaded: say why, no traceback
         raise click.ClickException(str(exc)) from None
