@@ -299,3 +299,23 @@ def test_a_template_that_rewrites_the_message_still_scores_without_lookback():
     assert res.error is None and res.sentences
     failed = Scorer(lm, lookback=True, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
     assert "context verbatim" in failed.error
+
+
+def test_check_cli_model_picks_the_syncheck_support_model(tiny_dir, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from syncheck.cli import main
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"id": 1, "context": CONTEXT, "question": "When was it completed?",
+                               "response": "It was completed in 1889."}) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    res = CliRunner().invoke(main, ["check", str(inp), "-o", str(out), "--model", str(tiny_dir), "--top-k", "2",
+                                    "--premise", "joined"])
+    assert res.exit_code == 0, res.output
+    row = json.loads(out.read_text(encoding="utf-8"))
+    assert row["error"] is None and 0 <= row["factuality"] <= 1 and len(row["sources"]) == 2
+    missing = CliRunner().invoke(main, ["check", str(inp), "--model", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "nope" in missing.output

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from syncheck.cli.common import count_lines, device_option, dtype_option, read_records
+from syncheck.cli.common import count_lines, device_option, dtype_option, preset_option, read_records
 from syncheck.io import dumps_row, guard_row
 
 
@@ -24,6 +24,11 @@ from syncheck.io import dumps_row, guard_row
                    "lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>]. "
                    "Default: syncheck (the best offline one measured, benchmarks/RESULTS.md; "
                    "paper: nli:vectara/hallucination_evaluation_model).")
+@preset_option
+@click.option("--model", default=None,
+              help="Scoring model of the syncheck support backend: alias (smollm2-135m, qwen2.5-coder-1.5b), hub id, "
+                   "directory or .gguf (default: the embedded default; --preset quality: qwen2.5-coder-1.5b). "
+                   "Other --nli backends name their own model.")
 @click.option("--top-k", default=None, type=click.IntRange(min=1), help="Keep the K most relevant chunks (TopK).")
 @click.option("--top-p", default=0.9, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k).")
@@ -44,7 +49,7 @@ from syncheck.io import dumps_row, guard_row
                    "answer (the answer alone when there is no question). Default: the measured best.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
-def check(input_path, output_path, relevance, nli, top_k, top_p, aggregation, device, dtype, batch_size,
+def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregation, device, dtype, batch_size,
           claim, premise, query, trust_remote_code):
     """Check each answer of INPUT.jsonl against its context (Provenance).
 
@@ -55,9 +60,12 @@ def check(input_path, output_path, relevance, nli, top_k, top_p, aggregation, de
     from syncheck.provenance import DEFAULT_NLI, DEFAULT_PREMISE, DEFAULT_QUERY, DEFAULT_RELEVANCE, ProvenanceChecker
 
     total = count_lines(input_path)
+    nli = nli or DEFAULT_NLI
+    if nli == "syncheck" and model:
+        nli = f"syncheck:{model}"
     try:
         checker = ProvenanceChecker(
-            relevance or DEFAULT_RELEVANCE, nli or DEFAULT_NLI, top_k=top_k, top_p=top_p, aggregation=aggregation,
+            relevance or DEFAULT_RELEVANCE, nli, top_k=top_k, top_p=top_p, aggregation=aggregation,
             device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
             claim=claim, premise=premise or DEFAULT_PREMISE, query=query or DEFAULT_QUERY,
         )

@@ -59,9 +59,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from syncheck.aggregators.apply import FeatureMismatchError
     from syncheck.decoding import SettingsError
     from syncheck.labels import LabelError
+    from syncheck.models import ModelNotFoundError
     from syncheck.passes import ResponseTooLongError
 
-    return (FeatureMismatchError, SettingsError, LabelError, ResponseTooLongError, FileNotFoundError,
+    return (FeatureMismatchError, SettingsError, LabelError, ResponseTooLongError, ModelNotFoundError, FileNotFoundError,
             IsADirectoryError, PermissionError)
 
 
