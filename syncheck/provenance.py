@@ -114,6 +114,8 @@ def select_top_p(probs: np.ndarray, top_p: float) -> np.ndarray:
     """
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if top_p >= 1.0:  # every chunk: a cumulative sum can reach 1 early where small probabilities underflow
+        return np.arange(len(probs))
     order = np.argsort(-np.asarray(probs), kind="stable")
     cumulative = np.cumsum(np.asarray(probs)[order])
     n = int(np.searchsorted(cumulative, top_p - 1e-12) + 1)

@@ -54,6 +54,8 @@ def test_top_p_picks_the_minimal_prefix_reaching_p():
     assert select_top_p(probs, 0.8).tolist() == [1, 2]  # reaching p exactly is enough
     assert select_top_p(probs, 0.81).tolist() == [0, 1, 2]  # tie between 0 and 3: the earlier chunk
     assert select_top_p(probs, 1.0).tolist() == [0, 1, 2, 3]
+    peaked = relevance_probabilities(np.array([0.0, 40.0, 1.0]))  # the others' 4e-18 vanish beside 1.0 in a sum
+    assert select_top_p(peaked, 1.0).tolist() == [0, 1, 2]
     with pytest.raises(ValueError):
         select_top_p(probs, 0.0)
 
