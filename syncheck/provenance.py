@@ -44,22 +44,26 @@ PREMISES = ("each", "joined")
 #: What the relevance scorer ranks the chunks against: the question (the paper), or the question followed by the
 #: answer (the answer alone when there is no question, as for a summary).
 QUERIES = ("question", "question+answer")
-#: Offline defaults, chosen by measurement (benchmarks/provenance_halueval.py and benchmarks/provenance_offline.py,
-#: see benchmarks/RESULTS.md): BM25 relevance; SynCheck's own score as the support model, the only offline backend
-#: above chance on the length-controlled QA distractor pairs, where both answers occur in the context (0.76 with
-#: max; lexical 0.49, MiniLM 0.53, SmolLM2 yes/no judge 0.51), and the best on RAGTruth QA (0.72 vs 0.47-0.56);
-#: max aggregation (the best-supporting source decides), better than weighted on both sets with that backend.
+#: Offline defaults, chosen by measurement (benchmarks/provenance_halueval.py, benchmarks/provenance_offline.py and
+#: benchmarks/provenance_check.py, see benchmarks/RESULTS.md): BM25 relevance; SynCheck's own score as the support
+#: model, the only offline backend above chance on the length-controlled QA distractor pairs, where both answers
+#: occur in the context (0.76 with max; lexical 0.49, MiniLM 0.53, SmolLM2 yes/no judge 0.51), and the best on
+#: RAGTruth QA (0.72 vs 0.47-0.56); max aggregation where sources are checked one by one (``premise="each"``).
 DEFAULT_RELEVANCE = "bm25"
 DEFAULT_NLI = "syncheck"
 DEFAULT_AGGREGATION = "max"
-DEFAULT_PREMISE = "each"
+#: One premise, the selected sources joined (benchmarks/provenance_check.py, HaluEval records 2000+ that no default
+#: was chosen on, and RAGTruth QA): as good as ``each`` where contexts are a sentence or two (distractor pairs,
+#: dialogue), better on RAGTruth QA with TopK 3 and on summaries, and one scoring pass instead of one per source.
+DEFAULT_PREMISE = "joined"
+#: The question alone: adding the answer to the relevance query measured no better (benchmarks/RESULTS.md).
 DEFAULT_QUERY = "question"
 #: The paper's models (need the Hugging Face hub or a local copy).
 PAPER_RELEVANCE = "cross-encoder:mixedbread-ai/mxbai-rerank-base-v1"
 PAPER_NLI = "nli:vectara/hallucination_evaluation_model"
-#: Sources the automatic final check reads (TopK): each costs one teacher-forced pass of the answer with the
-#: ``syncheck`` support backend; TopK 3 measured as well as TopP 0.9 on the distractor pairs (0.78 vs 0.76 AUROC)
-#: at about a quarter of TopP's cost on RAGTruth QA (benchmarks/RESULTS.md, Provenance).
+#: Sources the automatic final check reads (TopK), joined into one premise (one teacher-forced pass of the answer
+#: with the ``syncheck`` support backend); TopK 3 measured as well as TopP 0.9 on the distractor pairs (0.78 vs 0.76
+#: AUROC) at about a quarter of TopP's cost on RAGTruth QA (benchmarks/RESULTS.md, Provenance).
 FINAL_CHECK_TOP_K = 3
 
 _PARAGRAPHS = re.compile(r"\n\s*\n")

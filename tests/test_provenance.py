@@ -118,7 +118,7 @@ def test_split_context():
 def test_checker_end_to_end_with_hand_values():
     relevance = FixedRelevance({CHUNKS[0]: np.log(6.0), CHUNKS[1]: 0.0, CHUNKS[2]: np.log(3.0), CHUNKS[3]: 0.0})
     nli = FixedSupport({CHUNKS[0]: 0.9, CHUNKS[2]: 0.4})
-    checker = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, aggregation="weighted")
+    checker = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, aggregation="weighted", premise="each")
     result = checker.check(question="What is the capital of France?", context=CHUNKS, answer="Paris", id="q1")
     # probabilities 6/11, 1/11, 3/11, 1/11 -> TopP 0.8 keeps chunks 0 and 2 (9/11 = 0.82)
     assert result.error is None
@@ -132,11 +132,11 @@ def test_checker_end_to_end_with_hand_values():
     assert row["sources"][1] == {"index": 2, "weight": pytest.approx(1 / 3), "support": pytest.approx(0.4)}
     json.dumps(row)
 
-    answer_only = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, claim="answer")
+    answer_only = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, claim="answer", premise="each")
     assert answer_only.check(question="What is the capital of France?", context=CHUNKS, answer=" Paris ").claim == "Paris"
     assert nli.calls[-1][1] == ["Paris", "Paris"]
 
-    top2_min = ProvenanceChecker(relevance=relevance, nli=nli, top_k=2, aggregation="min")
+    top2_min = ProvenanceChecker(relevance=relevance, nli=nli, top_k=2, aggregation="min", premise="each")
     assert top2_min.check(question="q?", context=CHUNKS, answer="Paris").factuality == pytest.approx(0.4)
 
 
