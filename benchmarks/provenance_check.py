@@ -42,7 +42,7 @@ from benchmarks.provenance_offline import Example, parse_run_args, publish, ragt
 from features.alignment.lexical import lexical_precision
 from syncheck.stats import bootstrap_auroc
 
-SECTION = "### Provenance's final check on unseen records (issue 20)"
+SECTION = "### Provenance's final check: the last `provenance_check` run"
 SETS = ("pairs", "dialogue", "summarization", "ragtruth-qa")
 SET_TITLES = {"pairs": "QA distractor pairs", "dialogue": "dialogue", "summarization": "summarization",
               "ragtruth-qa": "RAGTruth QA (trained on)"}
