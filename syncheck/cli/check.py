@@ -30,8 +30,9 @@ from syncheck.io import dumps_row, guard_row
                    "directory or .gguf (default: the embedded default; --preset quality: qwen2.5-coder-1.5b). "
                    "Other --nli backends name their own model.")
 @click.option("--top-k", default=None, type=click.IntRange(min=1), help="Keep the K most relevant chunks (TopK).")
-@click.option("--top-p", default=0.9, show_default=True, type=click.FloatRange(0, 1, min_open=True),
-              help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k).")
+@click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k). "
+                   "1.0 keeps every chunk: the measured best with the joined premise (benchmarks/RESULTS.md).")
 @click.option("--aggregation", default="max", show_default=True, type=click.Choice(["min", "max", "weighted"]),
               help="How the sources' supports combine into the answer's factuality.")
 @device_option
