@@ -33,11 +33,11 @@ class SynCheckSupport:
 
     Args:
         scorer: a :class:`~syncheck.scorer.Scorer` with an aggregator; built from ``model`` when ``None``.
+        model: model for the scorer built here (default: the embedded default model).
+        device, dtype: for the scorer built here.
         statistic: the response score a pair gets: ``"verdict"`` (default: the scorer's own response score, its
             learned verdict where the aggregator has one; equal or better than ``min`` on every set measured,
             benchmarks/provenance_check.py) or ``"min"`` (the least faithful sentence's score).
-        model: model for the scorer built here (default: the embedded default model).
-        device, dtype: for the scorer built here.
     """
 
     name = "syncheck"

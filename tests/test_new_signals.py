@@ -319,3 +319,7 @@ def test_check_cli_model_picks_the_syncheck_support_model(tiny_dir, tmp_path):
     assert row["error"] is None and 0 <= row["factuality"] <= 1 and len(row["sources"]) == 2
     missing = CliRunner().invoke(main, ["check", str(inp), "--model", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "nope" in missing.output
+    both = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--model", str(tiny_dir)])
+    assert both.exit_code == 2 and "name the model in the --nli spec" in both.output
+    preset = CliRunner().invoke(main, ["check", str(inp), "-o", str(out), "--preset", "quality", "--nli", "lexical"])
+    assert preset.exit_code == 0, preset.output  # the preset's model does not apply to lexical support: no error

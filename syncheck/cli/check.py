@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from tqdm import tqdm
 
-from syncheck.cli.common import count_lines, device_option, dtype_option, preset_option, read_records
+from syncheck.cli.common import UserError, count_lines, device_option, dtype_option, preset_option, read_records
 from syncheck.io import dumps_row, guard_row
 
 
@@ -44,10 +45,10 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--premise", default=None, type=click.Choice(["each", "joined"]),
               help="each: every selected source is checked on its own and --aggregation combines them (the paper); "
                    "joined: the selected sources, in context order, are one premise, checked once. "
-                   "Default: the measured best (benchmarks/RESULTS.md, Provenance).")
+                   "Default: joined, the measured best (benchmarks/RESULTS.md, Provenance).")
 @click.option("--query", default=None, type=click.Choice(["question", "question+answer"]),
               help="What relevance ranks the chunks against: the question (the paper) or the question and the "
-                   "answer (the answer alone when there is no question). Default: the measured best.")
+                   "answer (the answer alone when there is no question). Default: question, the measured best.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
 def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregation, device, dtype, batch_size,
@@ -62,6 +63,10 @@ def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregat
 
     total = count_lines(input_path)
     nli = nli or DEFAULT_NLI
+    from_command_line = click.get_current_context().get_parameter_source("model") == ParameterSource.COMMANDLINE
+    if model and from_command_line and nli != "syncheck":  # a preset's model only applies where it can
+        raise UserError(f"--model sets the model of the syncheck support, not of --nli {nli}; name the model in the "
+                        "--nli spec instead (e.g. syncheck:<model>, llm-judge:<model>) and drop --model")
     if nli == "syncheck" and model:
         nli = f"syncheck:{model}"
     try:
