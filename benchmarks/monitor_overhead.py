@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--lookback", action="store_true", help="also time the monitor recording lookback ratios")
     ap.add_argument("--shape", default=None, help="random weights of a real shape instead of --model "
                                                    "(benchmarks/random_shape.py: llama2-7b, llama3-8b, qwen2.5-7b)")
+    ap.add_argument("--tokenizer", default=None, help="with --shape: a saved tokenizer's folder "
+                                                       "(default: SmolLM2's, embedded)")
     ap.add_argument("--device", default=None, help="e.g. cuda")
     ap.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     args = ap.parse_args(argv)
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
             return args.model
         from benchmarks.random_shape import random_model
 
-        return random_model(args.shape, device=args.device, dtype=args.dtype)
+        return random_model(args.shape, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="no aggregator is calibrated")  # a random model: portable default
@@ -109,12 +111,15 @@ def main(argv: list[str] | None = None) -> dict:
         fod, greedy = FODGenerator(scorer), GreedyGenerator(scorer)
         forced = FODGenerator(scorer)
         forced.flag_hook = lambda ev: ev.index == 0  # backtrack once, at the first sentence, then repair and go on
-        budget = {"max_new_tokens": args.tokens}
         sampled = {"max_new_tokens": args.tokens, "do_sample": True, "top_p": 0.95, "seed": 0}
         times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6, forced to backtrack at the first sentence": []})
         backtracked = []
+    budget = {"max_new_tokens": args.tokens}
     prompt_tokens = []
     tokens = []
+    # Every monitor picks the same tokens as the others in float32. In bfloat16 on an accelerator a batched pass may
+    # round a near-tie the other way (random weights make near-ties common), so agreement is counted, not asserted.
+    agree: list[bool] = []
     for q in QUESTIONS[: args.prompts]:
         with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
         prompt_tokens.append(len(with_ids))
@@ -127,13 +132,13 @@ def main(argv: list[str] | None = None) -> dict:
             kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
             t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
             t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, decoding=budget))
-            assert gen2.token_ids == gen.token_ids
+            agree.append(gen2.token_ids == gen.token_ids)
             times["generate"].append(t_gen)
             times["monitor (deferred KL)"].append(t_mon)
             times["monitor (lockstep KL)"].append(t_lock)
             if args.lookback:
                 t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
-                assert gen3.token_ids == gen.token_ids
+                agree.append(gen3.token_ids == gen.token_ids)
                 times["monitor + lookback (deferred KL)"].append(t_lb)
             if args.fod:
                 t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
@@ -153,9 +158,12 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"model={lm.name} dtype={args.dtype} device={device} torch={torch.__version__} "
           f"prompt tokens={statistics.mean(prompt_tokens):.0f} new tokens={statistics.mean(tokens):.0f} "
           f"({args.prompts} prompts x {args.rounds} interleaved rounds)\n")
+    if not all(agree):
+        print(f"note: the monitors picked the same tokens in {sum(agree)} of {len(agree)} runs ({args.dtype} "
+              f"rounding of near-ties; the timed budgets are equal)\n")
     print("| run | total s | tokens/s | vs generate |")
     print("| --- | --- | --- | --- |")
-    summary = {}
+    summary: dict = {"monitors_agree": sum(agree) / max(len(agree), 1)}
     for name, ts in times.items():
         total = sum(ts)
         ratio = total / base if name.startswith(("generate", "monitor")) else None

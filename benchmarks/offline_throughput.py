@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--lid", action="store_true", help="add LID to the full configuration")
     ap.add_argument("--shape", default=None, help="random weights of a real shape instead of --model "
                                                    "(benchmarks/random_shape.py)")
+    ap.add_argument("--tokenizer", default=None, help="with --shape: a saved tokenizer's folder "
+                                                       "(default: SmolLM2's, embedded)")
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args(argv)
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> dict:
     from syncheck.scorer import Scorer
 
     if args.shape:
-        lm = random_model(args.shape, device=args.device, dtype=args.dtype)
+        lm = random_model(args.shape, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
     else:
         lm = load_model(args.model, device=args.device, dtype=args.dtype)
     records = bundled_records()[: args.limit]

@@ -2,13 +2,23 @@
 
 >>> lm = random_model("llama2-7b", device="cuda", dtype="bfloat16")   # doctest: +SKIP
 
-The tokenizer is SmolLM2's (embedded, offline); the vocabulary is the
+The tokenizer is SmolLM2's (embedded, offline), or one saved with
+``save_pretrained`` in a folder (``tokenizer=PATH``, ``--tokenizer PATH``: a
+machine without the embedded model, such as a lent GPU). The vocabulary is the
 tokenizer's (49,152 tokens: between Llama-2's 32,000 and Llama-3's 128,256),
 so generated ids always decode. Everything else is the published config.
+
+Saved to a folder, the model loads by path like any checkpoint (``syncheck serve
+PATH``, ``benchmarks.serve_load --model PATH``)::
+
+    .venv/bin/python -m benchmarks.random_shape llama3-8b /tmp/random-llama3-8b --dtype bfloat16 --device cuda
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,8 +50,7 @@ def random_model(shape: str, *, tokenizer: Any = None, device: str | torch.devic
         raise ValueError(f"unknown shape {shape!r}; choose from {sorted(SHAPES)}")
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)
-    if tokenizer is None:
-        tokenizer = load_model("smollm2-135m").tokenizer
+    tokenizer = load_tokenizer(tokenizer)
     spec = dict(SHAPES[shape])
     family = spec.pop("family")
     config_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
@@ -60,7 +69,48 @@ def random_model(shape: str, *, tokenizer: Any = None, device: str | torch.devic
     return load_model(model, tokenizer, name=f"random-{shape}")
 
 
+def load_tokenizer(tokenizer: Any = None):
+    """``tokenizer`` itself, or the one saved in the folder it names, or SmolLM2's (``None``)."""
+    if tokenizer is None:
+        from syncheck.models import load_model
+
+        return load_model("smollm2-135m").tokenizer
+    if isinstance(tokenizer, (str, os.PathLike)):
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(tokenizer)
+    return tokenizer
+
+
+def save_random_model(shape: str, path: str | os.PathLike, *, tokenizer: Any = None,
+                      device: str | torch.device | None = None, dtype: torch.dtype | str = torch.float32,
+                      seed: int = 0) -> Path:
+    """Write :func:`random_model` of ``shape`` and its tokenizer to ``path`` with ``save_pretrained``."""
+    lm = random_model(shape, tokenizer=tokenizer, device=device, dtype=dtype, seed=seed)
+    path = Path(path)
+    lm.model.save_pretrained(path)
+    lm.tokenizer.save_pretrained(path)
+    return path
+
+
 def synchronize(device: Any) -> None:
     """Wait for queued kernels (timings on an accelerator are wall-clock only after this)."""
     if torch.cuda.is_available() and str(device).startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> Path:
+    ap = argparse.ArgumentParser(description="Save a random-weight model of a real shape, with its tokenizer.")
+    ap.add_argument("shape", choices=sorted(SHAPES))
+    ap.add_argument("path", help="folder to write (save_pretrained)")
+    ap.add_argument("--tokenizer", default=None, help="a saved tokenizer's folder (default: SmolLM2's, embedded)")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--dtype", default="float32")
+    args = ap.parse_args(argv)
+    path = save_random_model(args.shape, args.path, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
+    print(f"saved random {args.shape} ({args.dtype}) to {path}")
+    return path
+
+
+if __name__ == "__main__":
+    main()

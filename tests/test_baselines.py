@@ -120,10 +120,10 @@ def test_cad_equals_transformers_classifier_free_guidance(tiny_lm, alpha):
     ctx = "The tower is 330 m tall. It opened in 1889."
     res = CADGenerator(scorer, alpha=alpha, checker=None).generate(question="How tall?", context=ctx, decoding=TOKENS_20)
     pair = prompt_pair(tiny_lm, ctx, "How tall?", 20)
-    ids = torch.tensor([pair.with_context])
+    ids = torch.tensor([pair.with_context], device=tiny_lm.device)
     out = tiny_lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=res.trace["tokens"],
                                  do_sample=False, guidance_scale=1 + alpha,
-                                 negative_prompt_ids=torch.tensor([pair.without_context]),
+                                 negative_prompt_ids=torch.tensor([pair.without_context], device=tiny_lm.device),
                                  pad_token_id=tiny_lm.tokenizer.pad_token_id)
     hf_text = decode_text(tiny_lm.tokenizer, out[0, ids.shape[1]:].tolist())
     assert res.trace["tokens"] == 20 and hf_text.startswith(res.text) and len(res.text) > 0

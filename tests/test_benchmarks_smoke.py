@@ -24,6 +24,7 @@ def test_monitor_overhead_benchmark_runs(capsys):
     assert monitor["ratio_vs_generate"] == pytest.approx(monitor["seconds"] / summary["generate"]["seconds"])
     assert summary["fod_forced_backtrack_vs_greedy"] > 0 and 0 < summary["tau1"] <= summary["tau2"] <= 1
     assert summary["monitor (deferred KL)"]["seconds"] > 0
+    assert summary["monitors_agree"] == 1.0  # float32 on CPU: every monitor picks generate's tokens
     assert "| monitor (lockstep KL) |" in capsys.readouterr().out
 
 
@@ -45,6 +46,23 @@ def test_speed_benchmarks_run_on_a_random_model_of_a_given_shape(capsys):
 
 
 @pytest.mark.slow
+def test_a_saved_random_model_loads_by_path_with_the_tokenizer_it_was_saved_with(tmp_path, tiny_tokenizer):
+    """The GPU serving figure's path: ``python -m benchmarks.random_shape SHAPE DIR`` then ``--model DIR``."""
+    import torch
+
+    from benchmarks.random_shape import main as save, random_model
+    from syncheck.models import load_model
+
+    tiny_tokenizer.save_pretrained(tmp_path / "tok")
+    save(["tiny", str(tmp_path / "model"), "--tokenizer", str(tmp_path / "tok")])
+    loaded = load_model(str(tmp_path / "model"))
+    fresh = random_model("tiny", tokenizer=str(tmp_path / "tok"))
+    assert loaded.model.config.vocab_size == fresh.model.config.vocab_size == len(tiny_tokenizer)
+    ids = torch.tensor([tiny_tokenizer.encode("The tower is tall.")])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(input_ids=ids).logits, fresh.model(input_ids=ids).logits)
+
+
 def test_fod_faithfulness_benchmark_runs(capsys):
     from pathlib import Path
 

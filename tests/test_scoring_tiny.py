@@ -30,7 +30,7 @@ def random_reference(lm, layers=(2, 3), m=40):
 
 
 def manual_logits(lm, prompt, response):
-    ids = torch.tensor([list(prompt) + list(response)])
+    ids = torch.tensor([list(prompt) + list(response)], device=lm.device)
     with torch.no_grad():
         logits = lm.model(input_ids=ids).logits[0]
     return logits[len(prompt) - 1 : len(prompt) + len(response) - 1]
@@ -50,7 +50,7 @@ def test_hidden_state_hook_equals_output_hidden_states(tiny_lm):
     e = encode_record(tiny_lm, CONTEXT, "It is tall.", "How tall?")
     (out,) = forward_response(tiny_lm, [e.with_context], [e.response], hidden_layers=[1, 3])
     hidden = out.hidden
-    ids = torch.tensor([e.with_context + e.response])
+    ids = torch.tensor([e.with_context + e.response], device=tiny_lm.device)
     with torch.no_grad():
         ref = tiny_lm.model(input_ids=ids, output_hidden_states=True).hidden_states
     for layer in (1, 3):

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The accelerator checks of issue 21, in one command: the `pytest -m cuda` group, then the speed benchmarks with a
+# random-weight model of a real shape (speed does not depend on weights; nothing is downloaded).
+#
+#   bash scripts/gpu_checks.sh tests      # the cuda group
+#   bash scripts/gpu_checks.sh monitor    # benchmarks.monitor_overhead (with FOD), random llama3-8b, bfloat16
+#   bash scripts/gpu_checks.sh offline    # benchmarks.offline_throughput, same model
+#   bash scripts/gpu_checks.sh serve      # benchmarks.serve_load --device cuda, same model saved to a folder
+#   bash scripts/gpu_checks.sh all        # all four, in that order (several names run in the order given)
+#
+# Settings (environment): PYTHON (default .venv/bin/python, else python3), DEVICE (cuda), SHAPE (llama3-8b),
+# DTYPE (bfloat16), TOKENIZER (a saved tokenizer's folder; default SmolLM2's, embedded), LOGS (folder for the
+# logs; default $OUT where set, else benchmarks/runs/gpu), SERVE_ARGS (extra serve_load arguments).
+# `CHECK=1` shrinks every step to seconds (the tiny shape on CPU) to check the script itself.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+DEVICE=${DEVICE:-cuda}
+SHAPE=${SHAPE:-llama3-8b}
+DTYPE=${DTYPE:-bfloat16}
+LOGS=${LOGS:-${OUT:-benchmarks/runs/gpu}}
+TOK=()
+[ -n "${TOKENIZER:-}" ] && TOK=(--tokenizer "$TOKENIZER")
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+mkdir -p "$LOGS"
+
+if [ -n "${CHECK:-}" ]; then
+    SHAPE=tiny DEVICE=cpu DTYPE=float32
+    MON=(--tokens 8 --rounds 1 --prompts 1) OFF=(--limit 2 --rounds 1 --batch-size 2)
+    SRV=(--tokens 8 --requests 2 --concurrency 1,2 --rounds 1)
+    export SYNCHECK_TEST_DEVICE=cpu
+else
+    MON=(--tokens 128 --rounds 3 --prompts 2) OFF=(--limit 32 --rounds 3 --batch-size 16)
+    SRV=(--tokens 64 --requests 8 --concurrency 1,4,8 --rounds 3 --with-fod)
+fi
+
+step() {  # name, command...: run it, keep its log, say how it ended
+    local name=$1; shift
+    echo "== $name: $*" | tee "$LOGS/$name.log"
+    local t0=$SECONDS
+    "$@" 2>&1 | tee -a "$LOGS/$name.log"
+    local rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$LOGS/$name.log"
+}
+
+env_info() {
+    { command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+      "$PYTHON" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__,
+'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"; } 2>&1 | tee "$LOGS/env.log"
+}
+
+run_tests() { step cuda_tests "$PYTHON" -m pytest -m cuda tests/test_cuda.py -q -p no:cacheprovider -rs; }
+run_monitor() {
+    step monitor_overhead "$PYTHON" -m benchmarks.monitor_overhead --shape "$SHAPE" "${TOK[@]}" --device "$DEVICE" \
+        --dtype "$DTYPE" --fod "${MON[@]}"
+}
+run_offline() {
+    step offline_throughput "$PYTHON" -m benchmarks.offline_throughput --shape "$SHAPE" "${TOK[@]}" --device "$DEVICE" \
+        --dtype "$DTYPE" "${OFF[@]}"
+}
+run_serve() {
+    local dir=${MODEL_DIR:-/tmp/random-$SHAPE}
+    [ -f "$dir/config.json" ] || step save_model "$PYTHON" -m benchmarks.random_shape "$SHAPE" "$dir" "${TOK[@]}" \
+        --device "$DEVICE" --dtype "$DTYPE"
+    # shellcheck disable=SC2086
+    step serve_load "$PYTHON" -m benchmarks.serve_load --model "$dir" --device "$DEVICE" --dtype "$DTYPE" "${SRV[@]}" \
+        ${SERVE_ARGS:-}
+}
+
+env_info
+for what in "${@:-all}"; do
+    case "$what" in
+        tests) run_tests ;;
+        monitor) run_monitor ;;
+        offline) run_offline ;;
+        serve) run_serve ;;
+        all) run_tests; run_monitor; run_offline; run_serve ;;
+        *) echo "usage: $0 [tests|monitor|offline|serve|all]..." >&2; exit 2 ;;
+    esac
+done
