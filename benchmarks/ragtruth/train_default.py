@@ -87,13 +87,15 @@ def load_rows(data: str | None, halueval_dir: str | None, generated: Sequence[st
         from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth
 
         records = read_ragtruth(data)
-        out["ragtruth"] = ragtruth_rows(records, score_ragtruth(records, ScoringConfig(model=model),
-                                                                cache_dir() / "ragtruth-bench"), names)
+        # only what the recipe reads: no LID, lookback or embedding baseline (the cache of `ragtruth.run --no-lid
+        # --no-lookback --no-embedding` and of `response_verdict`; the full cache costs about twice the scoring)
+        light = ScoringConfig(model=model, lid=False, lookback=False, embedding=False)
+        out["ragtruth"] = ragtruth_rows(records, score_ragtruth(records, light, cache_dir() / "ragtruth-bench"), names)
     if halueval_dir:
         from benchmarks.halueval.pipeline import DEFAULT_LIMITS, DEFAULT_TRAINING_SETS, BenchConfig, load_scored
 
         limits = {k: (HALUEVAL_LIMIT if k in DEFAULT_TRAINING_SETS else 0) for k in DEFAULT_LIMITS}
-        cfg = BenchConfig(halueval_dir, cache_dir() / "halueval-bench", limits, seed, model)
+        cfg = BenchConfig(halueval_dir, cache_dir() / "halueval-bench", limits, seed, model, embedding=False)
         for name, items in load_scored(cfg, train_only=True).items():
             if items:
                 out[name] = halueval_rows(items, names, name)
