@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"({args.prompts} prompts x {args.rounds} interleaved rounds)\n")
     if not all(agree):
         print(f"note: the monitors picked the same tokens in {sum(agree)} of {len(agree)} runs ({args.dtype} "
-              f"rounding of near-ties; the timed budgets are equal)\n")
+              f"rounding of near-ties; every run had the same max_new_tokens, so a run whose tokens differ may stop at a "
+              f"different length)\n")
     print("| run | total s | tokens/s | vs generate |")
     print("| --- | --- | --- | --- |")
     summary: dict = {"monitors_agree": sum(agree) / max(len(agree), 1)}
