@@ -203,16 +203,35 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
             if k not in cache:
                 todo[k] = (c["context"], claim)
     if todo and not args.report:
-        from tqdm import tqdm
-
-        judge = make_judge(args.judge, args.judge_dtype)
-        with open(args.judged, "a", encoding="utf-8") as out:
-            for k, (ctx, claim) in tqdm(list(todo.items()), desc="judge"):
-                p = float(judge.score([ctx], [claim])[0])
-                cache[k] = p
-                out.write(json.dumps({"key": k, "p": p}) + "\n")
-                out.flush()
+        judge_missing(args.judge, args.judge_dtype, todo, args.judged, cache)
     return cache
+
+
+def judge_dtype_name(dtype: str | None) -> str:
+    """The dtype an LLM judge loads in, by name (``"auto"`` resolved for this machine)."""
+    from syncheck.models import model_dtype
+
+    return str(model_dtype(dtype or "float32")).removeprefix("torch.")
+
+
+def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]], path: str,
+                  cache: dict[str, float]) -> None:
+    """Judge ``todo`` (key -> (context, claim)), one context's claims per call (an LLM judge then reads each context
+    once); each verdict goes into ``cache`` and is appended to ``path`` as it comes."""
+    from tqdm import tqdm
+
+    by_context: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for k, (ctx, claim) in todo.items():
+        by_context[ctx].append((k, claim))
+    judge = make_judge(spec, dtype)
+    with open(path, "a", encoding="utf-8") as out, tqdm(total=len(todo), desc="judge") as bar:
+        for ctx, items in by_context.items():
+            ps = judge.score([ctx] * len(items), [claim for _, claim in items])
+            for (k, _), p in zip(items, ps):
+                cache[k] = float(p)
+                out.write(json.dumps({"key": k, "p": float(p)}) + "\n")
+            out.flush()
+            bar.update(len(items))
 
 
 def _rows(path: str) -> list[dict]:
@@ -318,7 +337,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 for Qwen")
     ap.add_argument("--aggregator", default="default", help="the scorer's aggregator (default: resolved for the model)")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b", help="alignment scorer spec of the judge")
-    ap.add_argument("--judge-dtype", default="bfloat16", help="dtype of an LLM judge")
+    ap.add_argument("--judge-dtype", default="auto",
+                    help="dtype of an LLM judge (auto: bfloat16 where the hardware has it natively, else float32)")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--max-sentences", type=int, default=4)
@@ -352,7 +372,7 @@ def main(argv: list[str] | None = None) -> dict:
     judged = run_judge(args, ctxs)
     answered = [r for r in _rows(args.out) if r["method"] in methods and (r["task"], r["record"]) in
                 {(c["task"], c["record"]) for c in ctxs}]
-    header = (f"model={args.model} judge={args.judge} ({args.judge_dtype}, question-aware on QA tasks) "
+    header = (f"model={args.model} judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, question-aware on QA tasks) "
               f"max_new_tokens={args.max_new_tokens} max_sentences={args.max_sentences} S={args.num_samples} "
               f"K={args.num_beams} T={args.temperature} cpu={platform.machine()} "
               f"generation={sum(r['seconds'] for r in answered) / 60:.1f} min over {len(answered)} answers "

@@ -23,7 +23,7 @@ import random
 
 import numpy as np
 
-from benchmarks.fod_table2 import _key, make_judge
+from benchmarks.fod_table2 import _key, judge_dtype_name, judge_missing
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
     ap.add_argument("--per-task", type=int, default=40, help="sentences sampled per task, half unfaithful")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b")
-    ap.add_argument("--judge-dtype", default="bfloat16")
+    ap.add_argument("--judge-dtype", default="auto", help="auto: bfloat16 where native, else float32")
     ap.add_argument("--judged", required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--results-md", default=None, help="also write the table into this markdown file's --title section")
@@ -69,22 +69,15 @@ def main(argv: list[str] | None = None) -> dict:
                 pass
     todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
     if todo:
-        from tqdm import tqdm
-
-        judge = make_judge(args.judge, args.judge_dtype)
-        with open(args.judged, "a", encoding="utf-8") as out:
-            for it in tqdm(todo, desc="judge"):
-                k = _key(it["context"], it["claim"])
-                cache[k] = float(judge.score([it["context"]], [it["claim"]])[0])
-                out.write(json.dumps({"key": k, "p": cache[k]}) + "\n")
-                out.flush()
+        judge_missing(args.judge, args.judge_dtype, {_key(it["context"], it["claim"]): (it["context"], it["claim"])
+                                                     for it in todo}, args.judged, cache)
     lines: list[str] = []
 
     def emit(text: str) -> None:
         print(text)
         lines.append(text)
 
-    emit(f"judge={args.judge} ({args.judge_dtype}); label 1 = faithful (no annotated span); AUROC [95% CI, "
+    emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}); label 1 = faithful (no annotated span); AUROC [95% CI, "
          "bootstrap over source documents]\n")
     emit("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
           "unfaithful called unsupported | balanced accuracy |")

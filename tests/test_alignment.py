@@ -322,6 +322,25 @@ def test_llm_judge_batching_equals_one_by_one_and_windows(tiny_lm):
     assert batched[0] == pytest.approx(max(judge.score([w], [CLAIMS[0]])[0] for w in windows), abs=1e-5)
 
 
+def test_llm_judge_claims_of_one_premise_share_its_cached_prefix(tiny_lm, monkeypatch):
+    from features.alignment.llm_judge import LLMJudgeScorer
+
+    judge = LLMJudgeScorer(tiny_lm)
+    premise = " ".join(TEXTS * 2)
+    assert len(judge._windows(premise, CLAIMS[0])) == 1
+    claims = [*CLAIMS, TEXTS[1], "Gustave Eiffel designed it."]
+    single = [judge.score([premise], [c], batch_size=1)[0] for c in claims]
+    lengths = []
+    forward = judge._forward
+    monkeypatch.setattr(judge, "_forward",
+                        lambda ids, mask, cache, keep=False: lengths.append(ids.numel()) or forward(ids, mask, cache, keep))
+    shared = judge.score([premise] * len(claims), claims, batch_size=16)
+    np.testing.assert_allclose(shared, single, atol=1e-5)
+    # the premise runs once per window, not once per claim: far fewer tokens than the prompts one by one
+    pairs = [(w, c) for c in claims for w in judge._windows(premise, c)]
+    assert sum(lengths) < 0.6 * sum(len(judge._prompt_ids(w, c)) for w, c in pairs)
+
+
 def test_llm_judge_without_chat_template(tiny_lm_plain):
     from features.alignment.llm_judge import LLMJudgeScorer
 

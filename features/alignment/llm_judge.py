@@ -17,6 +17,13 @@ ignored: the score is the judge's preference between the two answers.
 Long premises are split into overlapping windows that fit the model next to
 the prompt and the whole claim; the score is the max over windows. Offline it
 runs SmolLM2-135M-Instruct (``smollm2-135m``). Sign convention ``+``.
+
+Claims that share a premise window share its prompt prefix: the prefix's
+key/value cache is computed once and each claim runs only its own tokens
+(the premise is most of the prompt, so checking every sentence of an answer
+against one source costs little more than checking one). The token ids are
+those of the whole prompt, so the score equals the uncached one up to float
+rounding.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ YES_SPELLINGS = ("Yes", " Yes")
 NO_SPELLINGS = ("No", " No")
 #: Default premise window: long enough for a retrieved passage, short enough to stay fast on CPU.
 DEFAULT_PREMISE_TOKENS = 512
+#: Shortest shared prompt prefix worth a cached pass of its own.
+MIN_SHARED_TOKENS = 16
 
 
 def judge_message(premise: str, claim: str) -> str:
@@ -133,27 +142,72 @@ class LLMJudgeScorer:
     @torch.no_grad()
     def _score_pairs(self, premises: list[str], claims: list[str]) -> np.ndarray:
         seqs = [self._prompt_ids(p, c) for p, c in zip(premises, claims)]
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self._pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for i, s in enumerate(seqs):  # right padding: real tokens keep positions 0..len-1
-            ids[i, : len(s)] = torch.tensor(s)
-            mask[i, : len(s)] = 1
-        nxt = self._next_token_logits(ids.to(self.device), mask.to(self.device), [len(s) - 1 for s in seqs])
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(premises):
+            groups.setdefault(p, []).append(i)
+        out = np.empty(len(seqs), dtype=np.float64)
+        alone = [i for rows in groups.values() if len(rows) == 1 for i in rows]
+        if alone:
+            out[alone] = self._score_ids([seqs[i] for i in alone])
+        for rows in groups.values():
+            if len(rows) > 1:
+                out[rows] = self._score_ids([seqs[i] for i in rows], shared_prefix=True)
+        return out
+
+    def _score_ids(self, seqs: list[list[int]], shared_prefix: bool = False) -> np.ndarray:
+        """P(Yes) vs No after each prompt; with ``shared_prefix``, the rows' common leading tokens run once."""
+        start = _common_prefix_length(seqs) if shared_prefix else 0
+        start = min(start, min(len(s) for s in seqs) - 1)  # every row keeps at least one token of its own
+        cache = None
+        if start >= MIN_SHARED_TOKENS:
+            prefix = torch.tensor([seqs[0][:start]], device=self.device)
+            cache = self._forward(prefix, torch.ones_like(prefix), None, keep=True).past_key_values
+            cache.batch_repeat_interleave(len(seqs))
+        else:
+            start = 0
+        tails = [s[start:] for s in seqs]
+        width = max(len(t) for t in tails)
+        ids = torch.full((len(tails), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(tails), start + width), dtype=torch.long)
+        for i, t in enumerate(tails):  # right padding: real tokens keep positions start..start+len-1
+            ids[i, : len(t)] = torch.tensor(t)
+            mask[i, : start + len(t)] = 1
+        nxt = self._next_token_logits(ids.to(self.device), mask.to(self.device), [len(t) - 1 for t in tails], cache)
         yes = torch.logsumexp(nxt[:, self.yes_ids], dim=-1)
         no = torch.logsumexp(nxt[:, self.no_ids], dim=-1)
         return torch.sigmoid(yes - no).cpu().numpy()
 
-    def _next_token_logits(self, ids: torch.Tensor, mask: torch.Tensor, last: list[int]) -> torch.Tensor:
-        """``(B, V)`` float32 logits after position ``last[b]`` of each row.
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, cache: Any, keep: bool = False) -> Any:
+        """The decoder body (or the whole model, if it has no separable body) on ``ids`` after ``cache``; ``keep``
+        returns the key/value cache of ``ids`` too."""
+        body = self._body()
+        model = body if body is not None else self.model
+        return model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=keep)
+
+    def _body(self) -> Any:
+        body, head = getattr(self.model, "base_model", None), self.model.get_output_embeddings()
+        return None if body is None or body is self.model or head is None else body
+
+    def _next_token_logits(self, ids: torch.Tensor, mask: torch.Tensor, last: list[int],
+                           cache: Any = None) -> torch.Tensor:
+        """``(B, V)`` float32 logits after position ``last[b]`` of each row of ``ids`` (which follow ``cache``).
 
         Runs the decoder body and applies the output layer only at those
         positions (full ``(B, T, V)`` logits would cost hundreds of MB).
         """
         rows = torch.arange(ids.shape[0], device=ids.device)
         pos = torch.tensor(last, device=ids.device)
-        body, head = getattr(self.model, "base_model", None), self.model.get_output_embeddings()
-        if body is None or body is self.model or head is None:
-            return self.model(input_ids=ids, attention_mask=mask).logits[rows, pos].float()
-        hidden = body(input_ids=ids, attention_mask=mask).last_hidden_state
-        return head(hidden[rows, pos]).float()
+        if self._body() is None:
+            return self._forward(ids, mask, cache).logits[rows, pos].float()
+        hidden = self._forward(ids, mask, cache).last_hidden_state
+        return self.model.get_output_embeddings()(hidden[rows, pos]).float()
+
+
+def _common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
+    """Length of the longest token prefix every sequence starts with."""
+    first, n = seqs[0], min(len(s) for s in seqs)
+    for i in range(n):
+        t = first[i]
+        if any(s[i] != t for s in seqs):
+            return i
+    return n

@@ -177,10 +177,13 @@ def max_over_windows(
         flat_p.extend(ws)
         flat_c.extend([c] * len(ws))
         owner.extend([i] * len(ws))
+    # equal windows side by side, so a backend that shares work across one premise's claims sees them together
+    order = sorted(range(len(flat_p)), key=flat_p.__getitem__)
     scores = np.empty(len(flat_p), dtype=np.float64)
     starts = range(0, len(flat_p), batch_size)
     for s in tqdm(starts, desc=desc, unit="batch", disable=show_progress(len(starts), progress)):
-        scores[s : s + batch_size] = np.asarray(score_pairs(flat_p[s : s + batch_size], flat_c[s : s + batch_size]))
+        rows = order[s : s + batch_size]
+        scores[rows] = np.asarray(score_pairs([flat_p[i] for i in rows], [flat_c[i] for i in rows]))
     out = np.full(len(premises), -np.inf)
     np.maximum.at(out, np.asarray(owner, dtype=np.int64), scores)
     return out
