@@ -168,3 +168,13 @@ def test_preset_cost_benchmark_runs(capsys):
     summary = main(["--presets", "default", "--limit", "1", "--tokens", "4", "--rounds", "1"])
     assert summary["default"]["offline_x"] == pytest.approx(1.0) and summary["default"]["live_tokens_per_s"] > 0
     assert "| default | smollm2-135m, float32 | default |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_judge_speed_benchmark_runs(capsys):
+    from benchmarks.judge_speed import main
+
+    summary = main(["--judge", "smollm2-135m", "--ragtruth", "/nonexistent.jsonl", "--claims", "3", "--rounds", "1"])
+    assert summary["claims"] >= 2 and summary["ratio"] > 0
+    assert summary["max_diff"] < 1e-4  # sharing the prefix changes the cost, not the scores
+    assert "| shared prefix |" in capsys.readouterr().out
