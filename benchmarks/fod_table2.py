@@ -372,7 +372,8 @@ def main(argv: list[str] | None = None) -> dict:
     judged = run_judge(args, ctxs)
     answered = [r for r in _rows(args.out) if r["method"] in methods and (r["task"], r["record"]) in
                 {(c["task"], c["record"]) for c in ctxs}]
-    header = (f"model={args.model} judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, question-aware on QA tasks) "
+    header = (f"model={args.model} judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, "
+              "question-aware on QA tasks) "
               f"max_new_tokens={args.max_new_tokens} max_sentences={args.max_sentences} S={args.num_samples} "
               f"K={args.num_beams} T={args.temperature} cpu={platform.machine()} "
               f"generation={sum(r['seconds'] for r in answered) / 60:.1f} min over {len(answered)} answers "

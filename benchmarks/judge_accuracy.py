@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(text)
         lines.append(text)
 
-    emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}); label 1 = faithful (no annotated span); AUROC [95% CI, "
-         "bootstrap over source documents]\n")
+    emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}); label 1 = faithful (no annotated span); "
+         "AUROC [95% CI, bootstrap over source documents]\n")
     emit("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
           "unfaithful called unsupported | balanced accuracy |")
     emit("| --- | --- | --- | --- | --- | --- | --- | --- |")

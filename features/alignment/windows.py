@@ -159,7 +159,8 @@ def max_over_windows(
         score_pairs: ``(window texts, claims)`` of length ``m <= batch_size``
             -> ``(m,)`` support probabilities.
         batch_size: pairs per ``score_pairs`` call (windows of all premises
-            are flattened and batched together).
+            are flattened, sorted by window text so equal windows share a
+            call, and batched together).
         progress: show a tqdm bar (``None``: only for long jobs on a terminal).
 
     Returns:
