@@ -182,15 +182,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
     """Judge every distinct (context, claim) of the answers; cached in ``--judged``."""
     from syncheck.featurize import alignment_claim
 
-    cache: dict[str, float] = {}
-    if os.path.exists(args.judged):
-        with open(args.judged, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                cache[r["key"]] = r["p"]
+    cache = read_judged(args.judged)
     by_id = {(c["task"], c["record"]): c for c in ctxs}
     todo: dict[str, tuple[str, str]] = {}
     for r in _rows(args.out):
@@ -212,6 +204,11 @@ def judge_dtype_name(dtype: str | None) -> str:
     from syncheck.models import model_dtype
 
     return str(model_dtype(dtype or "float32")).removeprefix("torch.")
+
+
+def read_judged(path: str) -> dict[str, float]:
+    """The verdicts a ``--judged`` file holds, by claim key (empty when the file does not exist yet)."""
+    return {r["key"]: r["p"] for r in _rows(path)} if os.path.exists(path) else {}
 
 
 def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]], path: str,

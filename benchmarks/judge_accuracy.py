@@ -17,13 +17,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
 
 import numpy as np
 
-from benchmarks.fod_table2 import _key, judge_dtype_name, judge_missing
+from benchmarks.fod_table2 import _key, judge_dtype_name, judge_missing, read_judged
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -59,14 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
         rng.shuffle(pool)
         bad = [it for it in pool if not it["label"]][: args.per_task // 2]
         items += bad + [it for it in pool if it["label"]][: args.per_task - len(bad)]
-    cache = {}
-    if os.path.exists(args.judged):
-        for line in open(args.judged, encoding="utf-8"):
-            try:
-                r = json.loads(line)
-                cache[r["key"]] = r["p"]
-            except json.JSONDecodeError:
-                pass
+    cache = read_judged(args.judged)
     todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
     if todo:
         judge_missing(args.judge, args.judge_dtype, {_key(it["context"], it["claim"]): (it["context"], it["claim"])

@@ -332,8 +332,12 @@ def test_llm_judge_claims_of_one_premise_share_its_cached_prefix(tiny_lm, monkey
     single = [judge.score([premise], [c], batch_size=1)[0] for c in claims]
     lengths = []
     forward = judge._forward
-    monkeypatch.setattr(judge, "_forward",
-                        lambda ids, mask, cache, keep=False: lengths.append(ids.numel()) or forward(ids, mask, cache, keep))
+
+    def counted(ids, mask, cache, keep=False):
+        lengths.append(ids.numel())
+        return forward(ids, mask, cache, keep)
+
+    monkeypatch.setattr(judge, "_forward", counted)
     shared = judge.score([premise] * len(claims), claims, batch_size=16)
     np.testing.assert_allclose(shared, single, atol=1e-5)
     # the premise runs once per window, not once per claim: far fewer tokens than the prompts one by one
