@@ -4,10 +4,12 @@ Each candidate is the next sentence of its beam, sampled token by token until a
 visible character of the sentence after it exists (or EOS). All rows decode as
 one left-padded batch; with steering (:mod:`fod.steering`) the without-context
 pass runs in lockstep (one extra batched forward per token) so every row has
-its without-context distribution at every step (for the first :data:`STEER_TOKENS` tokens). Rows that run long do not hold
-the batch: once half the candidates are finished, the others get at most
-twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens),
-and a candidate cut off mid-sentence is ``capped``.
+its without-context distribution at every step (for the first :data:`STEER_TOKENS` tokens). A finished candidate
+leaves the batch, so each step costs only the rows still decoding (the finished ones are gathered back before
+scoring); sampling draws as if it had stayed, so a candidate's tokens do not depend on when the others finished.
+Rows that run long do not hold the batch either: once half the candidates are finished, the others get at most
+twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens), and a candidate cut off
+mid-sentence is ``capped``.
 """
 
 from __future__ import annotations
@@ -61,13 +63,14 @@ class Candidate:
 
 def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence[int], premise: Premise,
                       decoding: Decoding, generator: torch.Generator, *, max_tokens: int, steer: str = "none",
-                      ban: int | None = None) -> tuple[Batch, list[Candidate]]:
+                      ban: int | None = None, leave: bool = True) -> tuple[Batch, list[Candidate]]:
     """Sample ``shares[j]`` next sentences of each one-row beam ``j`` in one batch and score them.
 
     Args:
         max_tokens: cap on a candidate's new tokens.
         steer: ``"none"`` (the with-context distribution), ``"adacad"`` or ``"cad"`` (see :mod:`fod.steering`).
         ban: a token no candidate may start with (the token a token-level backtrack cut away).
+        leave: finished candidates leave the batch (``False``: they are fed padding to the end, as a reference).
 
     Returns:
         The sampling batch (select a candidate's row from it) and the candidates, beam 0's first.
@@ -83,8 +86,11 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
     batch = engine.merge(list(beams), list(shares))
     owner = [j for j, n in enumerate(shares) for _ in range(n)]
     n = len(batch)
-    start = [len(r.ids) for r in batch.rows]
+    rows = list(batch.rows)
+    start = [len(r.ids) for r in rows]
     done, lengths = [False] * n, [0] * n
+    live = list(range(n))  # the candidates still decoding: the rows of ``batch``, in order
+    home: list[tuple[Batch, int] | None] = [None] * n  # where a finished candidate that left the batch is kept
     for step in range(max(max_tokens, 0)):
         steering = steered and step < STEER_TOKENS
         logits = batch.next_logp
@@ -94,17 +100,28 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         if step == 0 and ban is not None:
             logits = logits.clone()
             logits[:, ban] = float("-inf")
-        engine.step(batch, engine.choose(batch, decoding, generator, logits), active=[not d for d in done])
+        engine.step(batch, _choose_live(engine, batch, decoding, generator, logits, live, n),
+                    active=[not done[i] for i in live])
         if steering and step + 1 < STEER_TOKENS:
             engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
-        for i, row in enumerate(batch.rows):
-            if not done[i] and (row.ended or row.pending_sentences(final=False)):
-                done[i], lengths[i] = True, len(row.ids) - start[i]
+        for i in live:
+            if rows[i].ended or rows[i].pending_sentences(final=False):
+                done[i], lengths[i] = True, len(rows[i].ids) - start[i]
         if all(done):
             break
         finished = [k for k, d in zip(lengths, done) if d]
         if 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
             break
+        if leave and any(done[i] for i in live):  # finished candidates leave the batch: the others decode without them
+            for at, i in enumerate(live):
+                if done[i]:
+                    home[i] = (batch, at)
+            kept = [(at, i) for at, i in enumerate(live) if not done[i]]
+            batch, live = engine.gather([(batch, at) for at, _ in kept]), [i for _, i in kept]
+    if any(h is not None for h in home):  # all candidates together again, in their first order
+        for at, i in enumerate(live):
+            home[i] = (batch, at)
+        batch = engine.gather(home)
     capped = [not d for d in done]
     finals = [r.ended or c for r, c in zip(batch.rows, capped)]
     events = monitor.score_finished(batch, premise, final=finals, first_only=True)
@@ -114,6 +131,20 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         ended = row.ended and (not evs or evs[-1].tokens[1] == len(row.ids))
         out.append(Candidate(i, owner[i], evs, ended, capped[i]))
     return batch, out
+
+
+def _choose_live(engine, batch: Batch, decoding: Decoding, generator: torch.Generator, logits: torch.Tensor,
+                 live: list[int], n: int) -> torch.Tensor:
+    """The next token of each row of ``batch`` (candidates ``live`` of ``n``): ``(len(live),)``.
+
+    Sampling draws for all ``n`` candidates, as if none had left the batch, so each candidate's draws do not depend
+    on when the others finished; a finished candidate's draw is thrown away.
+    """
+    if len(live) == n or not decoding.do_sample:
+        return engine.choose(batch, decoding, generator, logits)
+    full = logits.new_zeros((n, logits.shape[-1]))  # (n, V): a uniform distribution for the finished candidates
+    full[live] = logits
+    return engine.choose(batch, decoding, generator, full)[live]
 
 
 __all__ = ["STEER_TOKENS", "STRAGGLER_SLACK", "Candidate", "sample_candidates"]

@@ -74,6 +74,29 @@ def concat_left_padded(caches: Sequence[DynamicCache]) -> tuple[DynamicCache, li
     return DynamicCache(ddp_cache_data=data), pads
 
 
+def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[DynamicCache, list[int]]:
+    """One cache of the given rows, in that order, each row taken from any cache and left-padded to the longest.
+
+    ``parts``: ``(cache, row, pad)`` per output row: row ``row`` of ``cache``, whose first ``pad`` positions are
+    padding (dropped here). Every position after them is kept, so positions a row accumulated after it stopped stay
+    where they were. One copy per row. Returns the cache and each row's new left padding.
+    """
+    layers = [_kv(c) for c, _, _ in parts]
+    spans = [kv[0][0].shape[-2] - pad for kv, (_, _, pad) in zip(layers, parts)]
+    width = max(spans)
+    data = []
+    for layer in range(len(layers[0])):
+        k0, v0 = layers[0][layer]
+        keys = k0.new_zeros((len(parts), k0.shape[1], width, k0.shape[-1]))
+        values = v0.new_zeros((len(parts), v0.shape[1], width, v0.shape[-1]))
+        for out, (kv, (_, row, pad), n) in enumerate(zip(layers, parts, spans)):
+            k, v = kv[layer]
+            keys[out, :, width - n :] = k[row, :, pad:]
+            values[out, :, width - n :] = v[row, :, pad:]
+        data.append((keys, values))
+    return DynamicCache(ddp_cache_data=data), [width - n for n in spans]
+
+
 def expand(cache: DynamicCache, n: int) -> DynamicCache:
     """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``)."""
     data = []

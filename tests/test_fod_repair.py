@@ -308,3 +308,47 @@ def test_a_degenerate_sentence_after_good_ones_ends_the_answer():
                                              steer="none")
     assert res.trace["backtrack"]["degenerate"] == "no_content"
     assert res.text == "Good." and res.trace["steps"][0]["chosen_by"] is None
+
+
+@pytest.mark.parametrize("search, steer", [("repair", "none"), ("repair", "adacad"), ("beam", "adacad")])
+def test_finished_candidates_leave_the_batch_and_no_candidate_changes(monkeypatch, search, steer):
+    import functools
+
+    import fod.candidates
+    import fod.generator
+    from syncheck.live.engine import LiveEngine
+
+    def script(text, has_context):  # candidates of 2 and 5 tokens: the long ones sample again after the short finish
+        table = {"": {"Good": 1.0}, "Good.": {" London": 0.4, " Paris": 0.2, " The": 0.4}, "Good. The": {" answer": 1.0},
+                 "Good. The answer": {" is": 1.0}, "Good. The answer is": {" Paris": 0.5, " Meh": 0.5}}
+        if text in table:
+            return table[text]
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+    rows_stepped = []
+    step = LiveEngine.step
+
+    def counting_step(self, batch, tokens, active=None):
+        rows_stepped.append(len(batch))
+        return step(self, batch, tokens, active)
+
+    monkeypatch.setattr(LiveEngine, "step", counting_step)
+
+    def run(leave: bool):
+        monkeypatch.setattr(fod.generator, "sample_candidates",
+                            functools.partial(fod.candidates.sample_candidates, leave=leave))
+        rows_stepped.clear()
+        res = make(script).generate(question="Q?", context=CONTEXT, decoding=sampled(0), tau1=0.5, tau2=0.9,
+                                    steer=steer, search=search, num_samples=6, num_beams=2)
+        return res, sum(rows_stepped)
+
+    stay, stay_rows = run(False)
+    leave, leave_rows = run(True)
+    cands = [[(c["text"], c["ended"], c["capped"], c["pruned"]) for c in s["candidates"]] for s in stay.trace["steps"]]
+    assert {c[0] for step in cands for c in step} >= {"Paris.", "The answer is Paris.", "The answer is Meh."}
+    assert cands == [[(c["text"], c["ended"], c["capped"], c["pruned"]) for c in s["candidates"]]
+                     for s in leave.trace["steps"]]
+    for a, b in zip(stay.trace["steps"], leave.trace["steps"]):
+        assert [c["score"] for c in a["candidates"]] == pytest.approx([c["score"] for c in b["candidates"]], abs=1e-6)
+    assert leave.text == stay.text and leave.trace["stop"] == stay.trace["stop"]
+    assert leave_rows < stay_rows

@@ -1,4 +1,4 @@
-"""Beam branching over the live caches: select a row, cut it back, copy and merge one-row batches.
+"""Beam branching over the live caches: select a row, cut it back, copy and merge one-row batches, gather rows.
 
 Nothing before a cut is recomputed: both KV caches are cropped at a flushed sentence boundary (see
 :mod:`syncheck.live.deferred_kl`), where the row kept the next-token distributions that resume decoding. FOD
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from syncheck.kv import concat_left_padded, expand, select_rows
+from syncheck.kv import concat_left_padded, expand, gather_left_padded, select_rows
 from syncheck.live.state import Batch
 
 if TYPE_CHECKING:
@@ -101,10 +101,31 @@ def merge(batches: Sequence[Batch], copies: Sequence[int] | None = None) -> Batc
                  pad_with, pad_without, context_span=batches[0].context_span, next_lookback=next_lookback)
 
 
+def gather(parts: Sequence[tuple[Batch, int]]) -> Batch:
+    """One batch of the given rows (``(batch, i)``: row ``i`` of ``batch``), in that order, from batches of one
+    prompt that may have been stepped apart: each row keeps its caches, left-padded to the longest (one copy).
+
+    FOD's candidates use it to let finished rows leave the sampling batch and to put them back together. The rows
+    are the same objects; a row's next-token distribution is the one its batch holds.
+    """
+    first = parts[0][0]
+    with_cache, pad_with = gather_left_padded([(b.with_cache, i, b.pad_with[i]) for b, i in parts])
+    without_cache, pad_without = None, []
+    if first.without_cache is not None:
+        without_cache, pad_without = gather_left_padded([(b.without_cache, i, b.pad_without[i]) for b, i in parts])
+    next_logp = torch.stack([b.next_logp[i] for b, i in parts])  # (B, V)
+    next_lookback = None
+    if first.next_lookback is not None:
+        next_lookback = np.stack([b.next_lookback[i] for b, i in parts])
+    return Batch([b.rows[i] for b, i in parts], with_cache, without_cache, next_logp, first.prompt,
+                 first.prompt_len_without, pad_with, pad_without, context_span=first.context_span,
+                 next_lookback=next_lookback)
+
+
 def ended_view(batch: Batch, i: int) -> Batch:
     """A one-row view of an ended row (it is never continued, so its caches are not cropped)."""
     return Batch([batch.rows[i]], batch.with_cache, batch.without_cache, batch.next_logp[i : i + 1],
                  batch.prompt, batch.prompt_len_without)
 
 
-__all__ = ["cut", "ended_view", "merge", "select"]
+__all__ = ["cut", "ended_view", "gather", "merge", "select"]

@@ -174,13 +174,13 @@ class LiveEngine:
                logits: torch.Tensor | None = None) -> torch.Tensor:
         """Next token per row, ``(B,)``, from the with-context distribution (argmax unless ``decoding.do_sample``).
 
-        ``logits``: ``(B, V)`` scores to choose from instead (e.g. FOD's steered candidates); the token's
-        statistics still come from the with-context distribution.
+        ``logits``: ``(B', V)`` scores to choose from instead (e.g. FOD's steered candidates), one token per row of
+        them; the token's statistics still come from the with-context distribution.
         """
         logits = batch.next_logp if logits is None else logits
         if not decoding.do_sample:
             return logits.argmax(-1)
-        ids = torch.zeros((len(batch), 1), dtype=torch.long, device=logits.device)
+        ids = torch.zeros((logits.shape[0], 1), dtype=torch.long, device=logits.device)
         scores = decoding.processors()(ids, logits.clone())
         probs = torch.softmax(scores, -1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
@@ -254,6 +254,10 @@ class LiveEngine:
     def cut(self, batch: Batch, length: int) -> Batch:
         """Cut a one-row batch back to any response token ``length`` (:func:`syncheck.live.branching.cut`)."""
         return branching.cut(self, batch, length)
+
+    def gather(self, parts: Sequence[tuple[Batch, int]]) -> Batch:
+        """One batch of rows taken from batches of one prompt (:func:`syncheck.live.branching.gather`)."""
+        return branching.gather(parts)
 
     def expand(self, batch: Batch, n: int) -> Batch:
         """``n`` copies of a one-row batch (for sampling ``n`` continuations at once)."""
