@@ -90,7 +90,7 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
     start = [len(r.ids) for r in rows]
     done, lengths = [False] * n, [0] * n
     live = list(range(n))  # the candidates still decoding: the rows of ``batch``, in order
-    home: list[tuple[Batch, int] | None] = [None] * n  # where a finished candidate that left the batch is kept
+    home: list[tuple[Batch, int] | None] = [None] * n  # (batch, row) where a candidate that left is parked
     for step in range(max(max_tokens, 0)):
         steering = steered and step < STEER_TOKENS
         logits = batch.next_logp
@@ -113,9 +113,11 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         if 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
             break
         if leave and any(done[i] for i in live):  # finished candidates leave the batch: the others decode without them
-            for at, i in enumerate(live):
-                if done[i]:
-                    home[i] = (batch, at)
+            # both sides are copied out, so no earlier batch (all its rows' caches) stays alive
+            left = [(at, i) for at, i in enumerate(live) if done[i]]
+            parked = engine.gather([(batch, at) for at, _ in left])
+            for k, (_, i) in enumerate(left):
+                home[i] = (parked, k)
             kept = [(at, i) for at, i in enumerate(live) if not done[i]]
             batch, live = engine.gather([(batch, at) for at, _ in kept]), [i for _, i in kept]
     if any(h is not None for h in home):  # all candidates together again, in their first order
