@@ -25,6 +25,18 @@ def _kv(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return out
 
 
+def cache_of(data: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+    """A ``DynamicCache`` holding these ``(keys, values)`` tensors per layer, without copying them.
+
+    ``DynamicCache(ddp_cache_data=data)`` concatenates each tensor onto an empty one, a full copy of a cache that
+    every function here has just built; this builds the layers from empty slices and then hands them the tensors.
+    """
+    cache = DynamicCache(ddp_cache_data=[(k[..., :0, :], v[..., :0, :]) for k, v in data])
+    for layer, (keys, values) in zip(cache.layers, data):
+        layer.keys, layer.values = keys, values
+    return cache
+
+
 def cache_length(cache: DynamicCache) -> int:
     """Number of positions held (``0`` for an empty cache)."""
     return int(cache.get_seq_length())
@@ -43,9 +55,9 @@ def select_rows(cache: DynamicCache, rows: Sequence[int], length: int | None = N
         if start + n > keys.shape[-2]:
             raise ValueError(f"cannot take positions [{start}, {start + n}) of a cache of {keys.shape[-2]}")
         idx = index.to(keys.device)
-        data.append((keys.index_select(0, idx)[:, :, start : start + n].contiguous(),
-                     values.index_select(0, idx)[:, :, start : start + n].contiguous()))
-    return DynamicCache(ddp_cache_data=data)
+        data.append((keys[:, :, start : start + n].index_select(0, idx).contiguous(),
+                     values[:, :, start : start + n].index_select(0, idx).contiguous()))
+    return cache_of(data)
 
 
 def concat_left_padded(caches: Sequence[DynamicCache]) -> tuple[DynamicCache, list[int]]:
@@ -71,7 +83,7 @@ def concat_left_padded(caches: Sequence[DynamicCache]) -> tuple[DynamicCache, li
             ks.append(k)
             vs.append(v)
         data.append((torch.cat(ks, 0), torch.cat(vs, 0)))
-    return DynamicCache(ddp_cache_data=data), pads
+    return cache_of(data), pads
 
 
 def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[DynamicCache, list[int]]:
@@ -87,14 +99,17 @@ def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[
     data = []
     for layer in range(len(layers[0])):
         k0, v0 = layers[0][layer]
-        keys = k0.new_zeros((len(parts), k0.shape[1], width, k0.shape[-1]))
-        values = v0.new_zeros((len(parts), v0.shape[1], width, v0.shape[-1]))
+        keys = k0.new_empty((len(parts), k0.shape[1], width, k0.shape[-1]))
+        values = v0.new_empty((len(parts), v0.shape[1], width, v0.shape[-1]))
         for out, (kv, (_, row, pad), n) in enumerate(zip(layers, parts, spans)):
             k, v = kv[layer]
             keys[out, :, width - n :] = k[row, :, pad:]
             values[out, :, width - n :] = v[row, :, pad:]
+            if n < width:  # masked, but finite: a masked position's weight is 0, and 0 * NaN would be NaN
+                keys[out, :, : width - n] = 0
+                values[out, :, : width - n] = 0
         data.append((keys, values))
-    return DynamicCache(ddp_cache_data=data), [width - n for n in spans]
+    return cache_of(data), [width - n for n in spans]
 
 
 def expand(cache: DynamicCache, n: int) -> DynamicCache:
@@ -104,7 +119,7 @@ def expand(cache: DynamicCache, n: int) -> DynamicCache:
         if keys.shape[0] != 1:
             raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
         data.append((keys.expand(n, -1, -1, -1).contiguous(), values.expand(n, -1, -1, -1).contiguous()))
-    return DynamicCache(ddp_cache_data=data)
+    return cache_of(data)
 
 
 def padding_mask(pads: Sequence[int], past: int, new: int, device) -> torch.Tensor:
