@@ -119,3 +119,19 @@ def test_rows_and_batches_are_written_only_by_their_own_methods():
                 if isinstance(t, ast.Attribute) and t.attr in fields:
                     wrong.append(f"{path.relative_to(root)}:{node.lineno} writes .{t.attr}")
     assert not wrong, "Row/Batch fields written outside their methods:\n" + "\n".join(wrong)
+
+
+def test_caches_built_by_the_kv_helpers_hold_their_tensors_without_copying_and_grow_as_usual():
+    from syncheck.kv import cache_length, cache_of, gather_left_padded
+
+    k = torch.randn(2, 3, 5, 4)
+    v = torch.randn(2, 3, 5, 4)
+    cache = cache_of([(k, v), (k + 1, v + 1)])
+    assert cache.layers[0].keys.data_ptr() == k.data_ptr() and cache_length(cache) == 5
+    keys, _ = cache.update(torch.ones(2, 3, 1, 4), torch.ones(2, 3, 1, 4), 0)
+    assert keys.shape == (2, 3, 6, 4) and torch.equal(keys[:, :, :5], k) and torch.equal(k, cache_of([(k, v)]).layers[0].keys)
+    # gather: row 1 (2 pad positions dropped) and row 0, left-padded to the longest; the padding is zeros, not garbage
+    out, pads = gather_left_padded([(cache_of([(k, v)]), 1, 2), (cache_of([(k, v)]), 0, 0)])
+    got = out.layers[0].keys
+    assert pads == [2, 0] and torch.equal(got[0, :, 2:], k[1, :, 2:]) and torch.equal(got[1], k[0])
+    assert torch.count_nonzero(got[0, :, :2]) == 0
