@@ -182,7 +182,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
     """Judge every distinct (context, claim) of the answers; cached in ``--judged``."""
     from syncheck.featurize import alignment_claim
 
-    cache = read_judged(args.judged)
+    cache = read_judged(args.judged, args.judge_dtype)
     by_id = {(c["task"], c["record"]): c for c in ctxs}
     todo: dict[str, tuple[str, str]] = {}
     for r in _rows(args.out):
@@ -206,9 +206,16 @@ def judge_dtype_name(dtype: str | None) -> str:
     return str(model_dtype(dtype or "float32")).removeprefix("torch.")
 
 
-def read_judged(path: str) -> dict[str, float]:
-    """The verdicts a ``--judged`` file holds, by claim key (empty when the file does not exist yet)."""
-    return {r["key"]: r["p"] for r in _rows(path)} if os.path.exists(path) else {}
+def read_judged(path: str, dtype: str | None = None) -> dict[str, float]:
+    """The verdicts a ``--judged`` file holds, by claim key (empty when the file does not exist yet).
+
+    With ``dtype`` (a judge dtype name, ``"auto"`` resolved), a verdict recorded in another dtype is left out, so it is
+    judged again; verdicts written before the dtype was recorded carry none and are kept (the file's name says it).
+    """
+    if not os.path.exists(path):
+        return {}
+    want = judge_dtype_name(dtype) if dtype is not None else None
+    return {r["key"]: r["p"] for r in _rows(path) if want is None or r.get("dtype", want) == want}
 
 
 def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]], path: str,
@@ -221,12 +228,13 @@ def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]]
     for k, (ctx, claim) in todo.items():
         by_context[ctx].append((k, claim))
     judge = make_judge(spec, dtype)
+    name = judge_dtype_name(dtype)
     with open(path, "a", encoding="utf-8") as out, tqdm(total=len(todo), desc="judge") as bar:
         for ctx, items in by_context.items():
             ps = judge.score([ctx] * len(items), [claim for _, claim in items])
             for (k, _), p in zip(items, ps):
                 cache[k] = float(p)
-                out.write(json.dumps({"key": k, "p": float(p)}) + "\n")
+                out.write(json.dumps({"key": k, "p": float(p), "dtype": name}) + "\n")
             out.flush()
             bar.update(len(items))
 

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
         rng.shuffle(pool)
         bad = [it for it in pool if not it["label"]][: args.per_task // 2]
         items += bad + [it for it in pool if it["label"]][: args.per_task - len(bad)]
-    cache = read_judged(args.judged)
+    cache = read_judged(args.judged, args.judge_dtype)
     todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
     if todo:
         judge_missing(args.judge, args.judge_dtype, {_key(it["context"], it["claim"]): (it["context"], it["claim"])

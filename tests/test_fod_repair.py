@@ -217,6 +217,19 @@ def test_table2_benchmark_smoke(tmp_path, capsys):
     assert "old" not in text and "kept" in text and "#### all (4 records" in text and "--title 'Smoke table'" in text
 
 
+def test_judged_verdicts_of_another_dtype_are_judged_again(tmp_path):
+    """A --judged file mixing judge dtypes: a report in one dtype reads only that dtype's verdicts (and the legacy
+    verdicts that carry none), so the others are judged again rather than mixed in."""
+    from benchmarks.fod_table2 import read_judged
+
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"key": "a", "p": 0.9}\n{"key": "b", "p": 0.2, "dtype": "bfloat16"}\n'
+                    '{"key": "c", "p": 0.7, "dtype": "float32"}\n')
+    assert read_judged(str(path), "float32") == {"a": 0.9, "c": 0.7}
+    assert read_judged(str(path), "bfloat16") == {"a": 0.9, "b": 0.2}
+    assert read_judged(str(path)) == {"a": 0.9, "b": 0.2, "c": 0.7}
+
+
 def test_beam_search_keeps_every_beam_within_the_token_budget():
     """Issue 22, bug 2: the candidate budget came from the shortest beam, so a longer beam overran max_new_tokens."""
     def script(text, has_context):
