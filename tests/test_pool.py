@@ -134,6 +134,33 @@ def test_prompts_over_the_same_documents_prefill_only_what_follows_the_cached_pr
     torch.testing.assert_close(logp, fresh[-1][1], atol=1e-4, rtol=1e-4)
 
 
+def test_prompts_that_hit_the_cached_prefix_together_are_prefilled_in_one_forward(monitor):
+    """The hits of one round share one forward (right-padded tails on copies of the prefix), equal to a fresh
+    prefill of each prompt."""
+    engine = monitor.engine
+    prompts = [monitor.prompts(q, CONTEXT, 8)[0][0] for q in QUESTIONS]
+    fresh = [engine.prefill(p) for p in prompts]
+    engine.prefixes.clear()
+    engine.prefixes.min_tokens = 16
+    engine.prefill(prompts[0], reuse=True)  # stored: the others share its template and documents
+    fed = []
+    hook = engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: fed.append(tuple(kwargs["input_ids"].shape)),
+                                                     with_kwargs=True)
+    try:
+        reused = engine.prefill_many(prompts[1:], reuse=True)
+    finally:
+        hook.remove()
+    shared = min(len(os.path.commonprefix([prompts[0], p])) for p in prompts[1:])
+    assert len({len(p) for p in prompts[1:]}) > 1  # tails of different lengths: the right padding is exercised
+    assert fed == [(3, max(len(p) for p in prompts[1:]) - shared)]
+    for (cache, logp), (ref_cache, ref_logp), prompt in zip(reused, fresh[1:], prompts[1:]):
+        torch.testing.assert_close(logp, ref_logp, atol=1e-4, rtol=1e-4)
+        for (k, v), (rk, rv) in zip(_layers(cache), _layers(ref_cache)):
+            assert k.shape == rk.shape == (1, rk.shape[1], len(prompt), rk.shape[3])
+            torch.testing.assert_close(k, rk, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(v, rv, atol=1e-4, rtol=1e-4)
+
+
 def test_generations_on_a_cached_prefix_equal_those_without_the_cache(tiny_lm):
     scorer = Scorer(tiny_lm, aggregator=None)
     cached, plain = Monitor(scorer), Monitor(scorer)

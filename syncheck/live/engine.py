@@ -19,7 +19,7 @@ from features.entropy import normalized_entropy
 from features.lookback import lookback_ratios
 from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
-from syncheck.kv import cache_length, padding_mask, select_rows
+from syncheck.kv import cache_length, expand, padding_mask, select_rows
 from syncheck.live import branching, deferred_kl
 from syncheck.live.prefix_cache import PromptPrefixCache
 from syncheck.live.state import Batch, Row
@@ -103,7 +103,8 @@ class LiveEngine:
         in one forward, and the first of them is kept in the prefix cache.
         """
         if reuse and self.prefixes is not None:
-            hits = {i: self.prefill(p, reuse=True) for i, p in enumerate(prompts) if self.prefixes.reusable(p)}
+            hit = [i for i, p in enumerate(prompts) if self.prefixes.reusable(p)]
+            hits = dict(zip(hit, self._prefill_on_prefix([prompts[i] for i in hit])))
             fresh = [i for i in range(len(prompts)) if i not in hits]
             if fresh:  # after the hits, which read the prefix this replaces
                 hits.update(zip(fresh, self.prefill_many([prompts[i] for i in fresh])))
@@ -123,6 +124,31 @@ class LiveEngine:
                             attention_mask=padding_mask(pads, 0, width, dev), use_cache=True, logits_to_keep=1)
         logp = torch.log_softmax(out.logits[:, -1].float(), -1)
         return [(select_rows(out.past_key_values, [i], start=pad), logp[i : i + 1]) for i, pad in enumerate(pads)]
+
+    def _prefill_on_prefix(self, prompts: Sequence[Sequence[int]]) -> list[tuple[DynamicCache, torch.Tensor]]:
+        """:meth:`prefill` with ``reuse`` of prompts that share the prefix cache's prompt, in one forward.
+
+        The rows start from the longest prefix all of them share with the cached prompt (one copy per row), and
+        each feeds its own remaining tokens, right-padded: causal attention keeps every real position from seeing
+        the padding after it, and each row's cache is cropped to its own length. Equal to one :meth:`prefill` per
+        prompt to float tolerance.
+        """
+        if len(prompts) <= 1:
+            return [self.prefill(p, reuse=True) for p in prompts]
+        done = min(self.prefixes.reusable(p) for p in prompts)
+        tails = [list(p[done:]) for p in prompts]
+        width = max(len(t) for t in tails)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        for i, tail in enumerate(tails):
+            ids[i, : len(tail)] = torch.as_tensor(tail, dtype=torch.long)
+        ends = sorted({len(t) - 1 for t in tails})  # the positions whose logits are needed, (m,)
+        dev = self.lm.device
+        past = expand(self.prefixes.take(done), len(prompts))
+        out = self.lm.model(input_ids=ids.to(dev), past_key_values=past, use_cache=True,
+                            logits_to_keep=torch.tensor(ends, device=dev))
+        logp = torch.log_softmax(out.logits.float(), -1)  # (B, m, V)
+        return [(select_rows(out.past_key_values, [i], done + len(t)), logp[i : i + 1, ends.index(len(t) - 1)])
+                for i, t in enumerate(tails)]
 
     def start(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None,
               context_span: tuple[int, int] | None = None) -> Batch:
