@@ -178,16 +178,18 @@ def decode_step_rates(lm: Any, batches: list[int], prompt_tokens: int, steps: in
     """Tokens/s of the bare model's decode step at each batch size (one cache of ``prompt_tokens`` per row)."""
     import torch
 
+    from features.model_cache import cache_kwargs, returned_cache
+
     vocab = len(lm.tokenizer)
     rates = {}
     for b in batches:
         ids = torch.randint(0, vocab, (b, prompt_tokens), device=lm.device)
         with torch.inference_mode():
-            cache = lm.model(input_ids=ids, use_cache=True).past_key_values
+            cache = returned_cache(lm.model(input_ids=ids, use_cache=True))
             t0 = time.perf_counter()
             for _ in range(steps):
                 step = torch.randint(0, vocab, (b, 1), device=lm.device)
-                cache = lm.model(input_ids=step, past_key_values=cache, use_cache=True).past_key_values
+                cache = returned_cache(lm.model(input_ids=step, use_cache=True, **cache_kwargs(lm.model, cache)))
             rates[b] = b * steps / (time.perf_counter() - t0)
     return rates
 

@@ -15,6 +15,7 @@ import torch
 
 from transformers import GenerationConfig
 
+from features.model_cache import cache_kwargs, returned_cache
 from fod.generator import FODGenerator, cut_at_stop
 from fod.results import ABSTAIN_TEXT, GenerationResult
 from syncheck.aggregators.thresholds import resolve_threshold
@@ -129,7 +130,7 @@ class CADGenerator(FODGenerator):
         dev = lm.device
         out_w = lm.model(input_ids=torch.tensor([with_ids], device=dev), use_cache=True, logits_to_keep=1)
         out_o = lm.model(input_ids=torch.tensor([without_ids], device=dev), use_cache=True, logits_to_keep=1)
-        cache_w, cache_o = out_w.past_key_values, out_o.past_key_values
+        cache_w, cache_o = returned_cache(out_w), returned_cache(out_o)
         lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
         ids: list[int] = []
         for step in range(dec.max_new_tokens):
@@ -140,10 +141,10 @@ class CADGenerator(FODGenerator):
             ids.append(tok)
             t = torch.tensor([[tok]], device=dev)
             out_w = lm.model(input_ids=t, position_ids=torch.tensor([[len(with_ids) + step]], device=dev),
-                             past_key_values=cache_w, use_cache=True)
+                             use_cache=True, **cache_kwargs(lm.model, cache_w))
             out_o = lm.model(input_ids=t, position_ids=torch.tensor([[len(without_ids) + step]], device=dev),
-                             past_key_values=cache_o, use_cache=True)
-            cache_w, cache_o = out_w.past_key_values, out_o.past_key_values
+                             use_cache=True, **cache_kwargs(lm.model, cache_o))
+            cache_w, cache_o = returned_cache(out_w), returned_cache(out_o)
             lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
         text = decode_text(lm.tokenizer, ids)
         ctx = context if isinstance(context, str) else tuple(context)

@@ -135,3 +135,29 @@ def test_caches_built_by_the_kv_helpers_hold_their_tensors_without_copying_and_g
     got = out.layers[0].keys
     assert pads == [2, 0] and torch.equal(got[0, :, 2:], k[1, :, 2:]) and torch.equal(got[1], k[0])
     assert torch.count_nonzero(got[0, :, :2]) == 0
+
+
+def test_the_cache_goes_to_a_forward_under_the_name_the_forward_declares(tiny_lm):
+    """transformers renamed ``past_key_values`` to ``cache`` (the old name warns on every call, and goes in 5.40);
+    models written against the old name (the mock) still get it."""
+    import inspect
+    import warnings
+    from types import SimpleNamespace
+
+    from features.model_cache import cache_kwargs, returned_cache
+
+    class OldStyle(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, **_):
+            return SimpleNamespace(past_key_values=past_key_values)
+
+    marker = object()
+    assert cache_kwargs(OldStyle(), marker) == {"past_key_values": marker}
+    assert returned_cache(OldStyle()(None, **cache_kwargs(OldStyle(), marker))) is marker
+    model = tiny_lm.model
+    (name,) = cache_kwargs(model, None)
+    assert name in inspect.signature(type(model).forward).parameters
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # no deprecated name reaches the real model
+        out = model(input_ids=torch.tensor([[1, 2]]), use_cache=True, **cache_kwargs(model, None))
+        again = model(input_ids=torch.tensor([[3]]), use_cache=True, **cache_kwargs(model, returned_cache(out)))
+    assert returned_cache(again).get_seq_length() == 3

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from features.model_cache import cache_kwargs
 from syncheck.monitor import Monitor
 from syncheck.pool import DecodePool
 from syncheck.scorer import Scorer
@@ -129,7 +130,7 @@ def test_prompts_over_the_same_documents_prefill_only_what_follows_the_cached_pr
             torch.testing.assert_close(k, rk, atol=1e-4, rtol=1e-4)
             torch.testing.assert_close(v, rv, atol=1e-4, rtol=1e-4)
     # the stored copy is the engine's own: decoding on a returned cache leaves it intact for the next prompt
-    engine.lm.model(input_ids=torch.tensor([[1, 2, 3]]), past_key_values=reused[-1][0], use_cache=True)
+    engine.lm.model(input_ids=torch.tensor([[1, 2, 3]]), use_cache=True, **cache_kwargs(engine.lm.model, reused[-1][0]))
     cache, logp = engine.prefill(prompts[-1], reuse=True)
     torch.testing.assert_close(logp, fresh[-1][1], atol=1e-4, rtol=1e-4)
 

@@ -35,6 +35,7 @@ import torch
 
 from features.alignment.hf_utils import model_max_tokens
 from features.alignment.windows import max_over_windows, premise_budget, split_windows
+from features.model_cache import cache_kwargs, returned_cache
 
 QUESTION = "Does the premise support the hypothesis? Answer Yes or No."
 YES_SPELLINGS = ("Yes", " Yes")
@@ -161,7 +162,7 @@ class LLMJudgeScorer:
         cache = None
         if start >= MIN_SHARED_TOKENS:
             prefix = torch.tensor([seqs[0][:start]], device=self.device)
-            cache = self._forward(prefix, torch.ones_like(prefix), None, keep=True).past_key_values
+            cache = returned_cache(self._forward(prefix, torch.ones_like(prefix), None, keep=True))
             cache.batch_repeat_interleave(len(seqs))
         else:
             start = 0
@@ -182,7 +183,7 @@ class LLMJudgeScorer:
         returns the key/value cache of ``ids`` too."""
         body = self._body()
         model = body if body is not None else self.model
-        return model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=keep)
+        return model(input_ids=ids, attention_mask=mask, use_cache=keep, **cache_kwargs(model, cache))
 
     def _body(self) -> Any:
         body, head = getattr(self.model, "base_model", None), self.model.get_output_embeddings()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
+from features.model_cache import cache_kwargs, returned_cache
 from syncheck.kv import concat_left_padded, expand, gather_left_padded, select_rows
 from syncheck.live.state import Batch
 
@@ -73,10 +74,10 @@ def cut(engine: "LiveEngine", batch: Batch, length: int) -> Batch:
     dev = engine.lm.device
     pos = torch.arange(batch.prompt_len + b, batch.prompt_len + length, device=dev)[None]
     out = engine.lm.model(input_ids=torch.tensor([toks], device=dev), position_ids=pos,
-                          past_key_values=new.with_cache, use_cache=True)
+                          use_cache=True, **cache_kwargs(engine.lm.model, new.with_cache))
     logp = torch.log_softmax(out.logits[0].float(), -1)  # (length - b, V): predicting tokens b + 1 .. length
     new.rows[0].extend_to(row, length, [new.next_logp[0]] + list(logp[:-1]))
-    new.fed_with(out.past_key_values, logp[-1:].clone())
+    new.fed_with(returned_cache(out), logp[-1:].clone())
     return new
 
 

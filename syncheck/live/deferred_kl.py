@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from features.context_influence import contrastive_kl
+from features.model_cache import cache_kwargs, returned_cache
 from syncheck.kv import cache_length, padding_mask
 from syncheck.live.state import Batch
 
@@ -52,9 +53,10 @@ def flush_kl(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> None:
     kwargs = {}
     if any(batch.pad_without):
         kwargs["attention_mask"] = padding_mask(batch.pad_without, cache_length(batch.without_cache), width, dev)
-    out = engine.lm.model(input_ids=feed.to(dev), position_ids=pos.to(dev), past_key_values=batch.without_cache,
+    out = engine.lm.model(input_ids=feed.to(dev), position_ids=pos.to(dev),
+                          **cache_kwargs(engine.lm.model, batch.without_cache),
                           use_cache=True, **kwargs)
-    batch.fed_without(out.past_key_values)
+    batch.fed_without(returned_cache(out))
     logp = torch.log_softmax(out.logits.float(), -1)  # (B, width, V)
     for i, (row, k) in enumerate(zip(batch.rows, n)):
         if k <= 0:

@@ -17,6 +17,7 @@ from transformers import DynamicCache
 
 from features.entropy import normalized_entropy
 from features.lookback import lookback_ratios
+from features.model_cache import cache_kwargs, returned_cache
 from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
 from syncheck.kv import cache_length, expand, padding_mask, select_rows
@@ -77,11 +78,12 @@ class LiveEngine:
         recording = (record_lookback(self.lm.model, [context_span], [len(prompt)], 1) if context_span is not None
                      else contextlib.nullcontext(None))
         with torch.inference_mode(), recording as rec:
-            out = self.lm.model(input_ids=ids, past_key_values=past, use_cache=True, logits_to_keep=1)
+            out = self.lm.model(input_ids=ids, use_cache=True, logits_to_keep=1,
+                                **cache_kwargs(self.lm.model, past))
         if prefixes is not None and not done:  # a hit leaves the stored prefix as it is: no copy per request
-            prefixes.store(prompt, out.past_key_values)
+            prefixes.store(prompt, returned_cache(out))
         ratios = lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None
-        return out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1), ratios
+        return returned_cache(out), torch.log_softmax(out.logits[:, -1].float(), -1), ratios
 
     def _without_next(self, prompt_without: Sequence[int] | None) -> tuple[DynamicCache | None, torch.Tensor | None]:
         """The without-context cache and the ``(V,)`` log-probs of the first token, when the pass runs."""
@@ -123,7 +125,7 @@ class LiveEngine:
         out = self.lm.model(input_ids=ids.to(dev), position_ids=positions.to(dev),
                             attention_mask=padding_mask(pads, 0, width, dev), use_cache=True, logits_to_keep=1)
         logp = torch.log_softmax(out.logits[:, -1].float(), -1)
-        return [(select_rows(out.past_key_values, [i], start=pad), logp[i : i + 1]) for i, pad in enumerate(pads)]
+        return [(select_rows(returned_cache(out), [i], start=pad), logp[i : i + 1]) for i, pad in enumerate(pads)]
 
     def _prefill_on_prefix(self, prompts: Sequence[Sequence[int]]) -> list[tuple[DynamicCache, torch.Tensor]]:
         """:meth:`prefill` with ``reuse`` of prompts that share the prefix cache's prompt, in one forward.
@@ -144,10 +146,10 @@ class LiveEngine:
         ends = sorted({len(t) - 1 for t in tails})  # the positions whose logits are needed, (m,)
         dev = self.lm.device
         past = expand(self.prefixes.take(done), len(prompts))
-        out = self.lm.model(input_ids=ids.to(dev), past_key_values=past, use_cache=True,
+        out = self.lm.model(input_ids=ids.to(dev), use_cache=True, **cache_kwargs(self.lm.model, past),
                             logits_to_keep=torch.tensor(ends, device=dev))
         logp = torch.log_softmax(out.logits.float(), -1)  # (B, m, V)
-        return [(select_rows(out.past_key_values, [i], done + len(t)), logp[i : i + 1, ends.index(len(t) - 1)])
+        return [(select_rows(returned_cache(out), [i], done + len(t)), logp[i : i + 1, ends.index(len(t) - 1)])
                 for i, t in enumerate(tails)]
 
     def start(self, prompt_with: Sequence[int], prompt_without: Sequence[int] | None,
@@ -251,11 +253,12 @@ class LiveEngine:
         fallback = bool(self.hidden_layers) and decoder_layers(self.lm.model) is None
         with capture_hidden(self.lm.model, self.hidden_layers) as hidden, recording as rec:
             out = self.lm.model(input_ids=ids, position_ids=torch.tensor(positions, device=dev).unsqueeze(-1),
-                                past_key_values=batch.with_cache, use_cache=True, output_hidden_states=fallback,
+                                use_cache=True, output_hidden_states=fallback,
+                                **cache_kwargs(self.lm.model, batch.with_cache),
                                 **kwargs)
             if fallback:
                 hidden.update({layer: out.hidden_states[layer].float() for layer in self.hidden_layers})
-        batch.fed_with(out.past_key_values, torch.log_softmax(out.logits[:, -1].float(), -1),
+        batch.fed_with(returned_cache(out), torch.log_softmax(out.logits[:, -1].float(), -1),
                        lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None)
         for i, row in enumerate(batch.rows):
             if appended[i]:
