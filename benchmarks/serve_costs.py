@@ -5,8 +5,10 @@
    process, on a worker thread that also loaded the model. On CPU, PyTorch's OpenMP pool was fast only in the thread
    that first used it, hence the server's single model thread on the main thread.
 2. **Where a pooled round's time goes.** ``--streams`` generations decoded together by
-   :class:`syncheck.pool.DecodePool`, timing the engine's prefills, batched decode steps and per-stream
-   without-context flushes (the rest is text decoding and scoring).
+   :class:`syncheck.pool.DecodePool` as the server runs them (prefilled together in the first round, on the prompt
+   prefix cache), timing the engine's prefills, batched decode steps and per-stream without-context flushes (the
+   rest is text decoding and scoring), against the same generations run one after another in the same process:
+   how far batching gets without any HTTP.
 
 Usage::
 
@@ -71,35 +73,45 @@ def _in_worker(model: str, tokens: int, rounds: int) -> float:
 
 
 def pooled_split(model: str, tokens: int, streams: int) -> dict[str, float]:
-    """Seconds of ``streams`` pooled generations, and the part spent in each engine phase."""
+    """Seconds of ``streams`` pooled generations as the server runs them (prefilled together in the pool's first
+    round), the part spent in each engine phase, and the same generations run one after another (``sequential``)."""
     from syncheck.pool import DecodePool
 
     monitor = _monitor(model)
     engine = monitor.engine
     spent = {"prefills": 0.0, "batched decode steps": 0.0, "without-context flushes": 0.0}
+    depth = [0]
 
     def timed(name: str, fn):
         def wrapper(*args: Any, **kwargs: Any):
+            depth[0] += 1
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent[name] += time.perf_counter() - t0
+                depth[0] -= 1
+                if depth[0] == 0:  # a phase that runs another (start_many -> start) counts once
+                    spent[name] += time.perf_counter() - t0
         return wrapper
 
-    engine._prefill = timed("prefills", engine._prefill)  # both prompts of a stream go through it
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(streams)]
+    decoding = {"max_new_tokens": tokens}
+    monitor.generate(question=questions[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up, prefix kept
+    t0 = time.perf_counter()
+    for q in questions:
+        monitor.generate(question=q, context=DOCUMENTS, decoding=decoding)
+    sequential = time.perf_counter() - t0
+    engine.start = timed("prefills", engine.start)
+    engine.start_many = timed("prefills", engine.start_many)
     engine.step = timed("batched decode steps", engine.step)
     engine.flush_kl = timed("without-context flushes", engine.flush_kl)
-    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(streams)]
-    monitor.generate(question=questions[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
-    spent.update(dict.fromkeys(spent, 0.0))
     t0 = time.perf_counter()
     pool = DecodePool(engine)
-    runs = [monitor.run(question=q, context=DOCUMENTS, decoding={"max_new_tokens": tokens}) for q in questions]
+    runs = [monitor.run(question=q, context=DOCUMENTS, decoding=decoding, prefill=False) for q in questions]
     while any(r.result is None for r in runs):
         pool.step([r for r in runs if r.result is None])
     total = time.perf_counter() - t0
-    return {"total": total, "tokens": sum(len(r.result.token_ids) for r in runs), **spent}
+    return {"total": total, "sequential": sequential, "tokens": sum(len(r.result.token_ids) for r in runs), **spent}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -120,7 +132,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"| {name} | {sec:.2f} | {sec / base:.2f} |")
 
     split = pooled_split(args.model, 64, args.streams)
-    print(f"\n{args.streams} pooled generations of up to 64 tokens: {split['tokens']} tokens in {split['total']:.2f} s")
+    print(f"\n{args.streams} pooled generations of up to 64 tokens: {split['tokens']} tokens in {split['total']:.2f} s, "
+          f"{split['sequential'] / split['total']:.2f}x the same generations one after another "
+          f"({split['sequential']:.2f} s)")
     print("| phase | seconds | share |")
     print("| --- | --- | --- |")
     for name in ("prefills", "batched decode steps", "without-context flushes"):

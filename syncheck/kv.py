@@ -66,24 +66,7 @@ def concat_left_padded(caches: Sequence[DynamicCache]) -> tuple[DynamicCache, li
     Returns the cache and the left padding of each resulting row; the padded
     positions must be masked out (attention mask 0) by the caller.
     """
-    per_cache = [_kv(c) for c in caches]
-    lengths = [kv[0][0].shape[-2] for kv in per_cache]
-    width = max(lengths)
-    pads: list[int] = []
-    for kv, n in zip(per_cache, lengths):
-        pads.extend([width - n] * kv[0][0].shape[0])
-    data = []
-    for layer in range(len(per_cache[0])):
-        ks, vs = [], []
-        for kv, n in zip(per_cache, lengths):
-            k, v = kv[layer]
-            if n < width:
-                k = torch.nn.functional.pad(k, (0, 0, width - n, 0))
-                v = torch.nn.functional.pad(v, (0, 0, width - n, 0))
-            ks.append(k)
-            vs.append(v)
-        data.append((torch.cat(ks, 0), torch.cat(vs, 0)))
-    return cache_of(data), pads
+    return gather_left_padded([(c, row, 0) for c in caches for row in range(_kv(c)[0][0].shape[0])])
 
 
 def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[DynamicCache, list[int]]:

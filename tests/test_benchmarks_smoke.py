@@ -135,6 +135,7 @@ def test_serve_costs_benchmark_runs(tiny_dir, capsys):
     assert len(out["threads"]) == 3 and all(v > 0 for v in out["threads"].values())
     split = out["pooled"]
     assert split["tokens"] > 0 and 0 < split["prefills"] + split["batched decode steps"] <= split["total"]
+    assert split["sequential"] > 0
     assert "| worker thread |" in capsys.readouterr().out
 
 

@@ -144,6 +144,7 @@ def test_prompts_that_hit_the_cached_prefix_together_are_prefilled_in_one_forwar
     engine.prefixes.clear()
     engine.prefixes.min_tokens = 16
     engine.prefill(prompts[0], reuse=True)  # stored: the others share its template and documents
+    hits = engine.prefixes.hits
     fed = []
     hook = engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: fed.append(tuple(kwargs["input_ids"].shape)),
                                                      with_kwargs=True)
@@ -154,6 +155,7 @@ def test_prompts_that_hit_the_cached_prefix_together_are_prefilled_in_one_forwar
     shared = min(len(os.path.commonprefix([prompts[0], p])) for p in prompts[1:])
     assert len({len(p) for p in prompts[1:]}) > 1  # tails of different lengths: the right padding is exercised
     assert fed == [(3, max(len(p) for p in prompts[1:]) - shared)]
+    assert engine.prefixes.hits == hits + 3  # one hit per prompt, as when they are prefilled one by one
     for (cache, logp), (ref_cache, ref_logp), prompt in zip(reused, fresh[1:], prompts[1:]):
         torch.testing.assert_close(logp, ref_logp, atol=1e-4, rtol=1e-4)
         for (k, v), (rk, rv) in zip(_layers(cache), _layers(ref_cache)):

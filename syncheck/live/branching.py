@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import torch
+from transformers import DynamicCache
 
 from features.model_cache import cache_kwargs, returned_cache
-from syncheck.kv import concat_left_padded, expand, gather_left_padded, select_rows
+from syncheck.kv import expand, gather_left_padded, select_rows
 from syncheck.live.state import Batch
 
 if TYPE_CHECKING:
@@ -88,18 +89,24 @@ def merge(batches: Sequence[Batch], copies: Sequence[int] | None = None) -> Batc
     if any(len(b) != 1 for b in batches):
         raise ValueError("merge() takes one-row batches")
     rows = [b.rows[0].copy() for b, c in zip(batches, copies) for _ in range(c)]
-    with_caches = [expand(b.with_cache, c) for b, c in zip(batches, copies)]
-    with_cache, pad_with = concat_left_padded(with_caches) if len(batches) > 1 else (with_caches[0], [])
+    with_cache, pad_with = _copies([b.with_cache for b in batches], copies)
     without_cache, pad_without = None, []
     if batches[0].without_cache is not None:
-        wo = [expand(b.without_cache, c) for b, c in zip(batches, copies)]
-        without_cache, pad_without = concat_left_padded(wo) if len(batches) > 1 else (wo[0], [])
+        without_cache, pad_without = _copies([b.without_cache for b in batches], copies)
     next_logp = torch.cat([b.next_logp.expand(c, -1) for b, c in zip(batches, copies)], 0).clone()  # (B, V)
     next_lookback = None
     if batches[0].next_lookback is not None:
         next_lookback = np.concatenate([np.repeat(b.next_lookback, c, axis=0) for b, c in zip(batches, copies)])
     return Batch(rows, with_cache, without_cache, next_logp, batches[0].prompt, batches[0].prompt_len_without,
                  pad_with, pad_without, context_span=batches[0].context_span, next_lookback=next_lookback)
+
+
+def _copies(caches: Sequence[DynamicCache], copies: Sequence[int]) -> tuple[DynamicCache, list[int]]:
+    """``copies[j]`` copies of each one-row cache, left-padded to the longest, in one copy; no padding (``[]``)
+    when there is one cache."""
+    if len(caches) == 1:
+        return expand(caches[0], copies[0]), []
+    return gather_left_padded([(c, 0, 0) for c, n in zip(caches, copies) for _ in range(n)])
 
 
 def gather(parts: Sequence[tuple[Batch, int]]) -> Batch:

@@ -20,7 +20,7 @@ from features.lookback import lookback_ratios
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
-from syncheck.kv import cache_length, expand, padding_mask, select_rows
+from syncheck.kv import cache_length, padding_mask, select_rows
 from syncheck.live import branching, deferred_kl
 from syncheck.live.prefix_cache import PromptPrefixCache
 from syncheck.live.state import Batch, Row
@@ -145,7 +145,7 @@ class LiveEngine:
             ids[i, : len(tail)] = torch.as_tensor(tail, dtype=torch.long)
         ends = sorted({len(t) - 1 for t in tails})  # the positions whose logits are needed, (m,)
         dev = self.lm.device
-        past = expand(self.prefixes.take(done), len(prompts))
+        past = self.prefixes.take(done, rows=len(prompts))
         out = self.lm.model(input_ids=ids.to(dev), use_cache=True, **cache_kwargs(self.lm.model, past),
                             logits_to_keep=torch.tensor(ends, device=dev))
         logp = torch.log_softmax(out.logits.float(), -1)  # (B, m, V)

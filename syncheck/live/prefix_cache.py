@@ -48,13 +48,14 @@ class PromptPrefixCache:
             k += 1
         return k if k >= self.min_tokens else 0
 
-    def take(self, k: int) -> DynamicCache:
-        """A new one-row cache holding the stored prompt's first ``k`` positions (the stored copy stays intact)."""
+    def take(self, k: int, rows: int = 1) -> DynamicCache:
+        """A new cache of ``rows`` rows, each holding the stored prompt's first ``k`` positions (one copy; the stored
+        copy stays intact). Each row counts as a hit."""
         if self._cache is None or k > len(self._ids):
             raise ValueError(f"the prefix cache holds {len(self._ids)} positions, asked for {k}")
-        self.hits += 1
-        self.reused_tokens += k
-        return select_rows(self._cache, [0], k)
+        self.hits += rows
+        self.reused_tokens += k * rows
+        return select_rows(self._cache, [0] * rows, k)
 
     def store(self, prompt: Sequence[int], cache: DynamicCache) -> None:
         """Keep a copy of the one-row ``cache``'s first ``len(prompt)`` positions: ``prompt``'s keys and values."""
