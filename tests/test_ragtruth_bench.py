@@ -109,3 +109,12 @@ def test_feature_gain_compares_the_recipe_with_and_without_a_feature(tmp_path, t
     with pytest.raises(SystemExit, match="no feature"):
         feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
                            "--feature", "nonsense", "--seeds", "0"])
+    # several features at once, derived ones included (each sentence against its response's mean)
+    out = feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
+                             "--feature", "rel:pmi_mean,rel_causal:pmi_mean", "--seeds", "0", "--bootstrap", "20"])
+    printed = capsys.readouterr().out
+    assert "| rel:pmi_mean alone |" in printed and "| rel_causal:pmi_mean alone |" in printed
+    assert len(out["auc"]["default recipe with it"]) == 1
+    with pytest.raises(SystemExit, match="to derive"):
+        feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
+                           "--feature", "rel:nonsense", "--seeds", "0"])

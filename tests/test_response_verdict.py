@@ -190,10 +190,10 @@ def test_benchmark_smoke_writes_its_section_plot_and_response_json(tmp_path):
     results.write_text("# Benchmark results\n\n## Response-level verdict on RAGTruth\n\nhand-written\n\n"
                        f"#{rv.SECTION}\n\nstale tables\n\n## HaluEval\n\nkept\n", encoding="utf-8")
     args = rv.parse_args(["--folds", "3", "--bootstrap", "20", "--results-md", str(results),
-                          "--plot", str(tmp_path / "rel.png"), "--save", str(tmp_path / "agg")])
+                          "--plot", str(tmp_path / "rel.png"), "--save", str(tmp_path / "agg"), "--relative"])
     out = rv.report(synthetic_table(), args, command="python -m benchmarks.ragtruth.response_verdict")
     assert set(out["rows"][rv.LEARNED]) == {"QA", "Summary", "Data2txt"}
-    assert {rv.MIN, rv.MEAN, "word overlap with the context (trivial)"} <= set(out["rows"])
+    assert {rv.MIN, rv.MEAN, rv.RELATIVE, "word overlap with the context (trivial)"} <= set(out["rows"])
     assert out["rows"][rv.LEARNED]["QA"]["brier"] is not None
     assert out["rows"]["word overlap with the context (trivial)"]["QA"]["brier"] is None
     assert len(out["reliability"]) == 10 and sum(r[4] for r in out["reliability"]) == 54

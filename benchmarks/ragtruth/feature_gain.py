@@ -9,6 +9,11 @@ Per task: sentence ROC AUC with a 95% bootstrap interval over source documents (
 the seeds, and the feature alone; word overlap beside them on the same sentences. A gain that shows up under one
 fold assignment only is noise: read the per-seed column.
 
+``--feature`` takes one name or several, comma-separated (added together, or removed together when the recipe has
+them). Derived names: ``rel:<name>`` is the feature minus its response's mean over all its sentences, and
+``rel_causal:<name>`` minus the mean over the sentences up to and including it (:mod:`features.relative`; the
+causal form is the one a live monitor could compute). "alone" rows orient a derived feature by its base's sign.
+
 Features come from the cache :mod:`benchmarks.ragtruth.run` writes (run with ``--no-lid --no-lookback
 --no-embedding``); string checks added since the cache was written are computed from the texts, with no model pass.
 """
@@ -24,17 +29,40 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.ragtruth.data import TASKS, read_ragtruth
-from benchmarks.ragtruth.evaluate import oof_stacked, oriented, probe_folds, task_figures
-from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth, sentence_table
+from benchmarks.ragtruth.evaluate import oof_stacked, probe_folds, task_figures
+from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
+from features.registry import feature_sign
+from features.relative import relative_by_response
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.folds import grouped_folds
+
+#: Prefixes of derived features: ``rel:<name>`` (minus the response's mean), ``rel_causal:<name>`` (minus the mean
+#: of the response's sentences so far).
+DERIVED = {"rel:": False, "rel_causal:": True}
+
+
+def add_derived(table: SentenceTable, name: str) -> None:
+    """Put the derived feature ``name`` (``rel:<base>`` or ``rel_causal:<base>``) into ``table.features``."""
+    for prefix, causal in DERIVED.items():
+        if name.startswith(prefix):
+            base = name[len(prefix):]
+            if base not in table.features:
+                raise SystemExit(f"no feature {base!r} to derive {name!r} from; choose from {sorted(table.features)}")
+            table.features[name] = relative_by_response(table.features[base], table.response, causal)
+            return
+
+
+def base_name(name: str) -> str:
+    return next((name[len(p):] for p in DERIVED if name.startswith(p)), name)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.feature_gain", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL")
     p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench)")
-    p.add_argument("--feature", required=True, help="the feature to add (or, if the recipe has it, to remove)")
+    p.add_argument("--feature", required=True,
+                   help="the feature(s) to add (or, if the recipe has them, to remove), comma-separated; "
+                        "rel:<name> and rel_causal:<name> are derived (see the module's doc)")
     p.add_argument("--seeds", default="0,1,2,3,4", help="fold assignments")
     p.add_argument("--model", default="smollm2-135m", help="scoring model (the cache is per model)")
     p.add_argument("--limit", type=int, default=None, help="responses read per task (default: all)")
@@ -45,11 +73,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     records = read_ragtruth(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False)
     table = sentence_table(records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench")))
-    if args.feature not in table.features:
-        raise SystemExit(f"no feature {args.feature!r} in the table; choose from {sorted(table.features)}")
-    without = [n for n in DEFAULT_FEATURES if n != args.feature and n in table.features]
-    rows = {"word overlap (trivial)": None, f"{args.feature} alone": None,
-            "default recipe without it": without, "default recipe with it": [*without, args.feature]}
+    added = [n for n in args.feature.split(",") if n]
+    for name in added:
+        add_derived(table, name)
+        if name not in table.features:
+            raise SystemExit(f"no feature {name!r} in the table; choose from {sorted(table.features)}")
+    label = ", ".join(added)
+    without = [n for n in DEFAULT_FEATURES if n not in added and n in table.features]
+    rows = {"word overlap (trivial)": None, **{f"{n} alone": None for n in added},
+            "default recipe without it": without, "default recipe with it": [*without, *added]}
     seeds = [int(s) for s in args.seeds.split(",") if s]
     auc: dict[str, list[dict[str, float]]] = {name: [] for name in rows}
     first: dict[str, dict[str, tuple[float, float, float]]] = {}
@@ -58,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         probes = probe_folds(table, folds, list(DEFAULT_PROBES), seed)
         for name, features in rows.items():
             if features is None:
-                score = table.overlap if name.startswith("word overlap") else oriented(table, args.feature)
+                alone = name[: -len(" alone")]
+                score = (table.overlap if name.startswith("word overlap")
+                         else feature_sign(base_name(alone)) * table.features[alone])
             else:
                 score = oof_stacked(table, folds, DEFAULT_KIND, features, list(DEFAULT_PROBES), seed, DEFAULT_PARAMS,
                                     probes)
@@ -69,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     command = "python -m benchmarks.ragtruth.feature_gain " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     print(f"Command: `{command}`\n\nRAGTruth dev, {len(table.label)} sentences, RAGTruth rows only; sentence ROC AUC. "
           f"Seed {seeds[0]} with a 95% bootstrap interval over documents; then the mean over fold seeds {seeds} and "
-          "each seed's gain of the recipe with the feature over the recipe without it.\n")
+          f"each seed's gain of the recipe with {label} over the recipe without.\n")
     print("| row | " + " | ".join(f"{t} (seed {seeds[0]})" for t in TASKS) + " | mean | "
           + " | ".join(f"{t}, mean of {len(seeds)} seeds" for t in TASKS) + " | mean |")
     print("| --- |" + " --- |" * (2 * len(TASKS) + 2))

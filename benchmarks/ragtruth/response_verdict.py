@@ -16,7 +16,9 @@ Per task (QA, Summary, Data2txt; one verdict for all three, as shipped): respons
 interval over source documents, the Brier score (for scores that are probabilities) and response F1 (hallucinated =
 positive, threshold tuned on the other folds, :func:`benchmarks.ragtruth.evaluate.response_f1`), beside min, mean,
 response length and word overlap on the same responses; then the reliability table of the learned verdict.
-Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
+``--relative`` adds the verdict over sentence scores from a recipe that also reads each feature minus its
+response's mean (:mod:`features.relative`): a whole-answer score, which a live monitor cannot emit as a sentence
+ends. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
 --no-embedding``: the default needs none of them).
 """
 
@@ -37,6 +39,7 @@ import numpy as np
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds, response_f1
 from benchmarks.ragtruth.scoring import SentenceTable
+from features.relative import relative_by_response
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
 from syncheck.folds import Fold, grouped_folds
@@ -47,6 +50,10 @@ SECTION = "## Response-level verdict: learned against min and mean"
 LEARNED = "learned verdict (LR on score statistics)"
 MIN = "min of sentence scores (the old default)"
 MEAN = "mean of sentence scores"
+RELATIVE = "learned verdict over sentence scores with response-relative features (needs the whole answer; not shipped)"
+#: Features whose deviation from the response's mean (:mod:`features.relative`) ``--relative`` adds to the recipe.
+RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
+                     "local_support", "novel_bigram_share", "align_score")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -62,6 +69,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--tau", type=float, default=None,
                    help="the verdict's 'doubtful sentence' threshold (default: the shipped default's FOD tau1)")
+    p.add_argument("--relative", action="store_true",
+                   help="add a row: the verdict over sentence scores whose recipe also reads each feature minus its "
+                        "response's mean (features.relative; a whole-answer score, not computable live)")
     p.add_argument("--results-md", default=None, help="write the tables into this file's section " + repr(SECTION))
     p.add_argument("--plot", default=None, help="write a reliability plot (PNG) of the learned verdict here")
     p.add_argument("--save", default=None,
@@ -104,9 +114,10 @@ class Responses:
 
 
 # ---------------------------------------------------------------------------- nested out-of-fold scores
-def sentence_scores(table: SentenceTable, folds: Sequence[Fold], seed: int) -> np.ndarray:
-    """Out-of-fold P(faithful) of every sentence by the default recipe over ``folds`` (rows in no test part: 0)."""
-    names = [n for n in DEFAULT_FEATURES if n in table.features]
+def sentence_scores(table: SentenceTable, folds: Sequence[Fold], seed: int, extra: Sequence[str] = ()) -> np.ndarray:
+    """Out-of-fold P(faithful) of every sentence by the default recipe over ``folds`` (rows in no test part: 0);
+    ``extra``: features of the table read besides the recipe's."""
+    names = [n for n in DEFAULT_FEATURES if n in table.features] + list(extra)
     probes = [p for p in DEFAULT_PROBES if p in table.vectors]
     cache = probe_folds(table, folds, probes, seed)
     return oof_stacked(table, folds, DEFAULT_KIND, names, probes, seed, DEFAULT_PARAMS, cache)
@@ -117,7 +128,8 @@ def inner_folds(table: SentenceTable, train: np.ndarray, n_splits: int, seed: in
     return [(train[a], train[b]) for a, b in grouped_folds(table.source[train], n_splits, seed)]
 
 
-#: A response model: (training score matrix, labels, training tasks/words, test matrix, test tasks/words) -> P(faithful)
+#: A response model: (training score matrix, labels, training side columns (task, words, overlap), test matrix, test
+#: side columns) -> P(faithful)
 Fitter = Callable[[np.ndarray, np.ndarray, dict, np.ndarray, dict], np.ndarray]
 
 
@@ -129,7 +141,8 @@ def verdict_fitter(**params: Any) -> Fitter:
 
 
 def extended_fitter(tau: float, extra: Sequence[str], boosted: bool = False) -> Fitter:
-    """The verdict's statistics plus response-level columns (``task`` one-hot, ``words``), LR or small boosting."""
+    """The verdict's statistics plus response-level columns (``task`` one-hot, ``words``, word ``overlap`` with the
+    context), LR or small boosting."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -141,6 +154,8 @@ def extended_fitter(tau: float, extra: Sequence[str], boosted: bool = False) -> 
             cols.append(np.column_stack([side["task"] == t for t in TASKS]).astype(float))
         if "words" in extra:
             cols.append(np.log1p(side["words"])[:, None])
+        if "overlap" in extra:
+            cols.append(side["overlap"][:, None])
         return np.hstack(cols)
 
     def fit(X, y, side, X_test, test_side):
@@ -151,18 +166,19 @@ def extended_fitter(tau: float, extra: Sequence[str], boosted: bool = False) -> 
     return fit
 
 
-def nested_scores(table: SentenceTable, resp: Responses, n_folds: int, seed: int,
-                  fitters: dict[str, Fitter]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """(outer out-of-fold sentence scores, each response's outer fold, each fitter's out-of-fold P(faithful))."""
+def nested_scores(table: SentenceTable, resp: Responses, n_folds: int, seed: int, fitters: dict[str, Fitter],
+                  extra: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(outer out-of-fold sentence scores, each response's outer fold, each fitter's out-of-fold P(faithful));
+    ``extra``: features the sentence recipe reads besides its own."""
     folds = grouped_folds(table.source, n_folds, seed)
-    outer = sentence_scores(table, folds, seed)
+    outer = sentence_scores(table, folds, seed, extra)
     resp_fold = fold_of_rows(folds, len(table))[[rows[0] for rows in resp.rows]]  # folds group whole documents
     learned = {name: np.zeros(len(resp)) for name in fitters}
     for k, (train, _) in enumerate(folds):
-        inner = sentence_scores(table, inner_folds(table, train, n_folds - 1, seed), seed)
+        inner = sentence_scores(table, inner_folds(table, train, n_folds - 1, seed), seed, extra)
         tr, te = np.flatnonzero(resp_fold != k), np.flatnonzero(resp_fold == k)
-        side_tr = {"task": resp.task[tr], "words": resp.words[tr]}
-        side_te = {"task": resp.task[te], "words": resp.words[te]}
+        side_tr = {"task": resp.task[tr], "words": resp.words[tr], "overlap": resp.overlap[tr]}
+        side_te = {"task": resp.task[te], "words": resp.words[te], "overlap": resp.overlap[te]}
         for name, fit in fitters.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -271,8 +287,14 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
                "learned verdict, identity link": verdict_fitter(tau=tau, link="identity"),
                "learned verdict + task (one-hot)": extended_fitter(tau, ["task"]),
                "learned verdict + response words": extended_fitter(tau, ["words"]),
+               "learned verdict + the response's word overlap": extended_fitter(tau, ["overlap"]),
                "small boosting (depth 2) on the statistics + task": extended_fitter(tau, ["task"], boosted=True)}
     outer, fold, learned = nested_scores(table, resp, args.folds, args.seed, fitters)
+    if args.relative:  # the same verdict over sentence scores that also read each feature against its response
+        for name in RELATIVE_FEATURES:
+            table.features["rel:" + name] = relative_by_response(table.features[name], table.response)
+        learned[RELATIVE] = nested_scores(table, resp, args.folds, args.seed, {RELATIVE: verdict_fitter(tau=tau)},
+                                          ["rel:" + n for n in RELATIVE_FEATURES])[2][RELATIVE]
     low = np.asarray([outer[r].min() for r in resp.rows])
     mean = np.asarray([outer[r].mean() for r in resp.rows])
     n_sent = np.asarray([len(r) for r in resp.rows], dtype=float)
