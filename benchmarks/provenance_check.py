@@ -10,8 +10,9 @@ own score of the answer given a premise, the offline default) and BM25 relevance
   default until now), or the selected sources ``joined`` in context order into one premise;
 - **selection**: TopP 0.9 (``syncheck check``'s default), TopK 3 (FOD's final check), or all chunks;
 - **query** that relevance ranks against: the question (the paper), or the question and the answer;
-- **statistic** of the scored pair: the least faithful sentence (``min``, the default until now) or the scorer's
-  learned response verdict (``verdict``, issue 20).
+- **statistic** of the scored pair: the least faithful sentence (``min``, the default until now), the learned
+  response verdict over the live sentence scores (``live_verdict``, issue 20), or the scorer's response score
+  (``verdict``: the verdict over the final, whole-answer sentence scores where the aggregator has a final model).
 
 Sets (label 1 = faithful), read from record ``--start`` on, so that no figure comes from a record any default was
 trained or chosen on (the default aggregator trains on the first 600 records of each HaluEval file, and the
@@ -55,7 +56,7 @@ class Variant:
     premise: str  # each | joined
     selection: str  # "TopP 0.9" | "TopK 3" | "all"
     query: str  # question | question+answer
-    statistic: str  # min | verdict
+    statistic: str  # min | live_verdict | verdict
 
     @property
     def name(self) -> str:
@@ -78,7 +79,7 @@ VARIANTS = tuple(
         ("joined", "TopP 0.9", "question"),
         ("joined", "all", "question"),
     )
-    for statistic in ("min", "verdict")
+    for statistic in ("min", "live_verdict", "verdict")
 )
 
 

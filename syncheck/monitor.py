@@ -51,6 +51,8 @@ class MonitoredGeneration:
     token_ids: list[int]
     stop_reason: str  # "eos" | "max_new_tokens" | "stop" (a stop string) | "forced"
     warnings: list[str] = field(default_factory=list)
+    #: the answer's response score (``Scorer.finish_response``; it also set each sentence's ``final_score``)
+    response_score: float | None = None
 
 
 @dataclass
@@ -281,7 +283,9 @@ class MonitorRun:
     def _finish(self, stop: str) -> MonitorStep:
         row = self.row
         events = self.monitor.score_finished(self.batch, self.premise, final=True)[0]
-        self.result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, self.warnings)
+        response_score = self.monitor.scorer.finish_response(row.sentences)
+        self.result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, self.warnings,
+                                          response_score)
         self.last = MonitorStep(row.text[self.shown :], events, self.result)
         return self.last
 

@@ -25,6 +25,9 @@ class ScoredSentence:
     #: why the sentence adds nothing to its answer (``"repeat"``, ``"question"``, ``"no_content"``, ``"meta"``; see
     #: :mod:`features.degeneracy`), else ``None``; informativeness, never part of ``score``
     degenerate: str | None = None
+    #: P(faithful) from the final (whole-answer) model once the answer is complete (:mod:`syncheck.aggregators.final`);
+    #: ``score`` stays the live score, fixed when the sentence ended
+    final_score: float | None = None
 
     def to_json(self, vectors: bool = False) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -35,6 +38,8 @@ class ScoredSentence:
         }
         if self.score is not None:
             row["score"] = _finite(self.score)
+        if self.final_score is not None:
+            row["final_score"] = _finite(self.final_score)
         if self.degenerate is not None:
             row["degenerate"] = self.degenerate
         if vectors and self.vectors:

@@ -19,7 +19,8 @@ from features.sentences import assign_tokens, split_sentences
 from features.registry import FEATURES, LID_PREFIX
 from features.stats import TokenStats
 from syncheck.aggregators.apply import aggregate_response, resolve_response_aggregation
-from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator
+from syncheck.aggregators.final import final_sentence_scores
+from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator, resolve_final_model
 from syncheck.attention import enable_lookback
 from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
 from syncheck.lid_reference import LIDReference, load_or_build
@@ -89,6 +90,16 @@ class Scorer:
             ``"min"``. ``scorer.response_aggregation`` then holds ``"min"``,
             ``"mean"`` or the verdict itself, what
             :func:`~syncheck.aggregators.aggregate_response` takes as ``how``.
+            With final scores on, it aggregates the final scores, with the
+            final model's own verdict.
+        final_scores: once an answer is complete, score each sentence again
+            with the aggregator's final (whole-answer) model, which also reads
+            each feature against the answer's own level
+            (:mod:`syncheck.aggregators.final`): ``ScoredSentence.final_score``,
+            and ``response_score`` from those. ``score`` stays the live score
+            (what FOD steers by). ``None`` (default): when the aggregator has a
+            final model and this scorer produces its features; ``True``:
+            required; ``False``: off. ``scorer.final_model`` holds it.
     """
 
     def __init__(
@@ -111,6 +122,7 @@ class Scorer:
         batch_size: int = 4,
         aggregator: Any = "default",
         response_aggregation: str | None = None,
+        final_scores: bool | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -139,8 +151,11 @@ class Scorer:
         self.aggregator_source: str | None = resolved.source
         self.aggregator = resolved.model
         self.probes = resolved.probes
-        #: "min", "mean" or the aggregator's fitted response verdict ("learned")
-        self.response_aggregation = resolve_response_aggregation(response_aggregation, resolved.model)
+        #: the aggregator's final (whole-answer) sentence model, or None
+        self.final_model = resolve_final_model(final_scores, resolved.model, self)
+        #: "min", "mean" or the fitted response verdict ("learned"; the final model's when final scores are on)
+        self.response_aggregation = resolve_response_aggregation(
+            response_aggregation, self.final_model if self.final_model is not None else resolved.model)
         self.featurizer = SentenceFeaturizer(
             lid=self.lid, alignment=self.alignment, align_with_question=align_with_question, kl_threshold=kl_threshold,
             text_checks=text_checks, vector_layers=probe_vector_layers(resolved.probes, vector_layers, bool(vectors)),
@@ -245,10 +260,23 @@ class Scorer:
                             f"non-finite feature values ({', '.join(bad[:4])}): the model produced NaN or infinite "
                             "numbers for this row; check its weights and dtype (float16 overflows on CPU: use float32)"
                         )
-                    elif self.aggregator is not None:
-                        results[pos].response_score = aggregate_response(
-                            [x.score for x in results[pos].sentences], self.response_aggregation)
+                    else:
+                        results[pos].response_score = self.finish_response(results[pos].sentences)
         return results
+
+    def finish_response(self, sentences: Sequence[ScoredSentence]) -> float | None:
+        """A complete answer's sentences -> its ``response_score`` (``None`` without an aggregator or a scored
+        sentence); sets each sentence's ``final_score`` when the scorer has a final model. Offline scoring, the live
+        monitor and the server all end an answer here."""
+        if self.aggregator is None or not sentences:
+            return None
+        scores = [s.score for s in sentences]
+        if self.final_model is not None and all(x is not None for x in scores):
+            scores = final_sentence_scores(self.final_model, [s.features for s in sentences]).tolist()
+            for s, x in zip(sentences, scores):
+                s.final_score = float(x)
+        scores = [x for x in scores if x is not None]
+        return aggregate_response(scores, self.response_aggregation) if scores else None
 
     def _sentences(self, rec: Record, stats: TokenStats) -> list[ScoredSentence]:
         spans = split_sentences(rec.response)

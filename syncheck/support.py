@@ -25,7 +25,7 @@ from syncheck.records import Record
 
 
 #: Response statistics a (premise, answer) pair's support can be.
-STATISTICS = ("min", "verdict")
+STATISTICS = ("min", "verdict", "live_verdict")
 
 
 class SynCheckSupport:
@@ -37,7 +37,9 @@ class SynCheckSupport:
         device, dtype: for the scorer built here.
         statistic: the response score a pair gets: ``"verdict"`` (default: the scorer's own response score, its
             learned verdict where the aggregator has one; equal or better than ``min`` on every set measured,
-            benchmarks/provenance_check.py) or ``"min"`` (the least faithful sentence's score).
+            benchmarks/provenance_check.py; over the final, whole-answer sentence scores where the scorer has a final
+            model), ``"live_verdict"`` (the aggregator's verdict over the live sentence scores, as before final
+            scores existed) or ``"min"`` (the least faithful sentence's live score).
     """
 
     name = "syncheck"
@@ -74,6 +76,9 @@ class SynCheckSupport:
                 value = None
             elif self.statistic == "verdict":
                 value = res.response_score
+            elif self.statistic == "live_verdict":
+                verdict = getattr(self.scorer.aggregator, "response_model", None) or "min"
+                value = aggregate_response([s.score for s in res.sentences], verdict)
             else:  # the least faithful sentence, whatever the scorer's response aggregation
                 value = aggregate_response([s.score for s in res.sentences], "min")
             if value is None:

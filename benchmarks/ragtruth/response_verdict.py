@@ -16,9 +16,10 @@ Per task (QA, Summary, Data2txt; one verdict for all three, as shipped): respons
 interval over source documents, the Brier score (for scores that are probabilities) and response F1 (hallucinated =
 positive, threshold tuned on the other folds, :func:`benchmarks.ragtruth.evaluate.response_f1`), beside min, mean,
 response length and word overlap on the same responses; then the reliability table of the learned verdict.
-``--relative`` adds the verdict over sentence scores from a recipe that also reads each feature minus its
-response's mean (:mod:`features.relative`): a whole-answer score, which a live monitor cannot emit as a sentence
-ends. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
+``--relative`` adds the verdict over the final (whole-answer) sentence scores, from a recipe that also reads each
+feature minus its response's mean (:mod:`features.relative`; a live monitor can compute them only once the answer is
+complete, :mod:`syncheck.aggregators.final`); with ``--save DIR`` it also writes that final model and its verdict to
+``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
 --no-embedding``: the default needs none of them).
 """
 
@@ -50,7 +51,7 @@ SECTION = "## Response-level verdict: learned against min and mean"
 LEARNED = "learned verdict (LR on score statistics)"
 MIN = "min of sentence scores (the old default)"
 MEAN = "mean of sentence scores"
-RELATIVE = "learned verdict over sentence scores with response-relative features (needs the whole answer; not shipped)"
+RELATIVE = "learned verdict over the final (whole-answer) sentence scores (features also read against the response)"
 #: Features whose deviation from the response's mean (:mod:`features.relative`) ``--relative`` adds to the recipe.
 RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                      "local_support", "novel_bigram_share", "align_score")
@@ -70,8 +71,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--tau", type=float, default=None,
                    help="the verdict's 'doubtful sentence' threshold (default: the shipped default's FOD tau1)")
     p.add_argument("--relative", action="store_true",
-                   help="add a row: the verdict over sentence scores whose recipe also reads each feature minus its "
-                        "response's mean (features.relative; a whole-answer score, not computable live)")
+                   help="add a row: the verdict over final sentence scores, whose recipe also reads each feature minus "
+                        "its response's mean (syncheck.aggregators.final); with --save, write that model to DIR/final")
     p.add_argument("--results-md", default=None, help="write the tables into this file's section " + repr(SECTION))
     p.add_argument("--plot", default=None, help="write a reliability plot (PNG) of the learned verdict here")
     p.add_argument("--save", default=None,
@@ -290,11 +291,11 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
                "learned verdict + the response's word overlap": extended_fitter(tau, ["overlap"]),
                "small boosting (depth 2) on the statistics + task": extended_fitter(tau, ["task"], boosted=True)}
     outer, fold, learned = nested_scores(table, resp, args.folds, args.seed, fitters)
-    if args.relative:  # the same verdict over sentence scores that also read each feature against its response
-        for name in RELATIVE_FEATURES:
-            table.features["rel:" + name] = relative_by_response(table.features[name], table.response)
-        learned[RELATIVE] = nested_scores(table, resp, args.folds, args.seed, {RELATIVE: verdict_fitter(tau=tau)},
-                                          ["rel:" + n for n in RELATIVE_FEATURES])[2][RELATIVE]
+    final = None
+    if args.relative:  # the same verdict over final sentence scores, which also read each feature against its response
+        final, _, got = nested_scores(table, resp, args.folds, args.seed, {RELATIVE: verdict_fitter(tau=tau)},
+                                      add_relative_columns(table))
+        learned[RELATIVE] = got[RELATIVE]
     low = np.asarray([outer[r].min() for r in resp.rows])
     mean = np.asarray([outer[r].mean() for r in resp.rows])
     n_sent = np.asarray([len(r) for r in resp.rows], dtype=float)
@@ -313,6 +314,8 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
     saved = None
     if args.save:
         saved = save_verdict(resp, outer, tau, args)
+        if final is not None:
+            save_final(table, resp, final, tau, args)
     t_eval = time.perf_counter() - t0
     timing = dict(timing or {}, evaluation=t_eval)
     header = [
@@ -366,6 +369,49 @@ def save_verdict(resp: Responses, outer: np.ndarray, tau: float, args: argparse.
                 "responses": int(len(resp)), "faithful": int(resp.label.sum()),
                 "command": "python -m benchmarks.ragtruth.response_verdict --save DIR"}
     return save_response_model(model, args.save, training)
+
+
+def add_relative_columns(table: SentenceTable) -> list[str]:
+    """Add ``rel:<name>`` (each of :data:`RELATIVE_FEATURES` minus its response's mean) to ``table``; their names."""
+    from syncheck.aggregators.final import RELATIVE_PREFIX
+
+    for name in RELATIVE_FEATURES:
+        table.features[RELATIVE_PREFIX + name] = relative_by_response(table.features[name], table.response)
+    return [RELATIVE_PREFIX + n for n in RELATIVE_FEATURES]
+
+
+def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
+    """Fit the final (whole-answer) sentence model on every sentence, and its verdict on every response's out-of-fold
+    final scores; write both into ``--save``/final (:mod:`syncheck.aggregators.final`).
+
+    The model reads the default features, their ``rel:`` forms and the parent aggregator's ``hidden_probe`` score; it
+    is trained on that probe's out-of-fold scores (as the stacked default is), and applied to the score of the probe
+    saved beside ``--save``."""
+    from syncheck.aggregators import read_meta, save_aggregator
+    from syncheck.aggregators.final import FINAL_DIR
+    from syncheck.aggregators.response import save_response_model
+    from syncheck.aggregators.stacked import fit_stacked
+
+    names = [n for n in DEFAULT_FEATURES if n in table.features] + [n for n in table.features if n.startswith("rel:")]
+    vectors = {p: table.vectors[p] for p in DEFAULT_PROBES if p in table.vectors}
+    model = fit_stacked(DEFAULT_KIND, table.matrix(names), names, vectors, table.label, table.source, seed=args.seed,
+                        **DEFAULT_PARAMS)
+    training = {"data": "RAGTruth dev, every sentence; probe scores out-of-fold (5 folds grouped by source_id)",
+                "sentences": int(len(table)), "faithful": int(table.label.sum()),
+                "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "relative": list(RELATIVE_FEATURES),
+                           "probes_read": list(vectors)},
+                "command": "python -m benchmarks.ragtruth.response_verdict --relative --save DIR"}
+    try:
+        scorer = read_meta(args.save).get("scorer")
+    except (FileNotFoundError, ValueError):
+        scorer = None
+    out = save_aggregator(model.aggregator, Path(args.save) / FINAL_DIR, training=training, scorer=scorer)
+    verdict = ResponseVerdict(tau=tau).fit(resp.scores(final), resp.label)
+    save_response_model(verdict, out, {"data": "RAGTruth dev, every response; final sentence scores out-of-fold "
+                                               f"({args.folds} folds grouped by source_id, seed {args.seed})",
+                                       "responses": int(len(resp)), "faithful": int(resp.label.sum()),
+                                       "command": training["command"]})
+    return out
 
 
 def cached_table(args: argparse.Namespace) -> SentenceTable:

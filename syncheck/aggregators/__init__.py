@@ -21,6 +21,7 @@ from syncheck.aggregators.apply import (
 )
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
+from syncheck.aggregators.final import final_sentence_scores, load_final_model
 from syncheck.aggregators.io import KINDS, load_aggregator, make_aggregator, read_meta, save_aggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
@@ -34,6 +35,8 @@ from syncheck.aggregators.resolve import (
 )
 
 __all__ = [
+    "final_sentence_scores",
+    "load_final_model",
     "KINDS",
     "RESPONSE_AGGREGATIONS",
     "BaseAggregator",

@@ -11,6 +11,8 @@ A saved aggregator is a directory:
   or ``model.safetensors`` (MLP weights and scaler, float64);
 - optionally ``response.json``: the learned response-level verdict over the aggregator's sentence scores
   (:mod:`syncheck.aggregators.response`), restored as ``agg.response_model`` (``None`` when absent);
+- optionally ``final/``: the final (whole-answer) sentence model that reads this aggregator's features and probe
+  scores (:mod:`syncheck.aggregators.final`), a saved aggregator itself, restored as ``agg.final_model``;
 - optionally ``probes.safetensors``: the linear probes (:mod:`syncheck.probes`)
   whose scores are among the aggregator's features, their configuration
   (name, layers, C) in ``meta.json``'s ``"probes"``.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -31,6 +34,7 @@ import numpy as np
 
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
+from syncheck.aggregators.final import FINAL_DIR, load_final_model
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
 from syncheck.aggregators.response import RESPONSE_FILE, load_response_model
@@ -85,8 +89,9 @@ def save_aggregator(
         probes: fitted probes whose features the aggregator reads (saved beside it, restored by
             :func:`load_aggregator` as ``agg.probes``).
 
-    A ``response.json`` already in ``path`` is removed: that response verdict was fitted on another aggregator's
-    sentence scores (refit one with ``python -m benchmarks.ragtruth.response_verdict --save DIR``).
+    A ``response.json`` and a ``final/`` model already in ``path`` are removed: they were fitted on another
+    aggregator's sentence scores (refit them with ``python -m benchmarks.ragtruth.response_verdict [--relative]
+    --save DIR``).
     """
     if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
         raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")
@@ -121,6 +126,8 @@ def save_aggregator(
         (out / PROBES_FILE).unlink()
     if (out / RESPONSE_FILE).exists():  # a response verdict was fitted on the previous aggregator's sentence scores
         (out / RESPONSE_FILE).unlink()
+    if (out / FINAL_DIR).is_dir():  # so was a final model (it reads this aggregator's probe scores)
+        shutil.rmtree(out / FINAL_DIR)
     scaler = {"mean": agg.scaler_mean_.tolist(), "scale": agg.scaler_scale_.tolist()}
     if isinstance(agg, LogisticAggregator):
         _write_json(out / "model.json", {"scaler": scaler, "coef": agg.coef_.tolist(), "intercept": agg.intercept_})
@@ -196,6 +203,7 @@ def load_aggregator(path: str | Path) -> BaseAggregator:
     agg.meta = meta
     agg.probes = load_probes(path, meta)
     agg.response_model = load_response_model(path)
+    agg.final_model = load_final_model(path)
     return agg
 
 

@@ -27,7 +27,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from syncheck.aggregators.apply import EstimatorScoreModel, check_features, expected_features, positive_column
+from syncheck.aggregators.apply import (
+    EstimatorScoreModel,
+    FeatureMismatchError,
+    check_features,
+    expected_features,
+    positive_column,
+)
 
 DEFAULT_SPEC = "default"
 #: Models already warned about (the portable fallback and stale calibrations warn once per process).
@@ -133,6 +139,38 @@ def resolve_aggregator(spec: Any, scorer: Any) -> ResolvedAggregator:
     _warn_on_config_drift(agg, scorer_config(scorer))
     model = agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
     return ResolvedAggregator(model, tuple(probes), source)
+
+
+def resolve_final_model(flag: bool | None, aggregator: Any, scorer: Any) -> Any | None:
+    """The final (whole-answer) model ``Scorer(final_scores=flag)`` applies (:mod:`syncheck.aggregators.final`).
+
+    ``None`` (default): the aggregator's ``final_model`` when it has one and the scorer produces every feature it
+    reads, else none (with a warning when features are missing). ``True``: that model, or an error saying why there
+    is none. ``False``: none.
+    """
+    from syncheck.aggregators.final import RELATIVE_PREFIX, relative_bases
+
+    if flag is False:
+        return None
+    final = getattr(aggregator, "final_model", None)
+    if final is None:
+        if flag:
+            raise ValueError("final_scores=True, but the aggregator has no final model (a final/ directory beside its "
+                             "meta.json; `python -m benchmarks.ragtruth.response_verdict --relative --save DIR` fits "
+                             "one): leave final_scores unset")
+        return None
+    names = expected_features(final)
+    needed = [n for n in names if not n.startswith(RELATIVE_PREFIX)] + relative_bases(names)
+    produced = set(scorer.feature_names) | {p.name for p in scorer.probes}
+    missing = list(dict.fromkeys(n for n in needed if n not in produced))
+    if missing:
+        message = (f"the aggregator's final model reads features this scorer does not produce ({', '.join(missing)}): "
+                   "final scores are off; score with the default features to have them")
+        if flag:
+            raise FeatureMismatchError(message)
+        _warn_once(str(scorer.lm.name), "final", message)
+        return None
+    return final
 
 
 def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:

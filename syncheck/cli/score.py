@@ -72,13 +72,18 @@ def _alignment_spec(value: str) -> str:
               help="response_score = learned (the aggregator's response verdict: P(the whole response is faithful), "
                    "trained on response labels), min (the least faithful sentence decides) or mean of the sentence "
                    "scores. Default: learned when the aggregator has a response model (the shipped default does), "
-                   "else min.")
+                   "else min. With final scores, it aggregates those, with the final model's verdict.")
+@click.option("--final-scores/--no-final-scores", default=None,
+              help="Also score each sentence with the aggregator's final (whole-answer) model, which reads each "
+                   "feature against the response's own level: final_score beside the live score, and response_score "
+                   "from those. Default: when the aggregator has one (the shipped default does) and its features are "
+                   "on.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: keep the complete rows already in -o and score only the rest.")
 def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, lid, no_kl,
           lookback, no_text_checks, vectors, show,
           engine, ray_address, num_replicas, ray_batch_size, ray_cpus_per_replica, ray_gpus_per_replica,
-          aggregator, response_aggregation, resume):
+          aggregator, response_aggregation, final_scores, resume):
     """Compute SynCheck's per-sentence features for INPUT.jsonl.
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
@@ -102,6 +107,7 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
         batch_size=batch_size,
         aggregator=None if aggregator == "none" else aggregator,
         response_aggregation=response_aggregation,
+        final_scores=final_scores,
     )
     done = 0
     if resume:

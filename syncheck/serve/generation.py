@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncheck.aggregators.apply import aggregate_response
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import Decoding
 from syncheck.results import ScoredSentence
@@ -56,11 +55,14 @@ def prompt_tokens_or_413(scorer: Any, question: str, documents: list[str], max_n
 def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: bool = True) -> dict[str, Any]:
     """A sentence event: ``index``, ``text``, ``start``, ``end``, ``score``, ``features``, ``flagged``
     (its score is below ``tau1``, the threshold FOD would backtrack at) and ``degenerate`` (``"repeat"``,
-    ``"question"``, ``"no_content"``, ``"meta"`` or ``None``: informativeness, not part of the score)."""
+    ``"question"``, ``"no_content"``, ``"meta"`` or ``None``: informativeness, not part of the score); in the done
+    event also ``final_score``, the whole-answer score (:mod:`syncheck.aggregators.final`), where there is one."""
     row = sentence.to_json()
     out = {"index": index, "text": row["text"], "start": row["start"], "end": row["end"], "score": row.get("score")}
     if features:
         out["features"] = row["features"]
+    if row.get("final_score") is not None:  # in the done event, once the answer is complete
+        out["final_score"] = row["final_score"]
     out["flagged"] = out["score"] is not None and out["score"] < tau1
     out["degenerate"] = sentence.degenerate
     return out
@@ -130,11 +132,14 @@ class ChatRunner:
         if run_check and sentences:
             yield  # the check is a turn of its own
             check = self.checker.check(question=chat.question, context=chat.documents, answer=text).to_json()
-        scores = [s.score for s in sentences if s.score is not None]
+        response_score = self.scorer.finish_response(sentences)  # and each sentence's final_score
         job.put("done", {
             "method": method,
             "text": text,
-            "response_score": aggregate_response(scores, self.scorer.response_aggregation) if scores else None,
+            "response_score": response_score,
+            # the whole-answer scores, by sentence index (a stream's sentence events carried the live ones)
+            "final_scores": ([s.final_score for s in sentences]
+                             if any(s.final_score is not None for s in sentences) else None),
             "thresholds": thresholds,
             "aggregator": self.scorer.aggregator_source,
             "trace": trace,
