@@ -150,3 +150,20 @@ def test_provenance_support_takes_the_final_verdict_or_the_live_one(tiny_lm, sav
     base_verdict = load_aggregator(saved).response_model
     assert live == pytest.approx(base_verdict.predict_response([s.score for s in res.sentences]))
     assert live != pytest.approx(final)
+
+
+def test_the_shipped_default_final_model_if_any_reads_what_the_default_scorer_produces():
+    from syncheck.aggregators import default_aggregator_dir, read_meta
+    from syncheck.aggregators.apply import expected_features
+    from syncheck.aggregators.final import RELATIVE_PREFIX, load_final_model
+    from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_PROBES
+
+    final = load_final_model(default_aggregator_dir())
+    if final is None:
+        pytest.skip("the default aggregator ships no final model")
+    names = expected_features(final)
+    bases = set(relative_bases(names))
+    assert bases and bases <= set(DEFAULT_FEATURES)
+    assert {n for n in names if not n.startswith(RELATIVE_PREFIX)} <= set(DEFAULT_FEATURES) | set(DEFAULT_PROBES)
+    assert final.response_model is not None
+    assert read_meta(default_aggregator_dir() / FINAL_DIR)["scorer"]["model"] == "smollm2-135m"

@@ -203,6 +203,11 @@ def test_benchmark_smoke_writes_its_section_plot_and_response_json(tmp_path):
     assert "stale tables" not in text and text.count(rv.SECTION.lstrip("# ")) == 1
     assert (tmp_path / "rel.png").stat().st_size > 1000
     assert load_response_model(tmp_path / "agg") is not None
+    from syncheck.aggregators.final import load_final_model
+
+    final = load_final_model(tmp_path / "agg")  # --relative --save: the final model and its verdict, in DIR/final
+    assert final is not None and final.response_model is not None
+    assert "rel:pmi_mean" in list(final.feature_names_in_) and text.count("| bin | mean predicted |") == 2
 
 
 def test_scorer_uses_the_verdict_stored_beside_its_aggregator_and_keeps_min(tiny_lm, tmp_path):

@@ -252,7 +252,8 @@ def _ci(a: tuple[float, float, float]) -> str:
     return f"{a[0]:.3f} [{a[1]:.2f}, {a[2]:.2f}]"
 
 
-def markdown(header: list[str], rows: dict[str, dict[str, Cell]], rel: list, verdict_row: str, counts: dict) -> str:
+def markdown(header: list[str], rows: dict[str, dict[str, Cell]], reliabilities: dict[str, list], counts: dict) -> str:
+    """The response table, then a reliability table for each ``{row name: reliability(...)}``."""
     tasks = [t for t in TASKS if any(t in c for c in rows.values())]
     lines = list(header) + [
         "", "Response level, per task (AUROC [95% CI] of P(faithful); Brier score of P(faithful) against the response "
@@ -269,11 +270,12 @@ def markdown(header: list[str], rows: dict[str, dict[str, Cell]], rel: list, ver
                          f"{_ci(c.auroc)} | {'-' if c.brier is None else f'{c.brier:.3f}'} | {c.f1:.1f}")
         mean = np.mean([cells[t].auroc[0] for t in tasks if t in cells])
         lines.append(f"| {name} | " + " | ".join(parts) + f" | {mean:.3f} |")
-    lines += ["", f"Reliability of the {verdict_row} (all tasks, out-of-fold; 10 equal-width bins of the predicted "
-              f"P(faithful); expected calibration error {expected_calibration_error(rel):.3f}):", "",
-              "| bin | mean predicted | observed faithful | responses |", "| --- | --- | --- | --- |"]
-    for lo, hi, pred, obs, n in rel:
-        lines.append(f"| {lo:.1f}-{hi:.1f} | " + (f"{pred:.3f} | {obs:.3f}" if n else "- | -") + f" | {n} |")
+    for verdict_row, rel in reliabilities.items():
+        lines += ["", f"Reliability of the {verdict_row} (all tasks, out-of-fold; 10 equal-width bins of the predicted "
+                  f"P(faithful); expected calibration error {expected_calibration_error(rel):.3f}):", "",
+                  "| bin | mean predicted | observed faithful | responses |", "| --- | --- | --- | --- |"]
+        for lo, hi, pred, obs, n in rel:
+            lines.append(f"| {lo:.1f}-{hi:.1f} | " + (f"{pred:.3f} | {obs:.3f}" if n else "- | -") + f" | {n} |")
     return "\n".join(lines) + "\n"
 
 
@@ -306,6 +308,9 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
               "word overlap with the context (trivial)": (resp.overlap, False)}
     rows = {name: task_cells(resp, s, fold, args.bootstrap, prob) for name, (s, prob) in scores.items()}
     rel = reliability(resp.label, learned[LEARNED])
+    reliabilities = {LEARNED: rel}
+    if final is not None:
+        reliabilities[RELATIVE] = reliability(resp.label, learned[RELATIVE])
     counts = {t: (int((resp.task == t).sum()), int(((resp.task == t) & (resp.label == 0)).sum())) for t in TASKS}
 
     def mean_auroc(name: str) -> float:
@@ -332,9 +337,15 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
         f" Machine: {platform.machine()}, 2 CPU cores (shared), python {platform.python_version()}; wall time "
         + ", ".join(f"{k} {v:.0f} s" for k, v in timing.items()) + ".",
     ]
-    md = markdown(header, rows, rel, LEARNED, counts)
+    if final is not None:
+        header[-1] += (" Final row: the same nesting, with sentence scores from the recipe that also reads "
+                       + ", ".join(f"`rel:{n}`" for n in RELATIVE_FEATURES) + " (each minus its response's mean, "
+                       "`features.relative`); `--save` fits that model on every sentence into DIR/final and its "
+                       "verdict on every response's out-of-fold final scores: the shipped `response_score`.")
+    md = markdown(header, rows, reliabilities, counts)
     verdict = (f"Mean AUROC over the tasks: learned {mean_auroc(LEARNED):.3f}, min {mean_auroc(MIN):.3f}, "
-               f"mean {mean_auroc(MEAN):.3f}.")
+               f"mean {mean_auroc(MEAN):.3f}" + (f", final {mean_auroc(RELATIVE):.3f}" if final is not None else "")
+               + ".")
     md += "\n" + verdict + "\n"
     print(md)
     if args.results_md:
