@@ -98,7 +98,10 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
     click.echo("")
     for s in result.sentences:
         score = "  n/a" if s.score is None else f"{s.score:.2f}"
-        click.echo(f"[{score}] {s.text}")
+        final = "" if s.final_score is None else f" final {s.final_score:.2f}"
+        click.echo(f"[{score}{final}] {s.text}")
+    if result.response_score is not None:
+        click.echo(f"response score: {result.response_score:.2f}")
     if "tau1" in result.trace:
         click.echo(f"\nthresholds: tau1 {result.trace['tau1']:.2f}, tau2 {result.trace['tau2']:.2f} "
                    f"({result.trace.get('thresholds_from')})", err=True)

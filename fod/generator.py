@@ -251,6 +251,7 @@ class FODGenerator:
         return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings), question, context)
 
     def _finish(self, result: GenerationResult, question, context) -> GenerationResult:
+        result.response_score = self.scorer.finish_response(result.sentences)  # and each sentence's final_score
         if self.checker == "auto":
             from syncheck.provenance import ProvenanceChecker
 

@@ -38,6 +38,8 @@ class GenerationResult:
         trace: what the method did (backtracks, candidates, pruning, beams kept).
         final_check: the Provenance result for the answer (``to_json()`` form), or ``None``.
         warnings: e.g. context truncation.
+        response_score: the answer's response score (``Scorer.finish_response``, which also sets each sentence's
+            ``final_score`` where the aggregator has a final model), or ``None``.
     """
 
     text: str
@@ -46,6 +48,7 @@ class GenerationResult:
     trace: dict[str, Any] = field(default_factory=dict)
     final_check: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    response_score: float | None = None
 
     @property
     def mean_score(self) -> float | None:
@@ -56,8 +59,10 @@ class GenerationResult:
         return {
             "text": self.text,
             "sentences": [
-                {"text": s.text, "score": s.score, "features": s.to_json()["features"]} for s in self.sentences
+                {"text": s.text, "score": s.score, "features": s.to_json()["features"],
+                 **({"final_score": s.final_score} if s.final_score is not None else {})} for s in self.sentences
             ],
+            "response_score": self.response_score,
             "method": self.method,
             "trace": self.trace,
             "final_check": self.final_check,

@@ -167,3 +167,18 @@ def test_the_shipped_default_final_model_if_any_reads_what_the_default_scorer_pr
     assert {n for n in names if not n.startswith(RELATIVE_PREFIX)} <= set(DEFAULT_FEATURES) | set(DEFAULT_PROBES)
     assert final.response_model is not None
     assert read_meta(default_aggregator_dir() / FINAL_DIR)["scorer"]["model"] == "smollm2-135m"
+
+
+def test_fod_and_its_baselines_end_their_answers_with_final_scores(tiny_lm, saved):
+    from fod import FODGenerator
+    from fod.baselines import GreedyGenerator
+
+    scorer = Scorer(tiny_lm, lid=None, aggregator=str(saved))
+    for gen in (GreedyGenerator(scorer, checker=None), FODGenerator(scorer, checker=None)):
+        res = gen.generate(question="When?", context=CONTEXT, decoding={"max_new_tokens": 24})
+        assert res.sentences and all(s.final_score is not None for s in res.sentences)
+        final = final_sentence_scores(scorer.final_model, [s.features for s in res.sentences])
+        assert [s.final_score for s in res.sentences] == pytest.approx(final.tolist())
+        assert res.response_score == pytest.approx(scorer.response_aggregation.predict_response(final.tolist()))
+        row = res.to_json()
+        assert row["response_score"] == res.response_score and "final_score" in row["sentences"][0]
