@@ -339,3 +339,19 @@ def test_default_model_gets_a_response_score():
     )
     assert result.error is None and 0.0 <= result.response_score <= 1.0
     assert all(0.0 <= s.score <= 1.0 for s in result.sentences)
+
+
+def test_every_shipped_aggregator_loads_and_names_the_model_it_was_fitted_for():
+    from syncheck.aggregators import load_aggregator, read_meta
+    from syncheck.aggregators.resolve import shipped_aggregator_dirs
+
+    dirs = [d for d in shipped_aggregator_dirs() if (d / "meta.json").is_file()]
+    assert len(dirs) >= 2  # the SmolLM2 default and the calibrated Qwen2.5-Coder-1.5B (the quality preset)
+    models = set()
+    for d in dirs:
+        meta = read_meta(d)
+        agg = load_aggregator(d)
+        assert meta["scorer"]["model"] and meta["scorer"]["fingerprint"], d
+        assert agg.response_model is not None and {p.name for p in agg.probes} == {"hidden_probe"}, d
+        models.add(meta["scorer"]["model"])
+    assert {"smollm2-135m", "qwen2.5-coder-1.5b"} <= models
