@@ -163,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, tuple]]:
     ap.add_argument("--ragtruth-limit", type=int, default=None, help="RAGTruth QA responses read (default: all)")
     ap.add_argument("--variants", default=None, help="indices into VARIANTS, comma-separated (default: all)")
     ap.add_argument("--model", default=None, help="scoring model (default: the embedded default)")
+    ap.add_argument("--dtype", default="float32", help="the scoring model's dtype (float32, bfloat16, auto)")
     args = parse_run_args(ap, argv)
     from syncheck.models import DEFAULT_MODEL
     from syncheck.scorer import Scorer
@@ -172,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, tuple]]:
     if unknown:
         ap.error(f"unknown sets {unknown}; choose from {', '.join(SETS)}")
     variants = VARIANTS if args.variants is None else [VARIANTS[int(i)] for i in args.variants.split(",")]
-    scorer = CachedScorer(Scorer(args.model or DEFAULT_MODEL))
+    scorer = CachedScorer(Scorer(args.model or DEFAULT_MODEL, dtype=args.dtype))
     t0 = time.perf_counter()
     results, sizes = {}, {}
     for name in sets:

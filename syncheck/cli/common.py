@@ -39,7 +39,7 @@ preset_option = click.option(
     "--preset", type=click.Choice(sorted(PRESETS)), default=None, is_eager=True, expose_value=False,
     callback=_apply_preset,
     help="Model and dtype in one word: 'default' (smollm2-135m, float32) or 'quality' (qwen2.5-coder-1.5b, "
-         "dtype auto; calibrate it once with `syncheck calibrate --preset quality --data LABELLED.jsonl`). --model "
+         "dtype auto; scored by the aggregator shipped for it, calibrated on RAGTruth dev). --model "
          "and --dtype override it.")
 
 #: Exit status of every error a user can cause (bad input, options, files): click's usage-error status.
