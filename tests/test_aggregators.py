@@ -190,9 +190,11 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
     assert set(meta["training"]["sets"]) == {"ragtruth-dev", "pairs", "sentences", "generated"}
     assert meta["kind"] == "xgb" and [p["name"] for p in meta["probes"]] == ["hidden_probe"]
     assert meta["probes"][0]["layers"] == [15, 18, 22] and 0 < meta["decoding"]["tau1"] <= meta["decoding"]["tau2"] < 1
-    files = list(path.iterdir())
-    assert all(f.suffix in (".json", ".safetensors") for f in files)
+    files = [f for f in path.iterdir() if f.is_file()]
+    assert all(f.suffix in (".json", ".safetensors") for f in path.rglob("*") if f.is_file())
     assert sum(f.stat().st_size for f in files) < 400_000
+    assert [d.name for d in path.iterdir() if d.is_dir()] in ([], ["final"])  # the final model (aggregators/final.py)
+    assert sum(f.stat().st_size for f in (path / "final").glob("*")) < 300_000
     agg = load_aggregator(path)
     assert agg.probes[0].coef_.shape == (3 * 576,)
     rng = np.random.default_rng(0)

@@ -261,18 +261,19 @@ def test_provenance_offline_benchmark_smoke(tmp_path):
 def test_provenance_check_benchmark_smoke(tmp_path):
     from pathlib import Path
 
-    from benchmarks.provenance_check import SECTION, VARIANTS, main
+    from benchmarks.provenance_check import SECTION, VARIANTS, Variant, main
 
     shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
     if not (shared / "halueval" / "qa.jsonl").exists():
         pytest.skip(f"HaluEval not found under {shared}")
     results = tmp_path / "RESULTS.md"
+    joined = VARIANTS.index(Variant("joined", "TopK 3", "question", "verdict"))  # FOD's final check
     out = main(["--halueval-dir", str(shared / "halueval"), "--sets", "pairs,dialogue", "--start", "2000", "--limit", "3",
-                "--variants", "0,7", "--bootstrap", "20", "--results-md", str(results)])
+                "--variants", f"0,{joined}", "--bootstrap", "20", "--results-md", str(results)])
     assert set(out) == {"pairs", "dialogue"}
-    assert {VARIANTS[0].name, VARIANTS[7].name} < set(out["pairs"])
+    assert {VARIANTS[0].name, VARIANTS[joined].name} < set(out["pairs"])
     assert all(0 <= row[0] <= 1 for row in out["dialogue"].values())
-    assert out["pairs"][VARIANTS[7].name][3] == 1.0  # one joined premise per answer
+    assert out["pairs"][VARIANTS[joined].name][3] == 1.0  # one joined premise per answer
     text = results.read_text(encoding="utf-8")
     assert SECTION in text and "0.69 (published)" in text
 
