@@ -194,6 +194,8 @@ def build_row(n: int, row: dict[str, Any], inp: dict[str, Any], source: str, lab
     for s in sentences:
         value = sentence_value(s, source)
         feats = [(k, _fmt(v)) for k, v in (s.get("features") or {}).items()]
+        if "final_score" in s:  # the whole-answer score (syncheck.aggregators.final)
+            feats.insert(0, ("final score", _fmt(s["final_score"])))
         if "score" in s:
             feats.insert(0, ("score", _fmt(s["score"])))
         sv = SentenceView(str(s.get("text", "")), value, colour(value), feats)

@@ -204,3 +204,13 @@ def test_png_bytes_are_valid():
     data = re.search(r'src="data:image/png;base64,([^"]+)"', html).group(1)
     img = Image.open(io.BytesIO(base64.b64decode(data)))
     assert img.format == "PNG" and img.size[0] > 500
+
+
+def test_a_sentence_final_score_is_shown_beside_its_live_score():
+    from syncheck.report import build_row
+
+    row = {"id": 1, "sentences": [{"text": "It is tall.", "start": 0, "end": 11, "score": 0.4, "final_score": 0.8,
+                                   "features": {"mean_prob": 0.5}}]}
+    view = build_row(0, row, {}, "score", None)
+    sentence = next(sv for _, sv in view.segments if sv is not None)
+    assert sentence.features[:2] == [("score", "0.4"), ("final score", "0.8")] and sentence.value == 0.4
