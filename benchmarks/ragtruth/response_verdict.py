@@ -62,6 +62,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL")
     p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench, as run.py)")
     p.add_argument("--model", default="smollm2-135m", help="scoring model")
+    p.add_argument("--dtype", default="float32", help="its dtype (the feature cache is per model and dtype)")
     p.add_argument("--limit", type=int, default=None, help="responses read per task (default: all)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--seed", type=int, default=0, help="fold assignment and model seeds")
@@ -69,7 +70,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=2)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--tau", type=float, default=None,
-                   help="the verdict's 'doubtful sentence' threshold (default: the shipped default's FOD tau1)")
+                   help="the verdict's 'doubtful sentence' threshold (default: FOD's tau1 of the aggregator in --save, "
+                        "else of the shipped default)")
     p.add_argument("--relative", action="store_true",
                    help="add a row: the verdict over final sentence scores, whose recipe also reads each feature minus "
                         "its response's mean (syncheck.aggregators.final); with --save, write that model to DIR/final")
@@ -284,7 +286,7 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
            command: str = "") -> dict[str, Any]:
     """Every figure of the module on a scored table: prints the markdown, writes the section / plot / response.json."""
     t0 = time.perf_counter()
-    tau = args.tau if args.tau is not None else default_tau()
+    tau = args.tau if args.tau is not None else default_tau(args.save)
     resp = Responses.of(table)
     fitters = {LEARNED: verdict_fitter(tau=tau),
                "learned verdict, identity link": verdict_fitter(tau=tau, link="identity"),
@@ -360,14 +362,17 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
             "saved": str(saved) if saved else None, "markdown": md}
 
 
-def default_tau() -> float:
-    """The shipped default aggregator's FOD tau1 (0.45 when it is not installed)."""
+def default_tau(save: str | None = None) -> float:
+    """FOD's tau1 of the aggregator in ``save`` when there is one, else of the shipped default (0.45 when neither
+    is installed)."""
     from syncheck.aggregators import default_aggregator_dir, read_meta
 
-    try:
-        return float(read_meta(default_aggregator_dir()).get("decoding", {}).get("tau1", 0.45))
-    except (FileNotFoundError, ValueError):
-        return 0.45
+    for path in ([save] if save else []) + [default_aggregator_dir()]:
+        try:
+            return float(read_meta(path).get("decoding", {}).get("tau1", 0.45))
+        except (FileNotFoundError, ValueError):
+            continue
+    return 0.45
 
 
 def save_verdict(resp: Responses, outer: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
@@ -436,7 +441,8 @@ def cached_table(args: argparse.Namespace) -> SentenceTable:
 
         torch.set_num_threads(args.threads)
     records = read_ragtruth(args.data, limit=args.limit)
-    config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False, batch_size=args.batch_size)
+    config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False, batch_size=args.batch_size,
+                           dtype=args.dtype)
     return sentence_table(records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench")))
 
 
