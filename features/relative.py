@@ -8,8 +8,9 @@ Why it exists: a response's sentences share its writer's style (one model copies
 paraphrases), which moves every sentence's likelihood, PMI and overlap together; the deviation from the response's
 own level separates the sentence that departs from it. On RAGTruth dev the whole-response form adds about +0.01 to
 the default recipe's sentence AUROC (+0.02 on data-to-text) and the causal form adds nothing
-(``python -m benchmarks.ragtruth.feature_gain --feature rel:pmi_mean,...``; RESULTS.md, "Response-relative
-features"). Not in the shipped default: the whole-response form needs sentences not yet generated.
+(``python -m benchmarks.ragtruth.feature_gain --feature rel:pmi_mean,...``; RESULTS.md, "Final (whole-answer)
+sentence scores"). Not in the live score, since the whole-response form needs sentences not yet generated: the
+final model reads it once the answer is complete (:mod:`syncheck.aggregators.final`).
 
 Sign convention: the same as the feature it is derived from (a sentence more grounded than the rest of its
 response has a positive relative ``pmi_mean``).
@@ -44,7 +45,7 @@ def relative_by_response(values: np.ndarray, response: np.ndarray, causal: bool 
         raise ValueError(f"values {values.shape} and response {response.shape} must have one entry per sentence")
     out = np.empty_like(values)
     order = np.argsort(response, kind="stable")  # keeps each response's sentences in their order
-    ids, starts = np.unique(response[order], return_index=True)
+    _, starts = np.unique(response[order], return_index=True)
     for rows in np.split(order, starts[1:]):
         out[rows] = relative_to_response(values[rows], causal)
     return out

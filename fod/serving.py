@@ -65,7 +65,7 @@ class AbstainDecoder:
 
 
 def answer(res: GenerationResult) -> DecodedAnswer:
-    return DecodedAnswer(res.text, res.sentences, jsonable(res.trace), list(res.warnings))
+    return DecodedAnswer(res.text, res.sentences, jsonable(res.trace), list(res.warnings), res.response_score)
 
 
 def jsonable(value: Any) -> Any:

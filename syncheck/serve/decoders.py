@@ -29,6 +29,8 @@ class DecodedAnswer:
     sentences: list[ScoredSentence]
     trace: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: the answer's response score (``Scorer.finish_response``, which also set each sentence's ``final_score``)
+    response_score: float | None = None
 
 
 class AnswerSink(Protocol):

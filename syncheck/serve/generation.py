@@ -120,19 +120,18 @@ class ChatRunner:
         tau1, tau2, source = resolve_thresholds(self.scorer, chat.options.tau1, chat.options.tau2)
         thresholds = {"tau1": tau1, "tau2": tau2, "from": source}
         if method == "monitor":
-            text, sentences, trace, warnings, tokens = yield from self._monitor(job, chat, tau1)
+            text, sentences, trace, warnings, tokens, response_score = yield from self._monitor(job, chat, tau1)
         else:
             decoder, sink = self.decoders.get(method), JobSink(job, tau1, chat.options.features)
             done = yield from in_turns(  # a forward per turn: the monitor streams keep stepping meanwhile
                 lambda: decoder.decode(question=chat.question, documents=chat.documents, decoding=chat.decoding,
                                        options=chat.options, sink=sink), self.scorer.lm.model)
-            text, sentences, trace, warnings, tokens = self._decoded(done)
+            text, sentences, trace, warnings, tokens, response_score = self._decoded(done)
         check = None
         run_check = chat.options.final_check if chat.options.final_check is not None else method != "monitor"
         if run_check and sentences:
             yield  # the check is a turn of its own
             check = self.checker.check(question=chat.question, context=chat.documents, answer=text).to_json()
-        response_score = self.scorer.finish_response(sentences)  # and each sentence's final_score
         job.put("done", {
             "method": method,
             "text": text,
@@ -173,10 +172,10 @@ class ChatRunner:
                 job.put("sentence", sentence_json(ev.index, ev.sentence, tau1, chat.options.features))
         result = run.result
         trace = {"stop": result.stop_reason, "tokens": len(result.token_ids)}
-        return result.text, result.sentences, trace, result.warnings, len(result.token_ids)
+        return result.text, result.sentences, trace, result.warnings, len(result.token_ids), result.response_score
 
     def _decoded(self, done: DecodedAnswer):
-        return done.text, done.sentences, done.trace, done.warnings, self._count(done.text)
+        return done.text, done.sentences, done.trace, done.warnings, self._count(done.text), done.response_score
 
     def _count(self, text: str) -> int:
         return len(self.scorer.lm.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
