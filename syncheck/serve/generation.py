@@ -175,7 +175,8 @@ class ChatRunner:
         return result.text, result.sentences, trace, result.warnings, len(result.token_ids), result.response_score
 
     def _decoded(self, done: DecodedAnswer):
-        return done.text, done.sentences, done.trace, done.warnings, self._count(done.text), done.response_score
+        score = done.response_score if done.response_score is not None else self.scorer.finish_response(done.sentences)
+        return done.text, done.sentences, done.trace, done.warnings, self._count(done.text), score
 
     def _count(self, text: str) -> int:
         return len(self.scorer.lm.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
