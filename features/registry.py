@@ -67,6 +67,8 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec("lookback_ratio", +1, "lookback", "attention to the context over all attention (features.lookback)"),
     FeatureSpec("lid_layer_<L>", -1, "lid", "local intrinsic dimension at layer L (Yin et al., 2024: truthful is lower)"),
     FeatureSpec("unsupported_specifics", -1, "text_checks", "numbers, dates and names absent from the context"),
+    FeatureSpec("unsupported_specific_count", -1, "text_checks",
+                "how many numbers, dates and names the context lacks (the share's numerator)"),
     FeatureSpec("novel_bigram_share", -1, "text_checks", "share of the sentence's bigrams absent from the context"),
     FeatureSpec("local_support", +1, "text_checks",
                 "share of the sentence's content words held by its best-matching context sentence (features.locality)"),

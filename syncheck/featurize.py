@@ -24,7 +24,7 @@ from features.novelty import novel_ngram_share
 from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
 from features.registry import names_needing
-from features.specifics import unsupported_specifics
+from features.specifics import unsupported_specifics_count
 from features.stats import TokenStats
 from syncheck.lid_reference import LIDReference
 from syncheck.probes import LinearProbe
@@ -37,8 +37,10 @@ TEXT_CHECK_FEATURES = tuple(names_needing("text_checks"))
 def text_check_features(context: str, sentence: str) -> dict[str, float]:
     """The string checks of ``sentence`` against the formatted ``context``, in registry order
     (:data:`TEXT_CHECK_FEATURES`): pure functions of the two texts, no model pass."""
+    missing, total = unsupported_specifics_count(context, sentence)
     return {
-        "unsupported_specifics": unsupported_specifics(context, sentence),
+        "unsupported_specifics": missing / total if total else 0.0,
+        "unsupported_specific_count": float(missing),
         "novel_bigram_share": novel_ngram_share(context, sentence, 2),
         "local_support": local_support(context, sentence),
     }

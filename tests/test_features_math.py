@@ -136,3 +136,12 @@ def test_every_feature_a_full_scorer_produces_is_registered_in_registry_order(ti
     assert [order.index(feature_spec(n).name) for n in names] == sorted(order.index(feature_spec(n).name) for n in names)
     row = scorer.score(context="The tower is 330 metres tall.", response="It is 330 metres tall.")
     assert set(row.sentences[0].features) == set(names)
+
+
+def test_unsupported_specific_count_is_the_numerator_of_the_share():
+    from syncheck.featurize import text_check_features
+
+    context = "The bridge opened in 1932 and is 503 m long."
+    feats = text_check_features(context, "It opened in 1932 in Sydney and cost 13 million pounds.")
+    assert feats["unsupported_specific_count"] == 2.0  # 13 and Sydney; 1932 is in the context
+    assert feats["unsupported_specifics"] == pytest.approx(2.0 / 3.0)

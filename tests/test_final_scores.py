@@ -164,7 +164,10 @@ def test_the_shipped_default_final_model_if_any_reads_what_the_default_scorer_pr
     names = expected_features(final)
     bases = set(relative_bases(names))
     assert bases and bases <= set(DEFAULT_FEATURES)
-    assert {n for n in names if not n.startswith(RELATIVE_PREFIX)} <= set(DEFAULT_FEATURES) | set(DEFAULT_PROBES)
+    from syncheck.featurize import TEXT_CHECK_FEATURES
+
+    produced = set(DEFAULT_FEATURES) | set(DEFAULT_PROBES) | set(TEXT_CHECK_FEATURES)  # string checks: on by default
+    assert {n for n in names if not n.startswith(RELATIVE_PREFIX)} <= produced
     assert final.response_model is not None
     assert read_meta(default_aggregator_dir() / FINAL_DIR)["scorer"]["model"] == "smollm2-135m"
 
@@ -174,8 +177,9 @@ def test_fod_and_its_baselines_end_their_answers_with_final_scores(tiny_lm, save
     from fod.baselines import GreedyGenerator
 
     scorer = Scorer(tiny_lm, lid=None, aggregator=str(saved))
-    for gen in (GreedyGenerator(scorer, checker=None), FODGenerator(scorer, checker=None)):
-        res = gen.generate(question="When?", context=CONTEXT, decoding={"max_new_tokens": 24})
+    for gen, kwargs in ((GreedyGenerator(scorer, checker=None), {}),
+                        (FODGenerator(scorer, checker=None), {"tau1": 0.0, "tau2": 0.0})):  # prune nothing here
+        res = gen.generate(question="When?", context=CONTEXT, decoding={"max_new_tokens": 24}, **kwargs)
         assert res.sentences and all(s.final_score is not None for s in res.sentences)
         final = final_sentence_scores(scorer.final_model, [s.features for s in res.sentences])
         assert [s.final_score for s in res.sentences] == pytest.approx(final.tolist())

@@ -285,3 +285,22 @@ def test_cli_unknown_backend_is_a_clean_error(tmp_path):
     inp.write_text(json.dumps({"id": 1, "context": "c", "response": "r"}) + "\n", encoding="utf-8")
     res = CliRunner().invoke(main, ["check", str(inp), "--relevance", "nope"])
     assert res.exit_code == 2 and "unknown relevance scorer" in res.output
+
+
+def test_check_signals_benchmark_smoke(tmp_path):
+    from pathlib import Path
+
+    from benchmarks.check_signals import SECTION, main
+
+    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    if not (shared / "halueval" / "dialogue.jsonl").exists():
+        pytest.skip(f"HaluEval not found under {shared}")
+    results = tmp_path / "RESULTS.md"
+    args = ["--halueval-dir", str(shared / "halueval"), "--set", "dialogue", "--start", "2000", "--limit", "3",
+            "--bootstrap", "20", "--work-dir", str(tmp_path / "cache"), "--results-md", str(results)]
+    out = main(args)
+    assert "verdict over final scores (the check's default)" in out and "feature mean: local_support" in out
+    assert all(0 <= auc <= 1 for auc, _, _ in out.values())
+    assert len((tmp_path / "cache" / "dialogue-2000.jsonl").read_text().splitlines()) == 6  # both answers per record
+    assert main(args) == out  # the rerun reads the cache
+    assert SECTION in results.read_text(encoding="utf-8")

@@ -118,3 +118,15 @@ def test_feature_gain_compares_the_recipe_with_and_without_a_feature(tmp_path, t
     with pytest.raises(SystemExit, match="to derive"):
         feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
                            "--feature", "rel:nonsense", "--seeds", "0"])
+
+
+def test_halueval_rows_label_every_sentence_with_its_answer_and_skip_failed_rows(tmp_path):
+    from benchmarks.ragtruth.halueval_rows import halueval_matrix
+
+    rows = [{"label": 1, "error": None, "sentences": [{"features": {"a": 1.0, "b": 2.0}}, {"features": {"a": 3.0}}]},
+            {"label": 0, "error": "too long", "sentences": []},
+            {"label": 0, "error": None, "sentences": [{"features": {"a": 5.0, "b": 6.0}}]}]
+    path = tmp_path / "summarization-600.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    X, y = halueval_matrix(path, ["a", "b"])
+    assert X.tolist() == [[1.0, 2.0], [3.0, 0.0], [5.0, 6.0]] and y.tolist() == [1, 1, 0]

@@ -18,7 +18,7 @@ positive, threshold tuned on the other folds, :func:`benchmarks.ragtruth.evaluat
 response length and word overlap on the same responses; then the reliability table of the learned verdict.
 ``--relative`` adds the verdict over the final (whole-answer) sentence scores, from a recipe that also reads each
 feature minus its response's mean (:mod:`features.relative`; a live monitor can compute them only once the answer is
-complete, :mod:`syncheck.aggregators.final`); with ``--save DIR`` it also writes that final model and its verdict to
+complete, :mod:`syncheck.aggregators.final`) and :data:`FINAL_EXTRA_FEATURES`; with ``--save DIR`` it also writes that final model and its verdict to
 ``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
 --no-embedding``: the default needs none of them).
 """
@@ -52,7 +52,13 @@ LEARNED = "learned verdict (LR on score statistics)"
 MIN = "min of sentence scores (the old default)"
 MEAN = "mean of sentence scores"
 RELATIVE = "learned verdict over the final (whole-answer) sentence scores (features also read against the response)"
+RELATIVE_MEANS = "learned verdict over the final sentence scores + the response's mean support features"
 #: Features whose deviation from the response's mean (:mod:`features.relative`) ``--relative`` adds to the recipe.
+#: Sentence features whose response mean an extended verdict may read (``"means"``): the support features.
+MEAN_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_kl")
+#: Features the final model reads that the live recipe does not: the count of unsupported specifics (+0.011 to +0.015
+#: summary sentence AUROC over 3 fold seeds, benchmarks/RESULTS.md, stop 34).
+FINAL_EXTRA_FEATURES = ("unsupported_specific_count",)
 RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                      "local_support", "novel_bigram_share", "align_score")
 
@@ -94,6 +100,8 @@ class Responses:
     source: np.ndarray
     words: np.ndarray
     overlap: np.ndarray  # share of the response's content words found in the context
+    #: ``(n, k)`` response means of the sentence features in :data:`MEAN_FEATURES` (NaN-free; see :meth:`of`)
+    means: np.ndarray | None = None
 
     @classmethod
     def of(cls, table: SentenceTable) -> "Responses":
@@ -103,12 +111,20 @@ class Responses:
         ids, starts = np.unique(table.response[order], return_index=True)
         rows = np.split(order, starts[1:])
         recs = [table.records[i] for i in ids]
+        names = [n for n in MEAN_FEATURES if n in table.features]
+        means = np.asarray([[np.nanmean(table.features[n][r]) if np.isfinite(table.features[n][r]).any() else 0.0
+                             for n in names] for r in rows]).reshape(len(rows), len(names))
         return cls(rows, np.asarray([r.label for r in recs], dtype=np.int64), np.asarray([r.task for r in recs]),
                    np.asarray([r.source_id for r in recs]), np.asarray([len(r.response.split()) for r in recs], float),
-                   np.asarray([lexical_precision(r.context, r.response) for r in recs], float))
+                   np.asarray([lexical_precision(r.context, r.response) for r in recs], float), means)
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def side(self, which: np.ndarray) -> dict[str, np.ndarray]:
+        """Response-level columns of the responses ``which`` that an extended verdict may read."""
+        return {"task": self.task[which], "words": self.words[which], "overlap": self.overlap[which],
+                "means": self.means[which]}
 
     def scores(self, sentence_scores: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
         """NaN-padded sentence scores of the responses ``which`` (default all), for :class:`ResponseVerdict`."""
@@ -159,6 +175,8 @@ def extended_fitter(tau: float, extra: Sequence[str], boosted: bool = False) -> 
             cols.append(np.log1p(side["words"])[:, None])
         if "overlap" in extra:
             cols.append(side["overlap"][:, None])
+        if "means" in extra:
+            cols.append(side["means"])
         return np.hstack(cols)
 
     def fit(X, y, side, X_test, test_side):
@@ -180,8 +198,7 @@ def nested_scores(table: SentenceTable, resp: Responses, n_folds: int, seed: int
     for k, (train, _) in enumerate(folds):
         inner = sentence_scores(table, inner_folds(table, train, n_folds - 1, seed), seed, extra)
         tr, te = np.flatnonzero(resp_fold != k), np.flatnonzero(resp_fold == k)
-        side_tr = {"task": resp.task[tr], "words": resp.words[tr], "overlap": resp.overlap[tr]}
-        side_te = {"task": resp.task[te], "words": resp.words[te], "overlap": resp.overlap[te]}
+        side_tr, side_te = resp.side(tr), resp.side(te)
         for name, fit in fitters.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -293,13 +310,15 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
                "learned verdict + task (one-hot)": extended_fitter(tau, ["task"]),
                "learned verdict + response words": extended_fitter(tau, ["words"]),
                "learned verdict + the response's word overlap": extended_fitter(tau, ["overlap"]),
+               "learned verdict + the response's mean support features": extended_fitter(tau, ["means"]),
                "small boosting (depth 2) on the statistics + task": extended_fitter(tau, ["task"], boosted=True)}
     outer, fold, learned = nested_scores(table, resp, args.folds, args.seed, fitters)
     final = None
     if args.relative:  # the same verdict over final sentence scores, which also read each feature against its response
-        final, _, got = nested_scores(table, resp, args.folds, args.seed, {RELATIVE: verdict_fitter(tau=tau)},
+        final, _, got = nested_scores(table, resp, args.folds, args.seed,
+                                      {RELATIVE: verdict_fitter(tau=tau), RELATIVE_MEANS: extended_fitter(tau, ["means"])},
                                       add_relative_columns(table))
-        learned[RELATIVE] = got[RELATIVE]
+        learned.update(got)
     low = np.asarray([outer[r].min() for r in resp.rows])
     mean = np.asarray([outer[r].mean() for r in resp.rows])
     n_sent = np.asarray([len(r) for r in resp.rows], dtype=float)
@@ -388,12 +407,13 @@ def save_verdict(resp: Responses, outer: np.ndarray, tau: float, args: argparse.
 
 
 def add_relative_columns(table: SentenceTable) -> list[str]:
-    """Add ``rel:<name>`` (each of :data:`RELATIVE_FEATURES` minus its response's mean) to ``table``; their names."""
+    """Add ``rel:<name>`` (each of :data:`RELATIVE_FEATURES` minus its response's mean) to ``table``; the names the
+    final model reads besides the default recipe's: those columns and :data:`FINAL_EXTRA_FEATURES`."""
     from syncheck.aggregators.final import RELATIVE_PREFIX
 
     for name in RELATIVE_FEATURES:
         table.features[RELATIVE_PREFIX + name] = relative_by_response(table.features[name], table.response)
-    return [RELATIVE_PREFIX + n for n in RELATIVE_FEATURES]
+    return [RELATIVE_PREFIX + n for n in RELATIVE_FEATURES] + [n for n in FINAL_EXTRA_FEATURES if n in table.features]
 
 
 def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
@@ -408,13 +428,14 @@ def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: fl
     from syncheck.aggregators.response import save_response_model
     from syncheck.aggregators.stacked import fit_stacked
 
-    names = [n for n in DEFAULT_FEATURES if n in table.features] + [n for n in table.features if n.startswith("rel:")]
+    names = [n for n in DEFAULT_FEATURES if n in table.features] + add_relative_columns(table)
     vectors = {p: table.vectors[p] for p in DEFAULT_PROBES if p in table.vectors}
     model = fit_stacked(DEFAULT_KIND, table.matrix(names), names, vectors, table.label, table.source, seed=args.seed,
                         **DEFAULT_PARAMS)
     training = {"data": "RAGTruth dev, every sentence; probe scores out-of-fold (5 folds grouped by source_id)",
                 "sentences": int(len(table)), "faithful": int(table.label.sum()),
                 "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "relative": list(RELATIVE_FEATURES),
+                           "extra": [n for n in FINAL_EXTRA_FEATURES if n in table.features],
                            "probes_read": list(vectors)},
                 "command": "python -m benchmarks.ragtruth.response_verdict --relative --save DIR"}
     try:

@@ -9,7 +9,8 @@ speech recognition: the live score streams as the sentences are generated, the f
 arrive with the end of the answer.
 
 The final model is an ordinary saved aggregator whose feature names include ``rel:<feature>`` (that feature minus
-its mean over the response's sentences) beside the live features and probe scores. It is stored in a ``final/``
+its mean over the response's sentences) beside the live features and probe scores, and may read string checks the
+live score does not (the shipped default's reads ``unsupported_specific_count``). It is stored in a ``final/``
 directory beside the aggregator whose sentence features it reads, with its own ``response.json`` (the response
 verdict fitted on final scores), and restored by :func:`~syncheck.aggregators.load_aggregator` as
 ``agg.final_model``. ``python -m benchmarks.ragtruth.response_verdict --relative --save DIR`` fits both.

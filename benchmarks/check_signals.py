@@ -1,0 +1,172 @@
+"""What Provenance's final check reads on a HaluEval set: every signal of the scored answers, one by one.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.check_signals --set summarization --start 600 --limit 200 \\
+        [--ragtruth ../shared/data/ragtruth/dev.jsonl] [--results-md benchmarks/RESULTS.md]
+
+Each answer is scored as ``syncheck check``'s default scores it (every chunk of its context joined into one premise,
+the question in the prompt, the default scorer with its final model), and the scored rows are cached as JSON lines
+(``--work-dir``, default ``<syncheck cache>/check-signals``; a rerun scores nothing). Then, per signal, the response
+AUROC (label 1 = faithful) with a 95% bootstrap interval over records:
+
+- the check's own statistics: the response verdict over final scores (the default), the mean and the minimum of the
+  live and of the final sentence scores;
+- every sentence feature's response mean, read in the feature's own sign convention (:mod:`features.registry`;
+  "which way" names it): a figure under 0.5 is a signal that points the wrong way on this set;
+- with ``--ragtruth``: a *support-only* sentence model (logistic regression over the context-support features
+  :data:`SUPPORT_FEATURES`, nothing that reads fluency), fitted on every RAGTruth dev sentence from the feature cache
+  of ``benchmarks.ragtruth.run --no-lid --no-lookback --no-embedding``, its response mean, so one can see what a
+  check blind to the writer's style would get;
+- the trivial baselines: response length (shorter = faithful) and word overlap with the context.
+
+It exists to read errors, not to choose a default: records ``--start`` on (the default aggregator trains on records
+< 600 of the QA file; ``benchmarks.provenance_check`` reports the default on records 2000+).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.provenance_check import SET_TITLES, halueval_examples
+from benchmarks.provenance_offline import parse_run_args, publish
+from features.alignment.lexical import lexical_precision
+from syncheck.stats import bootstrap_auroc
+
+SECTION = "### What the final check reads: the last `check_signals` run"
+#: Features that compare the answer with its context and read nothing of its fluency on its own.
+SUPPORT_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_kl")
+
+
+def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, Any]]:
+    """One JSON row per example (cached in ``cache`` by id; an example already there is not scored again)."""
+    from syncheck.models import DEFAULT_MODEL
+    from syncheck.provenance import joined_premise, split_context
+    from syncheck.records import Record
+    from syncheck.scorer import Scorer
+
+    done = {}
+    if cache.is_file():
+        for line in cache.read_text().splitlines():
+            row = json.loads(line)
+            done[row["id"]] = row
+    todo = [e for e in examples if e.id not in done]
+    if todo:
+        scorer = Scorer(DEFAULT_MODEL)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with cache.open("a") as out:
+            for i in range(0, len(todo), batch):
+                part = todo[i:i + batch]
+                records = []
+                for e in part:
+                    chunks = split_context(e.context)
+                    records.append(Record(id=e.id, context=joined_premise(chunks, range(len(chunks))),
+                                          response=e.response, question=e.question or None))
+                for e, rec, res in zip(part, records, scorer.score_records(records)):
+                    row = {"id": e.id, "group": e.group, "label": e.label, "context": rec.context,
+                           "response": rec.response, "error": res.error, "response_score": res.response_score,
+                           "sentences": [s.to_json() for s in res.sentences]}
+                    done[e.id] = row
+                    out.write(json.dumps(row) + "\n")
+                print(f"  scored {min(i + batch, len(todo))} of {len(todo)}", file=sys.stderr, flush=True)
+    return [done[e.id] for e in examples]
+
+
+def _response_mean(rows: list[dict], name: str) -> np.ndarray:
+    out = []
+    for r in rows:
+        v = [s["features"].get(name) for s in r["sentences"]]
+        v = [x for x in v if x is not None]
+        out.append(np.mean(v) if v else np.nan)
+    return np.asarray(out, dtype=float)
+
+
+def support_model(ragtruth: str):
+    """Logistic regression over :data:`SUPPORT_FEATURES` on every RAGTruth dev sentence (the benchmark cache)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from benchmarks.ragtruth.response_verdict import cached_table
+    from benchmarks.ragtruth.response_verdict import parse_args as verdict_args
+
+    table = cached_table(verdict_args(["--data", ragtruth]))
+    X = np.nan_to_num(table.matrix(list(SUPPORT_FEATURES)))
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)).fit(X, table.label)
+
+
+def signals(rows: list[dict], model: Any = None) -> dict[str, tuple[np.ndarray, str]]:
+    """``{signal: (per-response score, direction note)}``, higher = faithful for every score as returned."""
+    out: dict[str, tuple[np.ndarray, str]] = {}
+    out["verdict over final scores (the check's default)"] = (np.asarray([r["response_score"] for r in rows]), "")
+    for key, title in (("score", "live"), ("final_score", "final")):
+        vals = [[s[key] for s in r["sentences"]] for r in rows]
+        out[f"mean {title} sentence score"] = (np.asarray([np.mean(v) for v in vals]), "")
+        out[f"min {title} sentence score"] = (np.asarray([np.min(v) for v in vals]), "")
+    if model is not None:
+        means = []
+        for r in rows:
+            X = np.asarray([[s["features"].get(n, np.nan) for n in SUPPORT_FEATURES] for s in r["sentences"]], float)
+            means.append(model.predict_proba(np.nan_to_num(X))[:, 1].mean())
+        out["support-only model (LR on " + ", ".join(SUPPORT_FEATURES) + ", fitted on RAGTruth), mean"] = (
+            np.asarray(means), "")
+    from features.registry import feature_sign
+
+    names = sorted({n for r in rows for s in r["sentences"] for n in s["features"]})
+    for name in names:
+        try:
+            sign = feature_sign(name)
+        except (KeyError, ValueError):
+            continue
+        if sign == 0:
+            continue
+        v = _response_mean(rows, name)
+        out[f"feature mean: {name}"] = (np.nan_to_num(sign * v, nan=np.nanmin(sign * v)),
+                                        "higher = faithful" if sign > 0 else "lower = faithful")
+    out["response length in characters (trivial; shorter = faithful)"] = (
+        -np.asarray([len(r["response"]) for r in rows], float), "")
+    out["word overlap with the context (trivial)"] = (
+        np.asarray([lexical_precision(r["context"], r["response"]) for r in rows]), "")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, tuple[float, float, float]]:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.check_signals", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--halueval-dir", default="../shared/data/halueval")
+    ap.add_argument("--set", default="summarization", choices=("pairs", "dialogue", "summarization"))
+    ap.add_argument("--start", type=int, default=600, help="first HaluEval record read")
+    ap.add_argument("--limit", type=int, default=200, help="records read")
+    ap.add_argument("--ragtruth", default=None, help="RAGTruth dev JSONL: add the support-only model's row")
+    ap.add_argument("--work-dir", default=None, help="row cache (default: <syncheck cache>/check-signals)")
+    args = parse_run_args(ap, argv)
+    from syncheck.cache import cache_dir
+
+    t0 = time.perf_counter()
+    examples = halueval_examples(args.halueval_dir, args.set, args.start, args.limit, args.seed)
+    work = Path(args.work_dir) if args.work_dir else cache_dir() / "check-signals"
+    rows = [r for r in score_rows(examples, work / f"{args.set}-{args.start}.jsonl")
+            if r["error"] is None and r["sentences"]]
+    y = np.asarray([r["label"] for r in rows])
+    groups = [r["group"] for r in rows]
+    model = support_model(args.ragtruth) if args.ragtruth else None
+    results = {}
+    lines = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.check_signals "
+             + " ".join(argv if argv is not None else sys.argv[1:]) + f"` ({time.perf_counter() - t0:.0f} s). "
+             f"HaluEval {SET_TITLES[args.set]}, records {args.start}-{args.start + args.limit - 1}: {len(rows)} answers "
+             f"({int(y.sum())} faithful). AUROC [95% CI over records], label 1 = faithful.", "",
+             "| signal (response level) | AUROC | which way |", "| --- | --- | --- |"]
+    for name, (score, note) in signals(rows, model).items():
+        results[name] = bootstrap_auroc(y, score, n=args.bootstrap, groups=groups, seed=args.seed)
+        auc, lo, hi = results[name]
+        lines.append(f"| {name} | {auc:.3f} [{lo:.2f}, {hi:.2f}] | {note or '-'} |")
+    publish("\n".join(lines) + "\n", args.results_md, SECTION)
+    return results
+
+
+if __name__ == "__main__":
+    main()
