@@ -24,7 +24,10 @@ Steps (``syncheck calibrate`` runs the same function):
    record's out-of-fold sentence scores against its label (faithful when no sentence is labelled unfaithful),
    with ``tau`` at the tuned ``tau1``; its held-out report is a grouped 5-fold CV of the verdict over those
    scores, beside the minimum of the sentence scores.
-6. Write the aggregator (and ``response.json``) to ``DIR`` (``meta.json`` names the model and its
+6. The final (whole-answer) model (:mod:`syncheck.aggregators.final`): the same recipe over the features, their
+   deviations from the response's mean and the final-only string checks, fitted on every sentence, with its own
+   verdict over the records' out-of-fold final scores; held out as in steps 3 and 5 (report rows ``final: ...``).
+7. Write the aggregator (and ``response.json``, and ``final/``) to ``DIR`` (``meta.json`` names the model and its
    fingerprint) and register it for the model's fingerprint, so that
    ``Scorer(model)``, ``FODGenerator(model)`` and the CLI use it with no flag.
 """
@@ -117,6 +120,7 @@ def calibrate(
         ValueError: no usable labelled sentences, or only one label among them.
     """
     from syncheck.aggregators import KINDS, save_aggregator
+    from syncheck.aggregators.final import FINAL_EXTRA_FEATURES
     from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
     from syncheck.aggregators.resolve import scorer_config
     from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
@@ -140,7 +144,9 @@ def calibrate(
     scorer = Scorer(lm, alignment=alignment, vectors=True, aggregator=None, batch_size=batch_size)
     rows = _score_resumable(scorer, records, out / "scored.jsonl", progress)
     names = [n for n in DEFAULT_FEATURES if n in scorer.feature_names]
-    table = _sentence_rows(records, rows, names, skipped)
+    extra = [n for n in FINAL_EXTRA_FEATURES if n in scorer.feature_names and n not in names]
+    table = _sentence_rows(records, rows, names + extra, skipped)
+    table["extra"], table["X"] = table["X"][:, len(names):], table["X"][:, :len(names)]
     if len(set(table["y"].tolist())) < 2:
         raise ValueError(f"all {len(table['y'])} labelled sentences carry label {int(table['y'][0])}: calibration "
                          "needs faithful and unfaithful sentences: add records with hallucinated sentences (spans, or label 0) and "
@@ -171,7 +177,10 @@ def calibrate(
             decoding = tuned
             save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
                             probes=model_fit.probes)
-    heldout += _fit_response_verdict(table, oof, float((decoding or {}).get("tau1", 0.45)), seed, out)
+    tau = float((decoding or {}).get("tau1", 0.45))
+    heldout += _fit_response_verdict(table, oof, tau, seed, out)
+    heldout += _fit_final_model(table, names, extra, vectors, kind, params, tau, seed, out, config,
+                                str(training["data"]), progress)
     if register:
         register_calibration(lm.name, lm.fingerprint, out)
     return CalibrationResult(out, lm.name, lm.fingerprint, len(rows), int(len(table["y"])), int(table["y"].sum()),
@@ -273,8 +282,9 @@ def _heldout_report(table: dict[str, np.ndarray], oof: np.ndarray, names: Sequen
 
 
 def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: float, seed: int,
-                          out: Path) -> list[dict]:
-    """Fit and write the response verdict on the records' out-of-fold sentence scores; its held-out report rows.
+                          out: Path, label: str = "") -> list[dict]:
+    """Fit and write the response verdict on the records' out-of-fold sentence scores; its held-out report rows
+    (names prefixed with ``label``).
 
     Nothing is written (and no rows returned) when the records' labels hold one class only.
     """
@@ -294,7 +304,7 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
         return ResponseVerdict(tau=tau).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
 
     learned = out_of_fold(fit_predict, y, groups, seed=seed, fill=0.5)
-    signals = {"learned verdict (held out)": learned, "min of sentence scores": np.nanmin(X, axis=1)}
+    signals = {label + "learned verdict (held out)": learned, label + "min of sentence scores": np.nanmin(X, axis=1)}
     rows = []
     for t in ["all"] + sorted(set(task.tolist()) - {"all"}) if len(set(task.tolist())) > 1 else ["all"]:
         keep = np.ones(len(y), bool) if t == "all" else task == t
@@ -308,6 +318,43 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
         "data": "every calibration record's out-of-fold sentence scores (5 folds grouped by source document)",
         "responses": int(len(y)), "faithful": int(y.sum()), "command": "syncheck calibrate", "heldout": rows})
     return rows
+
+
+def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str], extra: Sequence[str],
+                     vectors: dict[str, np.ndarray], kind: str, params: dict[str, Any], tau: float, seed: int,
+                     out: Path, config: dict[str, Any], data: str, progress: bool) -> list[dict]:
+    """Fit and write the final (whole-answer) model into ``out/final`` (:mod:`syncheck.aggregators.final`), as
+    ``benchmarks.ragtruth.response_verdict --relative --save`` does for the shipped default: the recipe over the live
+    features, their ``rel:`` forms, ``extra`` and the out-of-fold probe score; then its verdict over the records'
+    out-of-fold final scores. Returns the held-out report rows (sentence and response, prefixed ``final: ``)."""
+    from features.relative import relative_by_response
+    from syncheck.aggregators import save_aggregator
+    from syncheck.aggregators.final import FINAL_DIR, FINAL_RELATIVE_FEATURES, RELATIVE_PREFIX
+    from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
+    from syncheck.stats import bootstrap_auroc
+
+    bases = [n for n in FINAL_RELATIVE_FEATURES if n in names]
+    columns = [table["X"], table["extra"]]
+    columns += [relative_by_response(table["X"][:, list(names).index(n)], table["record"])[:, None] for n in bases]
+    X = np.hstack(columns)
+    final_names = list(names) + list(extra) + [RELATIVE_PREFIX + n for n in bases]
+    oof = out_of_fold_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed,
+                              progress=progress, **params)
+    model = fit_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed, **params)
+    rows = []
+    tasks = sorted(set(table["task"].tolist()) - {"all"})
+    for task in ["all"] + tasks if len(tasks) > 1 else ["all"]:
+        keep = np.ones(len(oof), bool) if task == "all" else table["task"] == task
+        if len(set(table["y"][keep].tolist())) == 2:
+            auc, lo, hi = bootstrap_auroc(table["y"][keep], oof[keep], groups=table["groups"][keep], seed=seed)
+            rows.append({"task": task, "name": "final: calibrated final score", "auroc": round(auc, 4),
+                         "lo": round(lo, 4), "hi": round(hi, 4)})
+    final_dir = out / FINAL_DIR
+    save_aggregator(model.aggregator, final_dir, scorer=config, training={
+        "data": data, "sentences": int(len(table["y"])), "seed": seed, "command": "syncheck calibrate",
+        "recipe": {"kind": kind, "params": params, "relative": bases, "extra": list(extra), "probes_read": list(vectors)},
+        "heldout": rows})
+    return rows + _fit_response_verdict(table, oof, tau, seed, final_dir, label="final: ")
 
 
 def _portable_scores(X: np.ndarray, names: Sequence[str]) -> np.ndarray | None:

@@ -202,14 +202,22 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
     verdict = json.loads((tmp_path / "cal" / "response.json").read_text())
     assert verdict["training"]["responses"] == 24 and verdict["params"]["tau"] == meta["decoding"]["tau1"]
     response_rows = {r["name"] for r in result.heldout if r.get("level") == "response"}
-    assert response_rows == {"learned verdict (held out)", "min of sentence scores"}
+    assert response_rows == {"learned verdict (held out)", "min of sentence scores",
+                             "final: learned verdict (held out)", "final: min of sentence scores"}
     assert "response: learned verdict (held out)" in result.summary()
+    # and the final (whole-answer) model with its own verdict, read by a Scorer as the stacked default's is
+    final_meta = json.loads((tmp_path / "cal" / "final" / "meta.json").read_text())
+    assert "rel:mean_prob" in final_meta["feature_names"] and "unsupported_specific_count" in final_meta["feature_names"]
+    assert "hidden_probe" in final_meta["feature_names"] and (tmp_path / "cal" / "final" / "response.json").is_file()
+    assert "final: calibrated final score" in names
     # the same weights under another name: found by fingerprint, no warning
     again = load_model(make_qwen2(len(tiny_tokenizer)), tiny_tokenizer, name="renamed")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scorer = Scorer(again)
-    assert scorer.aggregator_source == "calibrated" and scorer.featurizer.probes
+    assert scorer.aggregator_source == "calibrated" and scorer.featurizer.probes and scorer.final_model is not None
+    scored = scorer.score(context=labelled_rows()[0]["context"], response=labelled_rows()[0]["response"])
+    assert all(s.final_score is not None for s in scored.sentences) and scored.response_score is not None
     # changed weights under the calibrated name: not used, and the warning says why and what to run
     changed = make_qwen2(len(tiny_tokenizer), seed=1)
     with pytest.warns(UserWarning, match="fingerprint .* not used. Calibrate again"):

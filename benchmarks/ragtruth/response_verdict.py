@@ -18,8 +18,8 @@ positive, threshold tuned on the other folds, :func:`benchmarks.ragtruth.evaluat
 response length and word overlap on the same responses; then the reliability table of the learned verdict.
 ``--relative`` adds the verdict over the final (whole-answer) sentence scores, from a recipe that also reads each
 feature minus its response's mean (:mod:`features.relative`; a live monitor can compute them only once the answer is
-complete, :mod:`syncheck.aggregators.final`) and :data:`FINAL_EXTRA_FEATURES`; with ``--save DIR`` it also writes that final model and its verdict to
-``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
+complete, :mod:`syncheck.aggregators.final`) and :data:`FINAL_EXTRA_FEATURES`; with ``--save DIR`` it also writes that
+final model and its verdict to ``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
 --no-embedding``: the default needs none of them).
 """
 
@@ -41,6 +41,7 @@ from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds, response_f1
 from benchmarks.ragtruth.scoring import SentenceTable
 from features.relative import relative_by_response
+from syncheck.aggregators.final import FINAL_EXTRA_FEATURES, FINAL_RELATIVE_FEATURES
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
 from syncheck.folds import Fold, grouped_folds
@@ -53,14 +54,11 @@ MIN = "min of sentence scores (the old default)"
 MEAN = "mean of sentence scores"
 RELATIVE = "learned verdict over the final (whole-answer) sentence scores (features also read against the response)"
 RELATIVE_MEANS = "learned verdict over the final sentence scores + the response's mean support features"
-#: Features whose deviation from the response's mean (:mod:`features.relative`) ``--relative`` adds to the recipe.
+#: Features whose deviation from the response's mean ``--relative`` adds to the recipe, and features the final model
+#: reads that the live recipe does not (both defined with the final model).
+RELATIVE_FEATURES = FINAL_RELATIVE_FEATURES
 #: Sentence features whose response mean an extended verdict may read (``"means"``): the support features.
 MEAN_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_kl")
-#: Features the final model reads that the live recipe does not: the count of unsupported specifics (+0.011 to +0.015
-#: summary sentence AUROC over 3 fold seeds, benchmarks/RESULTS.md, stop 34).
-FINAL_EXTRA_FEATURES = ("unsupported_specific_count",)
-RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
-                     "local_support", "novel_bigram_share", "align_score")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
