@@ -36,6 +36,7 @@ import numpy as np
 from benchmarks.provenance_check import SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
+from features.registry import feature_sign
 from syncheck.stats import bootstrap_auroc
 
 SECTION = "### What the final check reads: the last `check_signals` run"
@@ -87,17 +88,15 @@ def _response_mean(rows: list[dict], name: str) -> np.ndarray:
 
 
 def support_model(ragtruth: str):
-    """Logistic regression over :data:`SUPPORT_FEATURES` on every RAGTruth dev sentence (the benchmark cache)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
+    """syncheck's LR aggregator over :data:`SUPPORT_FEATURES`, fitted on every RAGTruth dev sentence (the benchmark
+    cache)."""
     from benchmarks.ragtruth.response_verdict import cached_table
     from benchmarks.ragtruth.response_verdict import parse_args as verdict_args
+    from syncheck.aggregators import make_aggregator
 
     table = cached_table(verdict_args(["--data", ragtruth]))
     X = np.nan_to_num(table.matrix(list(SUPPORT_FEATURES)))
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)).fit(X, table.label)
+    return make_aggregator("lr", feature_names=list(SUPPORT_FEATURES)).fit(X, table.label)
 
 
 def signals(rows: list[dict], model: Any = None) -> dict[str, tuple[np.ndarray, str]]:
@@ -115,15 +114,11 @@ def signals(rows: list[dict], model: Any = None) -> dict[str, tuple[np.ndarray, 
             means.append(model.predict_proba(np.nan_to_num(X))[:, 1].mean())
         out["support-only model (LR on " + ", ".join(SUPPORT_FEATURES) + ", fitted on RAGTruth), mean"] = (
             np.asarray(means), "")
-    from features.registry import feature_sign
-
     names = sorted({n for r in rows for s in r["sentences"] for n in s["features"]})
     for name in names:
         try:
             sign = feature_sign(name)
-        except (KeyError, ValueError):
-            continue
-        if sign == 0:
+        except KeyError:  # not a registered feature
             continue
         v = _response_mean(rows, name)
         out[f"feature mean: {name}"] = (np.nan_to_num(sign * v, nan=np.nanmin(sign * v)),

@@ -261,23 +261,31 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
 
 def _heldout_report(table: dict[str, np.ndarray], oof: np.ndarray, names: Sequence[str], seed: int) -> list[dict]:
     """AUROC with bootstrap intervals (resampling documents) of the calibrated recipe and the baselines, per task."""
-    from syncheck.stats import bootstrap_auroc
-
     signals = {"sentence length (shorter = faithful)": -table["chars"],
                "word overlap with the context": table["overlap"]}
     portable = _portable_scores(table["X"], names)
     if portable is not None:
         signals["portable default (as shipped)"] = portable
     signals["calibrated (this model's recipe + probe)"] = oof
-    tasks = ["all"] + sorted(set(table["task"].tolist()) - {"all"}) if len(set(table["task"].tolist())) > 1 else ["all"]
+    return _auroc_rows(table["y"], table["groups"], table["task"], signals, seed)
+
+
+def _auroc_rows(y: np.ndarray, groups: np.ndarray, task: np.ndarray, signals: dict[str, np.ndarray], seed: int,
+                **fields: Any) -> list[dict]:
+    """Report rows: each signal's AUROC with a 95% bootstrap interval (resampling ``groups``), over all rows and per
+    task when there are several; a task whose rows hold one label is left out. ``fields`` are added to every row."""
+    from syncheck.stats import bootstrap_auroc
+
+    names = sorted(set(task.tolist()) - {"all"})
     out = []
-    for task in tasks:
-        rows = np.ones(len(oof), bool) if task == "all" else table["task"] == task
-        if len(set(table["y"][rows].tolist())) < 2:
+    for t in ["all"] + names if len(set(task.tolist())) > 1 else ["all"]:
+        keep = np.ones(len(y), bool) if t == "all" else task == t
+        if len(set(y[keep].tolist())) < 2:
             continue
         for name, score in signals.items():
-            auc, lo, hi = bootstrap_auroc(table["y"][rows], score[rows], groups=table["groups"][rows], seed=seed)
-            out.append({"task": task, "name": name, "auroc": round(auc, 4), "lo": round(lo, 4), "hi": round(hi, 4)})
+            auc, lo, hi = bootstrap_auroc(y[keep], score[keep], groups=groups[keep], seed=seed)
+            out.append({"task": t, **fields, "name": name, "auroc": round(auc, 4), "lo": round(lo, 4),
+                        "hi": round(hi, 4)})
     return out
 
 
@@ -290,7 +298,6 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
     """
     from syncheck.aggregators.response import ResponseVerdict, pad_scores, save_response_model
     from syncheck.folds import out_of_fold
-    from syncheck.stats import bootstrap_auroc
 
     records = list(dict.fromkeys(table["record"].tolist()))
     at = {r: np.flatnonzero(table["record"] == r) for r in records}
@@ -305,15 +312,7 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
 
     learned = out_of_fold(fit_predict, y, groups, seed=seed, fill=0.5)
     signals = {label + "learned verdict (held out)": learned, label + "min of sentence scores": np.nanmin(X, axis=1)}
-    rows = []
-    for t in ["all"] + sorted(set(task.tolist()) - {"all"}) if len(set(task.tolist())) > 1 else ["all"]:
-        keep = np.ones(len(y), bool) if t == "all" else task == t
-        if len(set(y[keep].tolist())) < 2:
-            continue
-        for name, score in signals.items():
-            auc, lo, hi = bootstrap_auroc(y[keep], score[keep], groups=groups[keep], seed=seed)
-            rows.append({"task": t, "level": "response", "name": name, "auroc": round(auc, 4), "lo": round(lo, 4),
-                         "hi": round(hi, 4)})
+    rows = _auroc_rows(y, groups, task, signals, seed, level="response")
     save_response_model(ResponseVerdict(tau=tau).fit(X, y), out, {
         "data": "every calibration record's out-of-fold sentence scores (5 folds grouped by source document)",
         "responses": int(len(y)), "faithful": int(y.sum()), "command": "syncheck calibrate", "heldout": rows})
@@ -327,32 +326,22 @@ def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str], extra: 
     ``benchmarks.ragtruth.response_verdict --relative --save`` does for the shipped default: the recipe over the live
     features, their ``rel:`` forms, ``extra`` and the out-of-fold probe score; then its verdict over the records'
     out-of-fold final scores. Returns the held-out report rows (sentence and response, prefixed ``final: ``)."""
-    from features.relative import relative_by_response
     from syncheck.aggregators import save_aggregator
-    from syncheck.aggregators.final import FINAL_DIR, FINAL_RELATIVE_FEATURES, RELATIVE_PREFIX
+    from syncheck.aggregators.final import FINAL_DIR, relative_bases, relative_columns
     from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
-    from syncheck.stats import bootstrap_auroc
 
-    bases = [n for n in FINAL_RELATIVE_FEATURES if n in names]
-    columns = [table["X"], table["extra"]]
-    columns += [relative_by_response(table["X"][:, list(names).index(n)], table["record"])[:, None] for n in bases]
-    X = np.hstack(columns)
-    final_names = list(names) + list(extra) + [RELATIVE_PREFIX + n for n in bases]
+    rel = relative_columns({n: table["X"][:, i] for i, n in enumerate(names)}, table["record"])
+    X = np.column_stack([table["X"], table["extra"], *rel.values()])
+    final_names = list(names) + list(extra) + list(rel)
     oof = out_of_fold_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed,
                               progress=progress, **params)
     model = fit_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed, **params)
-    rows = []
-    tasks = sorted(set(table["task"].tolist()) - {"all"})
-    for task in ["all"] + tasks if len(tasks) > 1 else ["all"]:
-        keep = np.ones(len(oof), bool) if task == "all" else table["task"] == task
-        if len(set(table["y"][keep].tolist())) == 2:
-            auc, lo, hi = bootstrap_auroc(table["y"][keep], oof[keep], groups=table["groups"][keep], seed=seed)
-            rows.append({"task": task, "name": "final: calibrated final score", "auroc": round(auc, 4),
-                         "lo": round(lo, 4), "hi": round(hi, 4)})
+    rows = _auroc_rows(table["y"], table["groups"], table["task"], {"final: calibrated final score": oof}, seed)
     final_dir = out / FINAL_DIR
     save_aggregator(model.aggregator, final_dir, scorer=config, training={
         "data": data, "sentences": int(len(table["y"])), "seed": seed, "command": "syncheck calibrate",
-        "recipe": {"kind": kind, "params": params, "relative": bases, "extra": list(extra), "probes_read": list(vectors)},
+        "recipe": {"kind": kind, "params": params, "relative": relative_bases(list(rel)), "extra": list(extra),
+                   "probes_read": list(vectors)},
         "heldout": rows})
     return rows + _fit_response_verdict(table, oof, tau, seed, final_dir, label="final: ")
 

@@ -4,8 +4,8 @@
         --rows summarization-600 --rows dialogue-600 [--seeds 0,1]
 
 Issue 20 asks whether HaluEval's train sides help where they help RAGTruth's grouped CV. This trains the feature
-model (XGB over the default recipe's features, without the hidden-state probe, whose vectors ``check_signals`` does
-not cache) on RAGTruth's training folds, with and without the HaluEval answers added to every training fold, and
+model (the default recipe's aggregator and parameters over its features, without the hidden-state probe, whose
+vectors ``check_signals`` does not cache) on RAGTruth's training folds, with and without the HaluEval answers added to every training fold, and
 prints RAGTruth sentence AUROC per task on the test folds (grouped by ``source_id``, mean over ``--seeds``). Each
 HaluEval sentence takes its answer's label (HaluEval labels answers, not sentences).
 
@@ -49,11 +49,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     ap.add_argument("--seeds", default="0,1")
     args = ap.parse_args(argv)
     from sklearn.metrics import roc_auc_score
-    from xgboost import XGBClassifier
 
     from benchmarks.ragtruth.response_verdict import cached_table
     from benchmarks.ragtruth.response_verdict import parse_args as verdict_args
-    from syncheck.aggregators.recipe import DEFAULT_FEATURES
+    from syncheck.aggregators import make_aggregator
+    from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
     from syncheck.cache import cache_dir
     from syncheck.folds import grouped_folds
 
@@ -79,9 +79,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
                     Xtr, ytr = np.vstack([Xtr, rows[0]]), np.concatenate([ytr, rows[1]])
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    model = XGBClassifier(n_estimators=300, max_depth=3, learning_rate=0.05, subsample=0.8, n_jobs=1,
-                                          random_state=seed).fit(Xtr, ytr)
-                p[test] = model.predict_proba(X[test])[:, 1]
+                    model = make_aggregator(DEFAULT_KIND, feature_names=names, random_state=seed, **DEFAULT_PARAMS)
+                    p[test] = model.fit(Xtr, ytr).predict_proba(X[test])[:, 1]
             per_seed.append([roc_auc_score(y[table.task == t], p[table.task == t]) for t in TASKS])
         out[name] = np.mean(per_seed, axis=0).tolist()
         label = name if rows is None else f"+ {name} ({len(rows[1])} sentences)"

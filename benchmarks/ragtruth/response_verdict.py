@@ -40,7 +40,6 @@ import numpy as np
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds, response_f1
 from benchmarks.ragtruth.scoring import SentenceTable
-from features.relative import relative_by_response
 from syncheck.aggregators.final import FINAL_EXTRA_FEATURES, FINAL_RELATIVE_FEATURES
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
@@ -407,11 +406,11 @@ def save_verdict(resp: Responses, outer: np.ndarray, tau: float, args: argparse.
 def add_relative_columns(table: SentenceTable) -> list[str]:
     """Add ``rel:<name>`` (each of :data:`RELATIVE_FEATURES` minus its response's mean) to ``table``; the names the
     final model reads besides the default recipe's: those columns and :data:`FINAL_EXTRA_FEATURES`."""
-    from syncheck.aggregators.final import RELATIVE_PREFIX
+    from syncheck.aggregators.final import relative_columns
 
-    for name in RELATIVE_FEATURES:
-        table.features[RELATIVE_PREFIX + name] = relative_by_response(table.features[name], table.response)
-    return [RELATIVE_PREFIX + n for n in RELATIVE_FEATURES] + [n for n in FINAL_EXTRA_FEATURES if n in table.features]
+    rel = relative_columns(table.features, table.response, RELATIVE_FEATURES)
+    table.features.update(rel)
+    return list(rel) + [n for n in FINAL_EXTRA_FEATURES if n in table.features]
 
 
 def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: float, args: argparse.Namespace) -> Path:

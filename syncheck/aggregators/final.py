@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from features.relative import relative_to_response
+from features.relative import relative_by_response, relative_to_response
 from syncheck.aggregators.apply import expected_features, score_sentences
 
 #: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), and features it reads
@@ -67,6 +67,13 @@ def with_relative(features: Sequence[Mapping[str, float]], bases: Sequence[str])
     return out
 
 
+def relative_columns(columns: Mapping[str, np.ndarray], response: np.ndarray,
+                     bases: Sequence[str] = FINAL_RELATIVE_FEATURES) -> dict[str, np.ndarray]:
+    """Training-table form of :func:`with_relative`: ``{"rel:<base>": (n,) column minus its response's mean}`` for
+    each base in ``columns``; ``response`` ``(n,)`` names each row's response."""
+    return {RELATIVE_PREFIX + b: relative_by_response(columns[b], response) for b in bases if b in columns}
+
+
 def final_sentence_scores(model: Any, features: Sequence[Mapping[str, float]]) -> np.ndarray:
     """``n`` sentence feature dicts of one complete response, in order -> ``(n,)`` final P(faithful)."""
     if not features:
@@ -83,4 +90,4 @@ def load_final_model(path: str | Path) -> Any | None:
 
 
 __all__ = ["FINAL_DIR", "FINAL_EXTRA_FEATURES", "FINAL_RELATIVE_FEATURES", "RELATIVE_PREFIX", "final_sentence_scores",
-           "load_final_model", "relative_bases", "with_relative"]
+           "load_final_model", "relative_bases", "relative_columns", "with_relative"]
