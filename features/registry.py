@@ -69,6 +69,8 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec("unsupported_specifics", -1, "text_checks", "numbers, dates and names absent from the context"),
     FeatureSpec("unsupported_specific_count", -1, "text_checks",
                 "how many numbers, dates and names the context lacks (the share's numerator)"),
+    FeatureSpec("contradicted_fields", -1, "text_checks",
+                "yes/no fields of the context's JSON records the sentence contradicts (features.structured)"),
     FeatureSpec("novel_bigram_share", -1, "text_checks", "share of the sentence's bigrams absent from the context"),
     FeatureSpec("local_support", +1, "text_checks",
                 "share of the sentence's content words held by its best-matching context sentence (features.locality)"),

@@ -25,6 +25,7 @@ from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
 from features.registry import names_needing
 from features.specifics import unsupported_specifics_count
+from features.structured import contradicted_fields
 from features.stats import TokenStats
 from syncheck.lid_reference import LIDReference
 from syncheck.probes import LinearProbe
@@ -41,6 +42,7 @@ def text_check_features(context: str, sentence: str) -> dict[str, float]:
     return {
         "unsupported_specifics": missing / total if total else 0.0,
         "unsupported_specific_count": float(missing),
+        "contradicted_fields": float(contradicted_fields(context, sentence)),
         "novel_bigram_share": novel_ngram_share(context, sentence, 2),
         "local_support": local_support(context, sentence),
     }

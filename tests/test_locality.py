@@ -41,7 +41,8 @@ def test_registered_as_a_positive_string_check_in_scorer_order():
     spec = feature_spec("local_support")
     assert spec.needs == "text_checks" and feature_sign("local_support") == +1
     checks = names_needing("text_checks")
-    assert checks == ["unsupported_specifics", "unsupported_specific_count", "novel_bigram_share", "local_support"]
+    assert checks == ["unsupported_specifics", "unsupported_specific_count", "contradicted_fields", "novel_bigram_share",
+                      "local_support"]
 
 
 def test_text_check_features_follow_the_registry():
@@ -57,7 +58,8 @@ def test_fill_text_checks_adds_only_what_is_missing():
 
     cached = {"min_prob": 0.1, "unsupported_specifics": 0.5, "novel_bigram_share": 0.25}
     filled = fill_text_checks(cached, CONTEXT, "She was arrested on March 26.")
-    assert filled == {**cached, "local_support": pytest.approx(2 / 3), "unsupported_specific_count": 0.0}
+    assert filled == {**cached, "local_support": pytest.approx(2 / 3), "unsupported_specific_count": 0.0,
+                      "contradicted_fields": 0.0}
     assert "local_support" not in cached  # the input is not modified
     assert fill_text_checks({**cached, "local_support": 0.9}, CONTEXT, "x")["local_support"] == 0.9
 

@@ -35,10 +35,11 @@ from syncheck.aggregators.apply import expected_features, score_sentences
 #: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), and features it reads
 #: that the live recipe does not; ``benchmarks.ragtruth.response_verdict --relative`` and ``syncheck calibrate`` fit
 #: the final model with both (benchmarks/RESULTS.md: the eight ``rel:`` features, stop 33; the count of unsupported
-#: specifics, +0.011 to +0.015 summary sentence AUROC over 3 fold seeds, stop 34).
+#: specifics, +0.011 to +0.015 summary sentence AUROC over 3 fold seeds, stop 34; the fields of a JSON record a
+#: sentence contradicts, +0.04 data-to-text sentence AUROC and +0.07 to +0.12 response AUROC over 3 seeds, stop 35).
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                            "local_support", "novel_bigram_share", "align_score")
-FINAL_EXTRA_FEATURES = ("unsupported_specific_count",)
+FINAL_EXTRA_FEATURES = ("unsupported_specific_count", "contradicted_fields")
 #: Directory of the final model beside an aggregator's ``meta.json``.
 FINAL_DIR = "final"
 #: Prefix of a feature read relative to its response's mean.
