@@ -25,7 +25,7 @@ from syncheck.aggregators import (
 NAMES = ["min_prob", "mean_entropy", "lid_layer_14", "mean_contrastive_kl", "align_score"]
 DEFAULT_FEATURES = ["min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos",
                     "pmi_min", "pmi_mean", "pmi_negative_share", "unsupported_specifics", "novel_bigram_share",
-                    "local_support", "align_score", "hidden_probe"]
+                    "local_support", "align_score", "unsupported_specific_count", "contradicted_fields", "hidden_probe"]
 
 
 def synthetic(n=300, d=len(NAMES), seed=0, imbalance=0.7):

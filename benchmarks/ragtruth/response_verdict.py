@@ -410,7 +410,7 @@ def add_relative_columns(table: SentenceTable) -> list[str]:
 
     rel = relative_columns(table.features, table.response, RELATIVE_FEATURES)
     table.features.update(rel)
-    return list(rel) + [n for n in FINAL_EXTRA_FEATURES if n in table.features]
+    return list(rel) + [n for n in FINAL_EXTRA_FEATURES if n in table.features and n not in DEFAULT_FEATURES]
 
 
 def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
@@ -432,7 +432,7 @@ def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: fl
     training = {"data": "RAGTruth dev, every sentence; probe scores out-of-fold (5 folds grouped by source_id)",
                 "sentences": int(len(table)), "faithful": int(table.label.sum()),
                 "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "relative": list(RELATIVE_FEATURES),
-                           "extra": [n for n in FINAL_EXTRA_FEATURES if n in table.features],
+                           "extra": [n for n in FINAL_EXTRA_FEATURES if n in table.features and n not in DEFAULT_FEATURES],
                            "probes_read": list(vectors)},
                 "command": "python -m benchmarks.ragtruth.response_verdict --relative --save DIR"}
     try:

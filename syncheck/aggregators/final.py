@@ -39,6 +39,7 @@ from syncheck.aggregators.apply import expected_features, score_sentences
 #: sentence contradicts, +0.04 data-to-text sentence AUROC and +0.07 to +0.12 response AUROC over 3 seeds, stop 35).
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                            "local_support", "novel_bigram_share", "align_score")
+#: (Both are in the live recipe too since stop 35, where the final recipe reads them once.)
 FINAL_EXTRA_FEATURES = ("unsupported_specific_count", "contradicted_fields")
 #: Directory of the final model beside an aggregator's ``meta.json``.
 FINAL_DIR = "final"
