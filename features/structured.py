@@ -15,12 +15,11 @@ What it reads:
   field also needs one of its parent's terms somewhere in the sentence (``BusinessParking.street`` needs
   "parking");
 - **mentions**: a field is mentioned when every term starts a word of one clause of the sentence (or the joined
-  key does: "takeout"), matched on their first :data:`STEM` letters (``touristy`` ~ "touristic"); clauses split at
-  punctuation and at "and", "but", "although", ...; a negation cue anywhere in the clause (:data:`NEGATIONS`)
-  makes the mention negative;
-- **contradictions**: a positive mention of a ``false`` / ``"no"`` field or of a ``null`` field (the record does
-  not know it), and a negative mention of a ``true`` / ``"yes"`` field. The feature counts the fields a sentence
-  contradicts.
+  key does: "takeout"), matched on their first :data:`STEM` letters (``touristy`` ~ "touristic"); a negation cue
+  (:data:`NEGATIONS`) makes the mention negative, read per clause, and a list inherits it (:func:`clauses`);
+- **contradictions**: a positive mention of a ``false`` / ``"no"`` field; a positive mention of a ``null`` field
+  (the record does not know it) whose words the record's free text (reviews, descriptions) does not hold either;
+  a negative mention of a ``true`` / ``"yes"`` field. The feature counts the fields a sentence contradicts.
 
 A context without a JSON object gives 0 for every sentence. Pure string functions; the parse of a context is
 cached.
@@ -34,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 #: String values read as "no" and as "yes" (lower-cased); other strings are not yes/no fields.
 NO = frozenset({"no", "none", "false", "n", "0"})
@@ -52,6 +51,8 @@ STEM = 5
 PARENT_STEM = 4
 #: At most this many ``{`` are tried as the start of a JSON object per context.
 MAX_STARTS = 200
+#: Spellings read as one another.
+VARIANTS = {"ambiance": "ambience"}
 
 #: Major clauses split at these; a list inside one shares its negation ("no valet, garage, or lot parking").
 _MAJOR = re.compile(r"[;:()]|\b(?:but|although|though|while|whereas|however|yet|except)\b", re.IGNORECASE)
@@ -126,7 +127,7 @@ class Records:
     around them (where a review may speak of what a field leaves unknown)."""
 
     fields: tuple[Field, ...]
-    prose: frozenset[str]
+    prose: tuple[str, ...]
 
 
 @lru_cache(maxsize=64)
@@ -145,9 +146,9 @@ def read_records(context: str) -> Records:
         prose.append(context[last:i])
         last, i = end, context.find("{", end)
     if not fields:
-        return Records((), frozenset())
+        return Records((), ())
     prose.append(context[last:])
-    return Records(tuple(fields), frozenset(w for text in prose for w in _words(text)))
+    return Records(tuple(fields), tuple(sorted({w for text in prose for w in _words(text)})))
 
 
 def record_fields(context: str) -> tuple[Field, ...]:
@@ -155,17 +156,11 @@ def record_fields(context: str) -> tuple[Field, ...]:
     return read_records(context).fields
 
 
-#: Field values whose mention is not checked when the record's free text speaks of the field too.
-PROSE_SKIPS = (None,)
-#: Spellings read as one another.
-VARIANTS = {"ambiance": "ambience"}
-
-
 def _words(text: str) -> list[str]:
     return [VARIANTS.get(w, w) for w in _WORD.findall(text.lower().replace("-", "").replace("’", "'"))]
 
 
-def _has(words: list[str], term: str, stem: int) -> bool:
+def _has(words: Sequence[str], term: str, stem: int) -> bool:
     t = term[:stem]
     return any(w.startswith(t) for w in words)
 
@@ -197,7 +192,7 @@ def clauses(sentence: str) -> list[tuple[list[str], bool]]:
     return out
 
 
-def _mentions(field: Field, words: list[str]) -> bool:
+def _mentions(field: Field, words: Sequence[str]) -> bool:
     """Every term of the field (3 letters or more) starts a word here, or the joined key does."""
     if len(field.terms) > 1 and _has(words, field.joined, len(field.joined)):
         return True
@@ -224,13 +219,13 @@ def contradicted_fields(context: str, sentence: str) -> int:
     for field in records.fields:
         if field.parent and not any(_has(words, t, PARENT_STEM) for t in field.parent):
             continue
-        if field.value in PROSE_SKIPS and _mentions(field, list(records.prose)):
-            continue  # the record's text speaks of it: the sentence may be reporting that
         said = _mention(field, parts)
         if said is None:
             continue
-        if (field.value is None and said) or (field.value is not None and said != field.value):
+        if field.value is not None and said != field.value:
             count += 1
+        elif field.value is None and said and not _mentions(field, records.prose):
+            count += 1  # unknown to the record, and its text does not speak of it either
     return count
 
 
