@@ -25,7 +25,7 @@ Steps (``syncheck calibrate`` runs the same function):
    with ``tau`` at the tuned ``tau1``; its held-out report is a grouped 5-fold CV of the verdict over those
    scores, beside the minimum of the sentence scores.
 6. The final (whole-answer) model (:mod:`syncheck.aggregators.final`): the same recipe over the features, their
-   deviations from the response's mean and the final-only string checks, fitted on every sentence, with its own
+   deviations from the response's mean, fitted on every sentence, with its own
    verdict over the records' out-of-fold final scores; held out as in steps 3 and 5 (report rows ``final: ...``).
 7. Write the aggregator (and ``response.json``, and ``final/``) to ``DIR`` (``meta.json`` names the model and its
    fingerprint) and register it for the model's fingerprint, so that
@@ -120,7 +120,6 @@ def calibrate(
         ValueError: no usable labelled sentences, or only one label among them.
     """
     from syncheck.aggregators import KINDS, save_aggregator
-    from syncheck.aggregators.final import FINAL_EXTRA_FEATURES
     from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
     from syncheck.aggregators.resolve import scorer_config
     from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
@@ -144,9 +143,7 @@ def calibrate(
     scorer = Scorer(lm, alignment=alignment, vectors=True, aggregator=None, batch_size=batch_size)
     rows = _score_resumable(scorer, records, out / "scored.jsonl", progress)
     names = [n for n in DEFAULT_FEATURES if n in scorer.feature_names]
-    extra = [n for n in FINAL_EXTRA_FEATURES if n in scorer.feature_names and n not in names]
-    table = _sentence_rows(records, rows, names + extra, skipped)
-    table["extra"], table["X"] = table["X"][:, len(names):], table["X"][:, :len(names)]
+    table = _sentence_rows(records, rows, names, skipped)
     if len(set(table["y"].tolist())) < 2:
         raise ValueError(f"all {len(table['y'])} labelled sentences carry label {int(table['y'][0])}: calibration "
                          "needs faithful and unfaithful sentences: add records with hallucinated sentences (spans, or label 0) and "
@@ -179,7 +176,7 @@ def calibrate(
                             probes=model_fit.probes)
     tau = float((decoding or {}).get("tau1", 0.45))
     heldout += _fit_response_verdict(table, oof, tau, seed, out)
-    heldout += _fit_final_model(table, names, extra, vectors, kind, params, tau, seed, out, config,
+    heldout += _fit_final_model(table, names, vectors, kind, params, tau, seed, out, config,
                                 str(training["data"]), progress)
     if register:
         register_calibration(lm.name, lm.fingerprint, out)
@@ -319,20 +316,20 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
     return rows
 
 
-def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str], extra: Sequence[str],
+def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str],
                      vectors: dict[str, np.ndarray], kind: str, params: dict[str, Any], tau: float, seed: int,
                      out: Path, config: dict[str, Any], data: str, progress: bool) -> list[dict]:
     """Fit and write the final (whole-answer) model into ``out/final`` (:mod:`syncheck.aggregators.final`), as
     ``benchmarks.ragtruth.response_verdict --relative --save`` does for the shipped default: the recipe over the live
-    features, their ``rel:`` forms, ``extra`` and the out-of-fold probe score; then its verdict over the records'
+    features, their ``rel:`` forms and the out-of-fold probe score; then its verdict over the records'
     out-of-fold final scores. Returns the held-out report rows (sentence and response, prefixed ``final: ``)."""
     from syncheck.aggregators import save_aggregator
     from syncheck.aggregators.final import FINAL_DIR, relative_bases, relative_columns
     from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
 
     rel = relative_columns({n: table["X"][:, i] for i, n in enumerate(names)}, table["record"])
-    X = np.column_stack([table["X"], table["extra"], *rel.values()])
-    final_names = list(names) + list(extra) + list(rel)
+    X = np.column_stack([table["X"], *rel.values()])
+    final_names = list(names) + list(rel)
     oof = out_of_fold_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed,
                               progress=progress, **params)
     model = fit_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed, **params)
@@ -340,7 +337,7 @@ def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str], extra: 
     final_dir = out / FINAL_DIR
     save_aggregator(model.aggregator, final_dir, scorer=config, training={
         "data": data, "sentences": int(len(table["y"])), "seed": seed, "command": "syncheck calibrate",
-        "recipe": {"kind": kind, "params": params, "relative": relative_bases(list(rel)), "extra": list(extra),
+        "recipe": {"kind": kind, "params": params, "relative": relative_bases(list(rel)),
                    "probes_read": list(vectors)},
         "heldout": rows})
     return rows + _fit_response_verdict(table, oof, tau, seed, final_dir, label="final: ")

@@ -106,6 +106,10 @@ def test_feature_gain_compares_the_recipe_with_and_without_a_feature(tmp_path, t
     assert set(out["gains"]) == {"QA", "Summary", "Data2txt"} and all(len(g) == 2 for g in out["gains"].values())
     assert len(out["auc"]["default recipe with it"]) == 2
     assert "| local_support alone |" in capsys.readouterr().out
+    # where the added feature fires: per task, sentences with a nonzero value and the unfaithful share among them
+    assert set(out["nonzero"]) == {"local_support"}
+    for n, total, bad, base in out["nonzero"]["local_support"].values():
+        assert 0 <= n <= total and 0.0 <= bad <= 1.0 and 0.0 <= base <= 1.0
     with pytest.raises(SystemExit, match="no feature"):
         feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
                            "--feature", "nonsense", "--seeds", "0"])
@@ -114,7 +118,7 @@ def test_feature_gain_compares_the_recipe_with_and_without_a_feature(tmp_path, t
                              "--feature", "rel:pmi_mean,rel_causal:pmi_mean", "--seeds", "0", "--bootstrap", "20"])
     printed = capsys.readouterr().out
     assert "| rel:pmi_mean alone |" in printed and "| rel_causal:pmi_mean alone |" in printed
-    assert len(out["auc"]["default recipe with it"]) == 1
+    assert len(out["auc"]["default recipe with it"]) == 1 and out["nonzero"] == {}  # derived features: not counted
     with pytest.raises(SystemExit, match="to derive"):
         feature_gain.main(["--data", str(data), "--model", str(tiny_dir), "--work-dir", str(tmp_path / "work"),
                            "--feature", "rel:nonsense", "--seeds", "0"])

@@ -116,7 +116,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
              for t in TASKS}
     print("\nGain per seed (with - without): "
           + "; ".join(f"{t} " + ", ".join(f"{g:+.3f}" for g in gains[t]) for t in TASKS))
-    return {"auc": auc, "gains": gains}
+    fired = {name: nonzero_rows(table, name) for name in added if base_name(name) == name}
+    for name, per_task in fired.items():
+        print(f"\nSentences where {name} is nonzero (unfaithful share among them; the task's base rate): "
+              + "; ".join(f"{t} {n} of {total} ({bad:.0%}; {base:.0%})" for t, (n, total, bad, base) in per_task.items()))
+    return {"auc": auc, "gains": gains, "nonzero": fired}
+
+
+def nonzero_rows(table: SentenceTable, name: str) -> dict[str, tuple[int, int, float, float]]:
+    """Per task: (sentences where ``name`` is nonzero, sentences, unfaithful share among the former, among all)."""
+    x = table.features[name]
+    fired = np.isfinite(x) & (x != 0)
+    out = {}
+    for t in TASKS:
+        m = table.task == t
+        hit = fired & m
+        out[t] = (int(hit.sum()), int(m.sum()), float(1 - table.label[hit].mean()) if hit.any() else 0.0,
+                  float(1 - table.label[m].mean()) if m.any() else 0.0)
+    return out
 
 
 if __name__ == "__main__":

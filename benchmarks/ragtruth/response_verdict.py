@@ -18,8 +18,8 @@ positive, threshold tuned on the other folds, :func:`benchmarks.ragtruth.evaluat
 response length and word overlap on the same responses; then the reliability table of the learned verdict.
 ``--relative`` adds the verdict over the final (whole-answer) sentence scores, from a recipe that also reads each
 feature minus its response's mean (:mod:`features.relative`; a live monitor can compute them only once the answer is
-complete, :mod:`syncheck.aggregators.final`) and :data:`FINAL_EXTRA_FEATURES`; with ``--save DIR`` it also writes that
-final model and its verdict to ``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
+complete, :mod:`syncheck.aggregators.final`); with ``--save DIR`` it also writes that final model and its verdict to
+``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
 --no-embedding``: the default needs none of them).
 """
 
@@ -40,7 +40,7 @@ import numpy as np
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds, response_f1
 from benchmarks.ragtruth.scoring import SentenceTable
-from syncheck.aggregators.final import FINAL_EXTRA_FEATURES, FINAL_RELATIVE_FEATURES
+from syncheck.aggregators.final import FINAL_RELATIVE_FEATURES
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
 from syncheck.folds import Fold, grouped_folds
@@ -53,8 +53,7 @@ MIN = "min of sentence scores (the old default)"
 MEAN = "mean of sentence scores"
 RELATIVE = "learned verdict over the final (whole-answer) sentence scores (features also read against the response)"
 RELATIVE_MEANS = "learned verdict over the final sentence scores + the response's mean support features"
-#: Features whose deviation from the response's mean ``--relative`` adds to the recipe, and features the final model
-#: reads that the live recipe does not (both defined with the final model).
+#: Features whose deviation from the response's mean ``--relative`` adds to the recipe (defined with the final model).
 RELATIVE_FEATURES = FINAL_RELATIVE_FEATURES
 #: Sentence features whose response mean an extended verdict may read (``"means"``): the support features.
 MEAN_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_kl")
@@ -405,12 +404,12 @@ def save_verdict(resp: Responses, outer: np.ndarray, tau: float, args: argparse.
 
 def add_relative_columns(table: SentenceTable) -> list[str]:
     """Add ``rel:<name>`` (each of :data:`RELATIVE_FEATURES` minus its response's mean) to ``table``; the names the
-    final model reads besides the default recipe's: those columns and :data:`FINAL_EXTRA_FEATURES`."""
+    final model reads besides the default recipe's."""
     from syncheck.aggregators.final import relative_columns
 
     rel = relative_columns(table.features, table.response, RELATIVE_FEATURES)
     table.features.update(rel)
-    return list(rel) + [n for n in FINAL_EXTRA_FEATURES if n in table.features and n not in DEFAULT_FEATURES]
+    return list(rel)
 
 
 def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
@@ -432,7 +431,6 @@ def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: fl
     training = {"data": "RAGTruth dev, every sentence; probe scores out-of-fold (5 folds grouped by source_id)",
                 "sentences": int(len(table)), "faithful": int(table.label.sum()),
                 "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "relative": list(RELATIVE_FEATURES),
-                           "extra": [n for n in FINAL_EXTRA_FEATURES if n in table.features and n not in DEFAULT_FEATURES],
                            "probes_read": list(vectors)},
                 "command": "python -m benchmarks.ragtruth.response_verdict --relative --save DIR"}
     try:

@@ -9,8 +9,7 @@ speech recognition: the live score streams as the sentences are generated, the f
 arrive with the end of the answer.
 
 The final model is an ordinary saved aggregator whose feature names include ``rel:<feature>`` (that feature minus
-its mean over the response's sentences) beside the live features and probe scores, and may read string checks the
-live score does not (the shipped default's reads ``unsupported_specific_count``). It is stored in a ``final/``
+its mean over the response's sentences) beside the live features and probe scores. It is stored in a ``final/``
 directory beside the aggregator whose sentence features it reads, with its own ``response.json`` (the response
 verdict fitted on final scores), and restored by :func:`~syncheck.aggregators.load_aggregator` as
 ``agg.final_model``. ``python -m benchmarks.ragtruth.response_verdict --relative --save DIR`` fits both.
@@ -32,15 +31,12 @@ import numpy as np
 from features.relative import relative_by_response, relative_to_response
 from syncheck.aggregators.apply import expected_features, score_sentences
 
-#: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), and features it reads
-#: that the live recipe does not; ``benchmarks.ragtruth.response_verdict --relative`` and ``syncheck calibrate`` fit
-#: the final model with both (benchmarks/RESULTS.md: the eight ``rel:`` features, stop 33; the count of unsupported
-#: specifics, +0.011 to +0.015 summary sentence AUROC over 3 fold seeds, stop 34; the fields of a JSON record a
-#: sentence contradicts, +0.04 data-to-text sentence AUROC and +0.07 to +0.12 response AUROC over 3 seeds, stop 35).
+#: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), besides the live recipe's
+#: features; ``benchmarks.ragtruth.response_verdict --relative`` and ``syncheck calibrate`` fit the final model with
+#: them (benchmarks/RESULTS.md, stop 33). The string checks the final model of stops 34-35 read on their own
+#: (``unsupported_specific_count``, ``contradicted_fields``) are in the live recipe since stop 35.
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                            "local_support", "novel_bigram_share", "align_score")
-#: (Both are in the live recipe too since stop 35, where the final recipe reads them once.)
-FINAL_EXTRA_FEATURES = ("unsupported_specific_count", "contradicted_fields")
 #: Directory of the final model beside an aggregator's ``meta.json``.
 FINAL_DIR = "final"
 #: Prefix of a feature read relative to its response's mean.
@@ -91,5 +87,5 @@ def load_final_model(path: str | Path) -> Any | None:
     return load_aggregator(final) if (final / META_FILE).is_file() else None
 
 
-__all__ = ["FINAL_DIR", "FINAL_EXTRA_FEATURES", "FINAL_RELATIVE_FEATURES", "RELATIVE_PREFIX", "final_sentence_scores",
+__all__ = ["FINAL_DIR", "FINAL_RELATIVE_FEATURES", "RELATIVE_PREFIX", "final_sentence_scores",
            "load_final_model", "relative_bases", "relative_columns", "with_relative"]
