@@ -44,6 +44,14 @@ SECTION = "### What the final check reads: the last `check_signals` run"
 SUPPORT_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_kl")
 
 
+def cached_rows(cache: Path) -> dict[str, dict[str, Any]]:
+    """``{id: row}`` of a JSON-lines row cache (empty when the file does not exist yet)."""
+    if not cache.is_file():
+        return {}
+    rows = (json.loads(line) for line in cache.read_text().splitlines() if line.strip())
+    return {row["id"]: row for row in rows}
+
+
 def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, Any]]:
     """One JSON row per example (cached in ``cache`` by id; an example already there is not scored again)."""
     from syncheck.models import DEFAULT_MODEL
@@ -51,11 +59,7 @@ def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, An
     from syncheck.records import Record
     from syncheck.scorer import Scorer
 
-    done = {}
-    if cache.is_file():
-        for line in cache.read_text().splitlines():
-            row = json.loads(line)
-            done[row["id"]] = row
+    done = cached_rows(cache)
     todo = [e for e in examples if e.id not in done]
     if todo:
         scorer = Scorer(DEFAULT_MODEL)

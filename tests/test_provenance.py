@@ -304,3 +304,26 @@ def test_check_signals_benchmark_smoke(tmp_path):
     assert len((tmp_path / "cache" / "dialogue-2000.jsonl").read_text().splitlines()) == 6  # both answers per record
     assert main(args) == out  # the rerun reads the cache
     assert SECTION in results.read_text(encoding="utf-8")
+
+
+def test_judge_check_benchmark_smoke(tmp_path):
+    from pathlib import Path
+
+    from benchmarks.judge_check import SECTION, main
+
+    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    if not (shared / "halueval" / "dialogue.jsonl").exists():
+        pytest.skip(f"HaluEval not found under {shared}")
+    results = tmp_path / "RESULTS.md"
+    args = ["--halueval-dir", str(shared / "halueval"), "--sets", "dialogue", "--start", "2000", "--limit", "2",
+            "--judge", "llm-judge:smollm2-135m", "--with-default", "--bootstrap", "20",
+            "--work-dir", str(tmp_path / "cache"), "--results-md", str(results)]
+    out = main(args)
+    table = "\n".join(out["dialogue"])
+    assert "`syncheck check --nli llm-judge:smollm2-135m`" in table and "`syncheck check` default" in table
+    assert "| mean of the two (equal weights, nothing fitted) |" in table
+    assert "| reference: Provenance, seed 000, Table 3 (its NLI models, full set) | 0.69 |" in table
+    rows = (tmp_path / "cache" / "judge-check" / "dialogue-2000-llm-judge-smollm2-135m-float32.jsonl").read_text()
+    assert len(rows.splitlines()) == 4  # both answers of each record, cached
+    assert main(args) == out  # the rerun reads the caches
+    assert SECTION in results.read_text(encoding="utf-8")

@@ -1,0 +1,150 @@
+"""Provenance's final check with an LLM yes/no judge as its support model, on HaluEval records no one tuned on.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.judge_check --sets pairs,dialogue --start 2000 --limit 150 \\
+        [--judge llm-judge:qwen2.5-coder-1.5b] [--dtype float32] [--with-default] [--results-md benchmarks/RESULTS.md]
+
+Each answer is checked by :class:`syncheck.provenance.ProvenanceChecker` exactly as
+``syncheck check --nli llm-judge:MODEL`` checks it: BM25 relevance, every chunk joined into one premise, the
+paper's claim ("The answer to question Q is A."), and the judge's P(Yes) to "Does the premise support the
+hypothesis?" (the maximum over premise windows) as the answer's factuality. The judge reads no likelihood of the
+answer's own words, so it cannot favour one writer's prose the way the SynCheck score does on HaluEval, whose
+faithful answers were written by people and whose hallucinated ones by ChatGPT (RESULTS.md, "What the final check
+reads on HaluEval").
+
+Rows are cached as JSON lines under ``<work dir>/judge-check`` (``--work-dir``, default the syncheck cache), one
+file per set, first record, judge, dtype and window: a rerun checks only what is missing, and a row that failed
+keeps its ``error``. ``--with-default`` adds the default check (``syncheck check`` with no options) on the same
+answers, from ``benchmarks.check_signals``'s row cache under ``<work dir>/check-signals`` (scored where missing), and the
+mean of the two checks' probabilities: a fixed rule, fitted on nothing.
+Each figure is ROC AUC (label 1 = faithful) with a 95% bootstrap interval over records, beside response length and
+word overlap on the same rows and Provenance's published figures (seed 000, Table 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.check_signals import cached_rows, score_rows
+from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
+from benchmarks.provenance_offline import parse_run_args, publish
+from features.alignment.lexical import lexical_precision
+from syncheck.stats import bootstrap_auroc
+
+SECTION = "### Provenance's final check with an LLM judge: the last `judge_check` run"
+DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
+SETS = ("pairs", "dialogue", "summarization")
+
+
+def cache_path(work: Path, subset: str, start: int, judge: str, dtype: str, premise_tokens: int | None) -> Path:
+    tag = judge.replace(":", "-").replace("/", "_")
+    window = f"-w{premise_tokens}" if premise_tokens else ""
+    return work / f"{subset}-{start}-{tag}-{dtype}{window}.jsonl"
+
+
+def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_tokens: int | None) -> list[dict[str, Any]]:
+    """One row per example, ``factuality`` from the judge-backed checker; cached in ``cache`` by id."""
+    done = cached_rows(cache)
+    todo = [e for e in examples if e.id not in done]
+    if todo:
+        from syncheck.alignment import make_alignment_scorer
+        from syncheck.provenance import ProvenanceChecker
+
+        kwargs = {"max_premise_tokens": premise_tokens} if premise_tokens else {}
+        scorer = make_alignment_scorer(judge, dtype=dtype, **kwargs)
+        checker = ProvenanceChecker(nli=scorer)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with cache.open("a") as out:
+            for n, e in enumerate(todo, 1):
+                t0 = time.perf_counter()
+                res = checker.check(question=e.question or None, context=e.context, answer=e.response, id=e.id)
+                row = {"id": e.id, "group": e.group, "label": e.label, "context": e.context, "response": e.response,
+                       "factuality": res.factuality, "error": res.error,
+                       "seconds": round(time.perf_counter() - t0, 3)}
+                done[e.id] = row
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                if n % 10 == 0 or n == len(todo):
+                    print(f"  judged {n} of {len(todo)}", file=sys.stderr, flush=True)
+    return [done[e.id] for e in examples]
+
+
+def default_scores(examples: list, work: Path, subset: str, start: int) -> dict[str, float]:
+    """``{id: response score}`` of ``syncheck check``'s default on the same answers (check_signals' row cache)."""
+    rows = score_rows(examples, work / f"{subset}-{start}.jsonl")
+    return {r["id"]: r["response_score"] for r in rows if r["error"] is None and r["sentences"]}
+
+
+def evaluate(subset: str, rows: list[dict[str, Any]], default: dict[str, float] | None, judge: str,
+             n_boot: int, seed: int) -> list[str]:
+    rows = [r for r in rows if r["error"] is None and r["factuality"] is not None
+            and (default is None or r["id"] in default)]
+    y = np.asarray([r["label"] for r in rows])
+    groups = [r["group"] for r in rows]
+    judged = np.asarray([r["factuality"] for r in rows])
+    scores: dict[str, np.ndarray] = {f"`syncheck check --nli {judge}`": judged}
+    if default is not None:
+        checked = np.asarray([default[r["id"]] for r in rows])
+        scores["`syncheck check` default (SynCheck support, verdict over final scores)"] = checked
+        scores["mean of the two (equal weights, nothing fitted)"] = (judged + checked) / 2
+    scores["baseline: response length (shorter = faithful)"] = -np.asarray([len(r["response"]) for r in rows], float)
+    scores["baseline: word overlap (response vs context)"] = np.asarray(
+        [lexical_precision(r["context"], r["response"]) for r in rows])
+    secs = np.asarray([r["seconds"] for r in rows])
+    lines = [f"**{SET_TITLES[subset]}** ({len(rows)} answers, {int(y.sum())} faithful; judge {secs.mean():.1f} s "
+             "per answer):", "", "| check | AUROC [95% CI] |", "| --- | --- |"]
+    for name, s in scores.items():
+        auc, lo, hi = bootstrap_auroc(y, s, n=n_boot, groups=groups, seed=seed)
+        lines.append(f"| {name} | {auc:.3f} [{lo:.2f}, {hi:.2f}] |")
+    if PUBLISHED.get(subset) is not None:
+        lines.append(f"| reference: Provenance, seed 000, Table 3 (its NLI models, full set) | {PUBLISHED[subset]} |")
+    return lines + [""]
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.judge_check", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--halueval-dir", default="../shared/data/halueval")
+    ap.add_argument("--sets", default="pairs,dialogue", help=f"comma-separated, from {SETS}")
+    ap.add_argument("--start", type=int, default=2000, help="first HaluEval record read (records < 2000 are tuned on)")
+    ap.add_argument("--limit", type=int, default=150, help="records read per set")
+    ap.add_argument("--judge", default=DEFAULT_JUDGE, help="an llm-judge[:MODEL] (or other --nli) spec")
+    ap.add_argument("--dtype", default="float32", help="the judge's dtype (bfloat16 where the CPU has it natively)")
+    ap.add_argument("--premise-tokens", type=int, default=None, help="judge premise window (default: the judge's)")
+    ap.add_argument("--with-default", action="store_true", help="add the default check on the same answers")
+    ap.add_argument("--work-dir", default=None, help="row caches' root (default: the syncheck cache)")
+    args = parse_run_args(ap, argv)
+    from syncheck.cache import cache_dir
+
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = [s for s in sets if s not in SETS]
+    if unknown:
+        ap.error(f"unknown set(s) {unknown}; choose from {SETS}")
+    t0 = time.perf_counter()
+    work = Path(args.work_dir) if args.work_dir else cache_dir()
+    out: dict[str, list[str]] = {}
+    for subset in sets:
+        examples = halueval_examples(args.halueval_dir, subset, args.start, args.limit, args.seed)
+        cache = cache_path(work / "judge-check", subset, args.start, args.judge, args.dtype, args.premise_tokens)
+        rows = judge_rows(examples, cache, args.judge, args.dtype, args.premise_tokens)
+        default = default_scores(examples, work / "check-signals", subset, args.start) if args.with_default else None
+        out[subset] = evaluate(subset, rows, default, args.judge, args.bootstrap, args.seed)
+        print("\n".join(out[subset]), flush=True)
+    command = "python -m benchmarks.judge_check " + " ".join(argv if argv is not None else sys.argv[1:])
+    head = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m {command.split(' ', 2)[2]}` "
+            f"({time.perf_counter() - t0:.0f} s this run; rows are cached). HaluEval records {args.start}-"
+            f"{args.start + args.limit - 1}; judge `{args.judge}` in {args.dtype}"
+            + (f", premise window {args.premise_tokens} tokens" if args.premise_tokens else "")
+            + f"; {platform.machine()}. Label 1 = faithful; 95% CI over records.", ""]
+    publish("\n".join(head + [line for lines in out.values() for line in lines]), args.results_md, SECTION)
+    return out
+
+
+if __name__ == "__main__":
+    main()
