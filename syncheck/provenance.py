@@ -218,6 +218,25 @@ def combine(
     return factuality, sources, best
 
 
+def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
+                 trust_remote_code: bool = False) -> Any:
+    """A support backend from its spec: ``syncheck[:<model>]``, any :func:`make_alignment_scorer` spec, or several
+    joined by ``+`` (:class:`syncheck.support.MeanSupport`, the mean of their scores); an object passes through."""
+    if not isinstance(spec, str):
+        return spec
+    if "+" in spec:
+        from syncheck.support import MeanSupport
+
+        return MeanSupport([make_support(part.strip(), device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+                            for part in spec.split("+")])
+    if spec.partition(":")[0] == "syncheck":
+        from syncheck.support import SynCheckSupport
+
+        return SynCheckSupport(model=spec.partition(":")[2] or None, device=device, dtype=dtype)
+    kwargs = {"trust_remote_code": True} if trust_remote_code and spec.startswith("nli:") else {}
+    return make_alignment_scorer(spec, device=device, dtype=dtype, **kwargs)
+
+
 class ProvenanceChecker:
     """Checks final answers against their context chunks (Provenance).
 
@@ -228,7 +247,8 @@ class ProvenanceChecker:
             (``"embedding"``, ``"lexical"``, ``"llm-judge"``, ``"nli:<id>"``, ...), or
             ``"syncheck[:<model>]"``: SynCheck's own response score of the answer given the source
             (:class:`syncheck.support.SynCheckSupport`; the question goes in its prompt, so the claim is
-            the answer alone whatever ``claim`` says).
+            the answer alone whatever ``claim`` says), or several specs joined by ``+``: the mean of their
+            supports (:class:`syncheck.support.MeanSupport`; each member reads the claim form it takes).
         top_k: use TopK with this many sources; ``None`` (default) uses TopP.
         top_p: TopP threshold (ignored when ``top_k`` is given); ``1.0`` (default) keeps every chunk.
         aggregation: ``"min"``, ``"max"`` or ``"weighted"``.
@@ -283,13 +303,7 @@ class ProvenanceChecker:
             shared = SentenceEncoder(device=device, dtype=dtype)
             relevance, nli = BiEncoderRelevance(shared), EmbeddingScorer(shared)
         self.relevance = make_relevance_scorer(relevance, device=device, dtype=dtype)
-        nli_kwargs = {"trust_remote_code": True} if trust_remote_code and str(nli).startswith("nli:") else {}
-        if isinstance(nli, str) and nli.partition(":")[0] == "syncheck":
-            from syncheck.support import SynCheckSupport
-
-            self.nli = SynCheckSupport(model=nli.partition(":")[2] or None, device=device, dtype=dtype)
-        else:
-            self.nli = make_alignment_scorer(nli, device=device, dtype=dtype, **nli_kwargs)
+        self.nli = make_support(nli, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
         self.premise, self.query = premise, query
         self.batch_size = batch_size

@@ -85,3 +85,40 @@ class SynCheckSupport:
                 raise ValueError(f"the syncheck support backend could not score pair {i + 1}: {res.error}")
             out[i] = value
         return out
+
+
+class MeanSupport:
+    """The mean of several support backends' scores: ``--nli syncheck+llm-judge:qwen2.5-coder-1.5b``.
+
+    Each member reads the pair in its own form: a question-aware member (``syncheck``) gets the answer as the claim
+    and the question apart; any other member gets Provenance's claim, "The answer to question Q is A." (the answer
+    alone without a question). The mean is fixed (equal weights, nothing fitted). Two checks that read different
+    things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean of the default
+    support and the Qwen judge scored 0.80, where each alone scored 0.70 and 0.78 (benchmarks/judge_check.py).
+
+    Args:
+        members: the backends (each with ``score(premises, claims, batch_size)``), at least two.
+    """
+
+    #: ProvenanceChecker passes the question separately; each member gets the claim form it reads.
+    question_aware = True
+
+    def __init__(self, members: Sequence[Any]) -> None:
+        members = list(members)
+        if len(members) < 2:
+            raise ValueError(f"a mean of supports needs at least two backends, got {len(members)}; "
+                             "join the specs with '+', e.g. syncheck+llm-judge:qwen2.5-coder-1.5b")
+        self.members = members
+        self.name = "+".join(getattr(m, "name", type(m).__name__) for m in members)
+
+    def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
+              questions: Sequence[str | None] | None = None) -> np.ndarray:
+        """``(n,)`` the members' mean support per (premise, answer) pair, in ``[0, 1]``."""
+        from syncheck.provenance import claim_prompt
+
+        questions = list(questions) if questions is not None else [None] * len(claims)
+        paper_claims = [claim_prompt(q, c) for q, c in zip(questions, claims)]
+        scores = [m.score(premises, claims, batch_size=batch_size, questions=questions)
+                  if getattr(m, "question_aware", False) else m.score(premises, paper_claims, batch_size=batch_size)
+                  for m in self.members]
+        return np.mean(np.asarray(scores, dtype=np.float64), axis=0)

@@ -327,3 +327,39 @@ def test_judge_check_benchmark_smoke(tmp_path):
     assert len(rows.splitlines()) == 4  # both answers of each record, cached
     assert main(args) == out  # the rerun reads the caches
     assert SECTION in results.read_text(encoding="utf-8")
+
+
+class _Recorder:
+    """A support backend that records what it was given and returns fixed scores."""
+
+    def __init__(self, value, question_aware=False):
+        self.value, self.question_aware, self.calls = value, question_aware, []
+
+    def score(self, premises, claims, batch_size=16, questions=None):
+        self.calls.append((list(premises), list(claims), questions))
+        return np.full(len(claims), self.value)
+
+
+def test_mean_support_gives_each_member_its_claim_form_and_averages():
+    from syncheck.support import MeanSupport
+
+    aware, plain = _Recorder(0.9, question_aware=True), _Recorder(0.3)
+    checker = ProvenanceChecker(nli=MeanSupport([aware, plain]))
+    res = checker.check(question="Who wrote it?", context="Ann wrote it.", answer="Ann.")
+    assert res.error is None and res.factuality == pytest.approx(0.6)
+    assert aware.calls == [(["Ann wrote it."], ["Ann."], ["Who wrote it?"])]  # the answer, the question apart
+    assert plain.calls[0][1] == ["The answer to question Who wrote it? is Ann."]  # Provenance's claim
+    with pytest.raises(ValueError, match="at least two"):
+        MeanSupport([aware])
+
+
+def test_support_specs_joined_by_plus_build_a_mean():
+    from syncheck.provenance import make_support
+    from syncheck.support import MeanSupport
+
+    mean = make_support("lexical+lexical")
+    assert isinstance(mean, MeanSupport) and mean.name == "lexical+lexical"
+    one = ProvenanceChecker(nli="lexical").check(context="Ann wrote the book in Oslo.", answer="Ann wrote it in Rome.")
+    two = ProvenanceChecker(nli="lexical+lexical").check(context="Ann wrote the book in Oslo.",
+                                                         answer="Ann wrote it in Rome.")
+    assert two.factuality == pytest.approx(one.factuality)  # the mean of two equal backends is either one
