@@ -185,3 +185,32 @@ def test_auto_dtype_is_bfloat16_only_where_the_hardware_computes_it(monkeypatch)
     assert models.model_dtype("float16") == torch.float16 and models.model_dtype(None) == torch.float32
     with pytest.raises(ValueError, match="unknown dtype"):
         models.model_dtype("fp8")
+
+
+@pytest.mark.parametrize("args, expected_nli, expected_dtype", [
+    (["--preset", "quality"], "syncheck+llm-judge:qwen2.5-coder-1.5b", "auto"),
+    (["--preset", "quality", "--nli", "lexical"], "lexical", "auto"),
+    ([], "syncheck", "float32"),
+])
+def test_the_quality_preset_checks_with_the_mean_of_the_default_support_and_the_qwen_judge(
+        monkeypatch, tmp_path, args, expected_nli, expected_dtype):
+    import json
+
+    from click.testing import CliRunner
+
+    from syncheck import provenance
+    from syncheck.cli import main
+
+    seen = {}
+
+    class Recorder(provenance.ProvenanceChecker):
+        def __init__(self, relevance, nli, **kwargs):
+            seen.update(nli=nli, dtype=kwargs["dtype"])
+            super().__init__(relevance, "lexical", **kwargs)
+
+    monkeypatch.setattr(provenance, "ProvenanceChecker", Recorder)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"id": 1, "context": "Ann wrote it.", "response": "Ann."}) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["check", str(inp), *args])
+    assert res.exit_code == 0, res.output
+    assert seen == {"nli": expected_nli, "dtype": expected_dtype}
