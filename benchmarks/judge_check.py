@@ -136,8 +136,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
         default = default_scores(examples, work / "check-signals", subset, args.start) if args.with_default else None
         out[subset] = evaluate(subset, rows, default, args.judge, args.bootstrap, args.seed)
         print("\n".join(out[subset]), flush=True)
-    command = "python -m benchmarks.judge_check " + " ".join(argv if argv is not None else sys.argv[1:])
-    head = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m {command.split(' ', 2)[2]}` "
+    command = "benchmarks.judge_check " + " ".join(argv if argv is not None else sys.argv[1:])
+    head = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m {command}` "
             f"({time.perf_counter() - t0:.0f} s this run; rows are cached). HaluEval records {args.start}-"
             f"{args.start + args.limit - 1}; judge `{args.judge}` in {args.dtype}"
             + (f", premise window {args.premise_tokens} tokens" if args.premise_tokens else "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,15 @@ from syncheck.provenance import (
 )
 
 CHUNKS = ["Paris is the capital of France.", "Bananas are yellow.", "France borders Spain.", "The sky is blue."]
+
+
+def shared_data(*files: str) -> Path:
+    """``../shared/data``, or skip the test when one of ``files`` (relative to it) is not there."""
+    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    missing = [f for f in files if not (shared / f).exists()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not found under {shared}")
+    return shared
 
 
 class FixedRelevance:
@@ -222,13 +232,9 @@ def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
 
 @pytest.mark.slow
 def test_provenance_benchmark_smoke(tmp_path):
-    from pathlib import Path
-
     from benchmarks.provenance_halueval import SECTION, main
 
-    data = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "halueval"
-    if not (data / "qa.jsonl").exists():
-        pytest.skip(f"HaluEval not found at {data}")
+    data = shared_data("halueval/qa.jsonl") / "halueval"
     results = tmp_path / "RESULTS.md"
     results.write_text(f"# R\n\n{SECTION}\n\n_pending_\n\n## Next\n\nkeep me\n", encoding="utf-8")
     text = main(["--data-dir", str(data), "--limit", "3", "--llm-limit", "2", "--llm-subsets", "qa",
@@ -242,13 +248,9 @@ def test_provenance_benchmark_smoke(tmp_path):
 
 @pytest.mark.slow
 def test_provenance_offline_benchmark_smoke(tmp_path):
-    from pathlib import Path
-
     from benchmarks.provenance_offline import SECTION, main
 
-    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    if not (shared / "halueval" / "qa.jsonl").exists() or not (shared / "ragtruth" / "dev.jsonl").exists():
-        pytest.skip(f"HaluEval / RAGTruth not found under {shared}")
+    shared = shared_data("halueval/qa.jsonl", "ragtruth/dev.jsonl")
     results = tmp_path / "RESULTS.md"
     out = main(["--halueval-dir", str(shared / "halueval"), "--ragtruth", str(shared / "ragtruth" / "dev.jsonl"),
                 "--pairs", "8", "--ragtruth-limit", "6", "--backends", "lexical,syncheck", "--bootstrap", "20",
@@ -259,13 +261,9 @@ def test_provenance_offline_benchmark_smoke(tmp_path):
 
 
 def test_provenance_check_benchmark_smoke(tmp_path):
-    from pathlib import Path
-
     from benchmarks.provenance_check import SECTION, VARIANTS, Variant, main
 
-    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    if not (shared / "halueval" / "qa.jsonl").exists():
-        pytest.skip(f"HaluEval not found under {shared}")
+    shared = shared_data("halueval/qa.jsonl")
     results = tmp_path / "RESULTS.md"
     joined = VARIANTS.index(Variant("joined", "TopK 3", "question", "verdict"))  # FOD's final check
     out = main(["--halueval-dir", str(shared / "halueval"), "--sets", "pairs,dialogue", "--start", "2000", "--limit", "3",
@@ -288,13 +286,9 @@ def test_cli_unknown_backend_is_a_clean_error(tmp_path):
 
 
 def test_check_signals_benchmark_smoke(tmp_path):
-    from pathlib import Path
-
     from benchmarks.check_signals import SECTION, main
 
-    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    if not (shared / "halueval" / "dialogue.jsonl").exists():
-        pytest.skip(f"HaluEval not found under {shared}")
+    shared = shared_data("halueval/dialogue.jsonl")
     results = tmp_path / "RESULTS.md"
     args = ["--halueval-dir", str(shared / "halueval"), "--set", "dialogue", "--start", "2000", "--limit", "3",
             "--bootstrap", "20", "--work-dir", str(tmp_path / "cache"), "--results-md", str(results)]
@@ -307,13 +301,9 @@ def test_check_signals_benchmark_smoke(tmp_path):
 
 
 def test_judge_check_benchmark_smoke(tmp_path):
-    from pathlib import Path
-
     from benchmarks.judge_check import SECTION, main
 
-    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    if not (shared / "halueval" / "dialogue.jsonl").exists():
-        pytest.skip(f"HaluEval not found under {shared}")
+    shared = shared_data("halueval/dialogue.jsonl")
     results = tmp_path / "RESULTS.md"
     args = ["--halueval-dir", str(shared / "halueval"), "--sets", "dialogue", "--start", "2000", "--limit", "2",
             "--judge", "llm-judge:smollm2-135m", "--with-default", "--bootstrap", "20",
