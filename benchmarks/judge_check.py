@@ -1,15 +1,16 @@
 """Provenance's final check with an LLM yes/no judge as its support model, on HaluEval records no one tuned on.
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.judge_check --sets pairs,dialogue --start 2000 --limit 150 \\
-        [--judge llm-judge:qwen2.5-coder-1.5b] [--dtype float32] [--with-default] [--results-md benchmarks/RESULTS.md]
+        [--judge llm-judge:qwen2.5-coder-1.5b] [--dtype float32] [--claims paper,answer,sentences] \\
+        [--with-default] [--results-md benchmarks/RESULTS.md]
 
-Each answer is checked by :class:`syncheck.provenance.ProvenanceChecker` exactly as
-``syncheck check --nli llm-judge:MODEL`` checks it: BM25 relevance, every chunk joined into one premise, the
-paper's claim ("The answer to question Q is A."), and the judge's P(Yes) to "Does the premise support the
-hypothesis?" (the maximum over premise windows) as the answer's factuality. The judge reads no likelihood of the
-answer's own words, so it cannot favour one writer's prose the way the SynCheck score does on HaluEval, whose
-faithful answers were written by people and whose hallucinated ones by ChatGPT (RESULTS.md, "What the final check
-reads on HaluEval").
+Each answer gets the factuality ``syncheck check --nli llm-judge:MODEL --claim FORM`` gives it: BM25 relevance,
+every chunk joined into one premise, the judge's P(Yes) to "Does the premise support the hypothesis?" (the maximum
+over premise windows), for each claim form asked (``--claims``): Provenance's claim ("The answer to question Q is
+A."), the answer alone, or each sentence on its own (the answer as supported as its least supported sentence). The
+judge reads no likelihood of the answer's own words, so it cannot favour one writer's prose the way the SynCheck
+score does on HaluEval, whose faithful answers were written by people and whose hallucinated ones by ChatGPT
+(RESULTS.md, "What the final check reads on HaluEval").
 
 Rows are cached as JSON lines under ``<work dir>/judge-check`` (``--work-dir``, default the syncheck cache), one
 file per set, first record, judge, dtype and window: a rerun checks only what is missing, and a row that failed
@@ -43,36 +44,73 @@ DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
 SETS = ("pairs", "dialogue", "summarization")
 
 
+#: The claim forms an answer can be judged in (:data:`syncheck.support.CLAIMS`): Provenance's claim, the answer
+#: alone, each sentence on its own (``syncheck check --claim auto`` reads sentences where there is no question).
+FORMS = ("paper", "answer", "sentences")
+
+
 def cache_path(work: Path, subset: str, start: int, judge: str, dtype: str, premise_tokens: int | None) -> Path:
     tag = judge.replace(":", "-").replace("/", "_")
     window = f"-w{premise_tokens}" if premise_tokens else ""
-    return work / f"{subset}-{start}-{tag}-{dtype}{window}.jsonl"
+    return work / f"{subset}-{start}-{tag}-{dtype}{window}-forms.jsonl"
 
 
-def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_tokens: int | None) -> list[dict[str, Any]]:
-    """One row per example, ``factuality`` from the judge-backed checker; cached in ``cache`` by id."""
+def record_premise(context: str) -> str:
+    """The premise ``syncheck check`` judges an answer against by default: every chunk, joined in context order."""
+    from syncheck.provenance import joined_premise, split_context
+
+    chunks = split_context(context)
+    return joined_premise(chunks, range(len(chunks)))
+
+
+def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_tokens: int | None,
+               forms: Sequence[str] = ("paper",)) -> list[dict[str, Any]]:
+    """One row per example with ``factuality`` per claim form (``forms``, from :data:`FORMS`), cached in ``cache``
+    by id; a cached row lacking a form is judged again in every form asked.
+
+    The answers of one record share its context, so they are judged in one call: every claim of every answer, in
+    every form, against the one joined premise, whose key/value cache the judge then computes once per window. Each
+    answer's factuality in a form is what ``syncheck check --nli JUDGE --claim FORM`` gives it (the least supported
+    of its claims; tested in tests/test_provenance.py), up to float rounding.
+    """
+    from syncheck.support import answer_claims
+
     done = cached_rows(cache)
-    todo = [e for e in examples if e.id not in done]
+    todo: dict[str, list] = {}
+    for e in examples:
+        if e.id not in done or any(f not in (done[e.id].get("factuality") or {}) for f in forms):
+            todo.setdefault(e.group, []).append(e)
     if todo:
         from syncheck.alignment import make_alignment_scorer
-        from syncheck.provenance import ProvenanceChecker
 
         kwargs = {"max_premise_tokens": premise_tokens} if premise_tokens else {}
         scorer = make_alignment_scorer(judge, dtype=dtype, **kwargs)
-        checker = ProvenanceChecker(nli=scorer)
         cache.parent.mkdir(parents=True, exist_ok=True)
         with cache.open("a") as out:
-            for n, e in enumerate(todo, 1):
+            for n, group in enumerate(todo.values(), 1):
                 t0 = time.perf_counter()
-                res = checker.check(question=e.question or None, context=e.context, answer=e.response, id=e.id)
-                row = {"id": e.id, "group": e.group, "label": e.label, "context": e.context, "response": e.response,
-                       "factuality": res.factuality, "error": res.error,
-                       "seconds": round(time.perf_counter() - t0, 3)}
-                done[e.id] = row
-                out.write(json.dumps(row) + "\n")
+                premise = record_premise(group[0].context)
+                claims = {(e.id, f): answer_claims(e.response, e.question or None, f) for e in group for f in forms}
+                error, support = None, {}
+                try:
+                    for f in forms:  # one call per form: claims of like length pad little in the judge's batch
+                        unique = list(dict.fromkeys(c for e in group for c in claims[e.id, f]))
+                        support.update(zip(unique, scorer.score([premise] * len(unique), unique, batch_size=64).tolist()))
+                except Exception as exc:  # one bad record must not stop the others
+                    error = f"{exc.__class__.__name__}: {exc}"
+                seconds = round((time.perf_counter() - t0) / len(group), 3)
+                for e in group:
+                    row = {"id": e.id, "group": e.group, "label": e.label, "context": e.context,
+                           "response": e.response, "error": error, "seconds": seconds,
+                           "claims": {f: claims[e.id, f] for f in forms},
+                           "support": {f: [support.get(c) for c in claims[e.id, f]] for f in forms},
+                           "factuality": {f: None if error else min(support[c] for c in claims[e.id, f])
+                                          for f in forms}}
+                    done[e.id] = row
+                    out.write(json.dumps(row) + "\n")
                 out.flush()
-                if n % 10 == 0 or n == len(todo):
-                    print(f"  judged {n} of {len(todo)}", file=sys.stderr, flush=True)
+                if n % 5 == 0 or n == len(todo):
+                    print(f"  judged {n} of {len(todo)} records", file=sys.stderr, flush=True)
     return [done[e.id] for e in examples]
 
 
@@ -83,17 +121,18 @@ def default_scores(examples: list, work: Path, subset: str, start: int) -> dict[
 
 
 def evaluate(subset: str, rows: list[dict[str, Any]], default: dict[str, float] | None, judge: str,
-             n_boot: int, seed: int) -> list[str]:
-    rows = [r for r in rows if r["error"] is None and r["factuality"] is not None
-            and (default is None or r["id"] in default)]
+             forms: Sequence[str], n_boot: int, seed: int) -> list[str]:
+    rows = [r for r in rows if r["error"] is None and (default is None or r["id"] in default)]
     y = np.asarray([r["label"] for r in rows])
     groups = [r["group"] for r in rows]
-    judged = np.asarray([r["factuality"] for r in rows])
-    scores: dict[str, np.ndarray] = {f"`syncheck check --nli {judge}`": judged}
+    judged = {f: np.asarray([r["factuality"][f] for r in rows]) for f in forms}
+    scores: dict[str, np.ndarray] = {f"`syncheck check --nli {judge} --claim {f}`": judged[f] for f in forms}
     if default is not None:
         checked = np.asarray([default[r["id"]] for r in rows])
         scores["`syncheck check` default (SynCheck support, verdict over final scores)"] = checked
-        scores["mean of the two (equal weights, nothing fitted)"] = (judged + checked) / 2
+        for f in forms:
+            scores[f"mean of the default and the judge (`--claim {f}`; equal weights, nothing fitted)"] = (
+                judged[f] + checked) / 2
     scores["baseline: response length (shorter = faithful)"] = -np.asarray([len(r["response"]) for r in rows], float)
     scores["baseline: word overlap (response vs context)"] = np.asarray(
         [lexical_precision(r["context"], r["response"]) for r in rows])
@@ -117,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
     ap.add_argument("--judge", default=DEFAULT_JUDGE, help="an llm-judge[:MODEL] (or other --nli) spec")
     ap.add_argument("--dtype", default="float32", help="the judge's dtype (bfloat16 where the CPU has it natively)")
     ap.add_argument("--premise-tokens", type=int, default=None, help="judge premise window (default: the judge's)")
+    ap.add_argument("--claims", default="paper",
+                    help=f"comma-separated claim forms the judge reads each answer in, from {FORMS}")
     ap.add_argument("--with-default", action="store_true", help="add the default check on the same answers")
     ap.add_argument("--work-dir", default=None, help="row caches' root (default: the syncheck cache)")
     args = parse_run_args(ap, argv)
@@ -126,15 +167,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
     unknown = [s for s in sets if s not in SETS]
     if unknown:
         ap.error(f"unknown set(s) {unknown}; choose from {SETS}")
+    forms = [f.strip() for f in args.claims.split(",") if f.strip()]
+    if not forms or any(f not in FORMS for f in forms):
+        ap.error(f"--claims {args.claims!r}: choose one or more of {FORMS}")
     t0 = time.perf_counter()
     work = Path(args.work_dir) if args.work_dir else cache_dir()
     out: dict[str, list[str]] = {}
     for subset in sets:
         examples = halueval_examples(args.halueval_dir, subset, args.start, args.limit, args.seed)
         cache = cache_path(work / "judge-check", subset, args.start, args.judge, args.dtype, args.premise_tokens)
-        rows = judge_rows(examples, cache, args.judge, args.dtype, args.premise_tokens)
+        rows = judge_rows(examples, cache, args.judge, args.dtype, args.premise_tokens, forms)
         default = default_scores(examples, work / "check-signals", subset, args.start) if args.with_default else None
-        out[subset] = evaluate(subset, rows, default, args.judge, args.bootstrap, args.seed)
+        out[subset] = evaluate(subset, rows, default, args.judge, forms, args.bootstrap, args.seed)
         print("\n".join(out[subset]), flush=True)
     command = "benchmarks.judge_check " + " ".join(argv if argv is not None else sys.argv[1:])
     head = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m {command}` "

@@ -35,9 +35,9 @@ from features.alignment.relevance import RelevanceScorer, make_relevance_scorer
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
 from syncheck.records import Record, RecordError
+from syncheck.support import CLAIMS, answer_claims, claim_prompt, claim_supports  # noqa: F401 (claim_prompt: public here too)
 
 AGGREGATIONS = ("min", "max", "weighted")
-CLAIMS = ("paper", "answer")
 #: ``each``: every selected source is a premise of its own and the supports are aggregated (the paper);
 #: ``joined``: the selected sources, joined in context order, are one premise (one support call).
 PREMISES = ("each", "joined")
@@ -70,17 +70,6 @@ PAPER_NLI = "nli:vectara/hallucination_evaluation_model"
 FINAL_CHECK_TOP_K = 3
 
 _PARAGRAPHS = re.compile(r"\n\s*\n")
-
-
-def claim_prompt(question: str | None, answer: str) -> str:
-    """``"The answer to question {Q} is {A}."`` (the answer's own final period is not doubled).
-
-    Without a question the claim is the answer itself.
-    """
-    answer = answer.strip()
-    if not question or not question.strip():
-        return answer
-    return f"The answer to question {question.strip()} is {answer.rstrip('.').rstrip()}."
 
 
 def split_context(context: str | Sequence[str]) -> list[str]:
@@ -219,16 +208,17 @@ def combine(
 
 
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
-                 trust_remote_code: bool = False) -> Any:
+                 trust_remote_code: bool = False, claim: str = "paper") -> Any:
     """A support backend from its spec: ``syncheck[:<model>]``, any :func:`make_alignment_scorer` spec, or several
-    joined by ``+`` (:class:`syncheck.support.MeanSupport`, the mean of their scores); an object passes through."""
+    joined by ``+`` (:class:`syncheck.support.MeanSupport`, the mean of their scores, its members that read no
+    question checking the claim form ``claim``); an object passes through."""
     if not isinstance(spec, str):
         return spec
     if "+" in spec:
         from syncheck.support import MeanSupport
 
         return MeanSupport([make_support(part.strip(), device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-                            for part in spec.split("+")])
+                            for part in spec.split("+")], claim=claim)
     if spec.partition(":")[0] == "syncheck":
         from syncheck.support import SynCheckSupport
 
@@ -261,6 +251,11 @@ class ProvenanceChecker:
             "question") are never in the context, which drags word-overlap
             support down most for short answers: with ``lexical`` support
             ``"answer"`` measured much better on HaluEval (benchmarks/RESULTS.md).
+            ``"sentences"``: each sentence of the answer is a claim, the answer's support
+            being its least supported sentence's; ``"auto"``: ``"sentences"`` without a
+            question (a summary), ``"paper"`` with one. A backend that reads the question
+            itself (``syncheck``) always gets the answer; a mean of backends
+            (``A+B``) gives this form to its members that do not.
         premise: ``"each"``: each selected source is checked on its own and ``aggregation`` combines
             the supports (the paper); ``"joined"``: the selected sources, joined in context order, are one
             premise, checked once (``aggregation`` is then moot: every source reports the joint support).
@@ -303,7 +298,7 @@ class ProvenanceChecker:
             shared = SentenceEncoder(device=device, dtype=dtype)
             relevance, nli = BiEncoderRelevance(shared), EmbeddingScorer(shared)
         self.relevance = make_relevance_scorer(relevance, device=device, dtype=dtype)
-        self.nli = make_support(nli, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+        self.nli = make_support(nli, device=device, dtype=dtype, trust_remote_code=trust_remote_code, claim=claim)
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
         self.premise, self.query = premise, query
         self.batch_size = batch_size
@@ -336,12 +331,13 @@ class ProvenanceChecker:
             if not answer or not answer.strip():
                 raise ValueError("empty answer: there is nothing to check; fill in 'response'")
             question_aware = getattr(self.nli, "question_aware", False)
-            result.claim = claim_prompt(question, answer) if self.claim == "paper" and not question_aware else answer.strip()
+            claims = [answer.strip()] if question_aware else answer_claims(answer, question, self.claim)
+            result.claim = claims[0] if len(claims) == 1 else answer.strip()
             probs = self.relevance_probabilities(relevance_query(question, answer, self.query), chunks)
             chosen = select_top_k(probs, self.top_k) if self.top_k is not None else select_top_p(probs, self.top_p)
             premises = [joined_premise(chunks, chosen)] if self.premise == "joined" else [chunks[i] for i in chosen]
-            extra = {"questions": [question] * len(premises)} if question_aware else {}
-            scores = self.nli.score(premises, [result.claim] * len(premises), batch_size=self.batch_size, **extra)
+            scores = claim_supports(self.nli, premises, [answer] * len(premises), [question] * len(premises),
+                                    self.claim, self.batch_size)
             if self.premise == "joined":
                 scores = [scores[0]] * len(chosen)
             supports = {int(i): float(s) for i, s in zip(chosen, scores)}

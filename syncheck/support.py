@@ -20,12 +20,60 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from features.sentences import split_sentences
 from syncheck.aggregators.apply import aggregate_response
 from syncheck.records import Record
 
 
 #: Response statistics a (premise, answer) pair's support can be.
 STATISTICS = ("min", "verdict", "live_verdict")
+#: How an answer becomes the claim a support backend that reads no question checks: ``paper``, Provenance's
+#: "The answer to question Q is A."; ``answer``, the answer alone; ``sentences``, each sentence of the answer on its
+#: own, the answer's support being its least supported sentence's; ``auto``, ``sentences`` where there is no question
+#: (a summary) and ``paper`` where there is one.
+CLAIMS = ("paper", "answer", "sentences", "auto")
+
+
+def claim_prompt(question: str | None, answer: str) -> str:
+    """``"The answer to question {Q} is {A}."`` (the answer's own final period is not doubled).
+
+    Without a question the claim is the answer itself.
+    """
+    answer = answer.strip()
+    if not question or not question.strip():
+        return answer
+    return f"The answer to question {question.strip()} is {answer.rstrip('.').rstrip()}."
+
+
+def answer_claims(answer: str, question: str | None, claim: str) -> list[str]:
+    """The claims one answer is checked as, in the form ``claim`` (one of :data:`CLAIMS`)."""
+    if claim not in CLAIMS:
+        raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
+    has_question = bool(question and question.strip())
+    if claim == "paper" or (claim == "auto" and has_question):
+        return [claim_prompt(question, answer)]
+    if claim == "answer":
+        return [answer.strip()]
+    return [s.text for s in split_sentences(answer)] or [answer.strip()]
+
+
+def claim_supports(support: Any, premises: Sequence[str], answers: Sequence[str],
+                   questions: Sequence[str | None] | None = None, claim: str = "paper",
+                   batch_size: int = 16) -> np.ndarray:
+    """``(n,)`` ``support``'s score of each (premise, answer) pair, the answer read in the claim form ``claim``.
+
+    A question-aware backend (``question_aware = True``: :class:`SynCheckSupport`, :class:`MeanSupport`) gets the
+    answer and the question as they are and reads them its own way. Any other backend gets the answer's claims
+    (:func:`answer_claims`) in one call; a pair's support is the least of its claims' scores.
+    """
+    questions = list(questions) if questions is not None else [None] * len(answers)
+    if getattr(support, "question_aware", False):
+        return np.asarray(support.score(premises, answers, batch_size=batch_size, questions=questions), dtype=float)
+    per_pair = [answer_claims(a, q, claim) for a, q in zip(answers, questions)]
+    flat = support.score([p for p, cs in zip(premises, per_pair) for _ in cs], [c for cs in per_pair for c in cs],
+                         batch_size=batch_size)
+    ends = np.cumsum([len(cs) for cs in per_pair])
+    return np.asarray([np.min(flat[e - len(cs):e]) for e, cs in zip(ends, per_pair)], dtype=float)
 
 
 class SynCheckSupport:
@@ -91,19 +139,23 @@ class MeanSupport:
     """The mean of several support backends' scores: ``--nli syncheck+llm-judge:qwen2.5-coder-1.5b``.
 
     Each member reads the pair in its own form: a question-aware member (``syncheck``) gets the answer as the claim
-    and the question apart; any other member gets Provenance's claim, "The answer to question Q is A." (the answer
-    alone without a question). The mean is fixed (equal weights, nothing fitted). Two checks that read different
+    and the question apart; any other member gets the answer in the claim form ``claim`` (:data:`CLAIMS`; by default
+    Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (equal weights, nothing fitted). Two checks that read different
     things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean of the default
     support and the Qwen judge scored 0.80, where each alone scored 0.70 and 0.78 (benchmarks/judge_check.py).
 
     Args:
         members: the backends (each with ``score(premises, claims, batch_size)``), at least two.
+        claim: the claim form the members that read no question check (:func:`claim_supports`).
     """
 
     #: ProvenanceChecker passes the question separately; each member gets the claim form it reads.
     question_aware = True
 
-    def __init__(self, members: Sequence[Any]) -> None:
+    def __init__(self, members: Sequence[Any], claim: str = "paper") -> None:
+        if claim not in CLAIMS:
+            raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
+        self.claim = claim
         members = list(members)
         if len(members) < 2:
             raise ValueError(f"a mean of supports needs at least two backends, got {len(members)}; "
@@ -114,11 +166,5 @@ class MeanSupport:
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
         """``(n,)`` the members' mean support per (premise, answer) pair, in ``[0, 1]``."""
-        from syncheck.provenance import claim_prompt
-
-        questions = list(questions) if questions is not None else [None] * len(claims)
-        paper_claims = [claim_prompt(q, c) for q, c in zip(questions, claims)]
-        scores = [m.score(premises, claims, batch_size=batch_size, questions=questions)
-                  if getattr(m, "question_aware", False) else m.score(premises, paper_claims, batch_size=batch_size)
-                  for m in self.members]
+        scores = [claim_supports(m, premises, claims, questions, self.claim, batch_size) for m in self.members]
         return np.mean(np.asarray(scores, dtype=np.float64), axis=0)

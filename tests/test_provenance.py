@@ -229,6 +229,14 @@ def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
     bad = CliRunner().invoke(main, ["check", str(inp), "--premise", "all"])
     assert bad.exit_code == 2 and "each" in bad.output
 
+    summary = tmp_path / "summary.jsonl"  # no question: --claim auto checks each sentence
+    summary.write_text(json.dumps({"id": "s", "context": "Ann lives in Oslo. She paints.",
+                                   "response": "Ann lives in Oslo. She sings opera."}) + "\n", encoding="utf-8")
+    for claim, expected in (("answer", 3 / 5), ("auto", 0.0)):
+        res = CliRunner().invoke(main, ["check", str(summary), "-o", str(joined), "--nli", "lexical", "--claim", claim])
+        assert res.exit_code == 0, res.output
+        assert json.loads(joined.read_text(encoding="utf-8"))["factuality"] == pytest.approx(expected)
+
 
 @pytest.mark.slow
 def test_provenance_benchmark_smoke(tmp_path):
@@ -306,17 +314,35 @@ def test_judge_check_benchmark_smoke(tmp_path):
     shared = shared_data("halueval/dialogue.jsonl")
     results = tmp_path / "RESULTS.md"
     args = ["--halueval-dir", str(shared / "halueval"), "--sets", "dialogue", "--start", "2000", "--limit", "2",
-            "--judge", "llm-judge:smollm2-135m", "--with-default", "--bootstrap", "20",
+            "--judge", "llm-judge:smollm2-135m", "--with-default", "--bootstrap", "20", "--claims", "paper,sentences",
             "--work-dir", str(tmp_path / "cache"), "--results-md", str(results)]
     out = main(args)
     table = "\n".join(out["dialogue"])
-    assert "`syncheck check --nli llm-judge:smollm2-135m`" in table and "`syncheck check` default" in table
-    assert "| mean of the two (equal weights, nothing fitted) |" in table
+    assert "`syncheck check --nli llm-judge:smollm2-135m --claim sentences`" in table
+    assert "`syncheck check` default" in table
+    assert "| mean of the default and the judge (`--claim paper`; equal weights, nothing fitted) |" in table
     assert "| reference: Provenance, seed 000, Table 3 (its NLI models, full set) | 0.69 |" in table
-    rows = (tmp_path / "cache" / "judge-check" / "dialogue-2000-llm-judge-smollm2-135m-float32.jsonl").read_text()
-    assert len(rows.splitlines()) == 4  # both answers of each record, cached
+    cache = tmp_path / "cache" / "judge-check" / "dialogue-2000-llm-judge-smollm2-135m-float32-forms.jsonl"
+    rows = [json.loads(line) for line in cache.read_text().splitlines()]
+    assert len(rows) == 4  # both answers of each record, cached
     assert main(args) == out  # the rerun reads the caches
     assert SECTION in results.read_text(encoding="utf-8")
+    # A record's answers are judged together; each answer's figure is what `syncheck check` gives it alone.
+    from syncheck.alignment import make_alignment_scorer
+
+    judge = make_alignment_scorer("llm-judge:smollm2-135m", dtype="float32")
+    for form in ("paper", "sentences"):
+        checker = ProvenanceChecker(nli=judge, claim=form)
+        for row in rows[:2]:
+            got = checker.check(question=_question(row), context=row["context"], answer=row["response"]).factuality
+            assert got == pytest.approx(row["factuality"][form], abs=1e-4)
+
+
+def _question(row):
+    from benchmarks.provenance_check import halueval_examples
+
+    return next(e.question for e in halueval_examples(str(shared_data("halueval/dialogue.jsonl") / "halueval"),
+                                                      "dialogue", 2000, 2, 0) if e.id == row["id"])
 
 
 class _Recorder:
@@ -353,3 +379,48 @@ def test_support_specs_joined_by_plus_build_a_mean():
     two = ProvenanceChecker(nli="lexical+lexical").check(context="Ann wrote the book in Oslo.",
                                                          answer="Ann wrote it in Rome.")
     assert two.factuality == pytest.approx(one.factuality)  # the mean of two equal backends is either one
+
+
+class _PerClaim:
+    """A support backend that scores each claim by a lookup (default 1.0) and records its calls."""
+
+    def __init__(self, scores):
+        self.scores, self.calls = scores, []
+
+    def score(self, premises, claims, batch_size=16):
+        self.calls.append((list(premises), list(claims)))
+        return np.array([self.scores.get(c, 1.0) for c in claims])
+
+
+def test_sentence_claims_check_each_sentence_and_keep_the_least_supported():
+    nli = _PerClaim({"It opened in 1999.": 0.2})
+    checker = ProvenanceChecker(nli=nli, claim="sentences")
+    res = checker.check(context="The bridge is in Oslo. It opened in 1889.",
+                        answer="The bridge is in Oslo. It opened in 1999.")
+    assert res.error is None and res.factuality == pytest.approx(0.2)
+    assert nli.calls[-1][1] == ["The bridge is in Oslo.", "It opened in 1999."]  # one call, every sentence
+    assert res.claim == "The bridge is in Oslo. It opened in 1999."
+
+
+def test_auto_claims_read_sentences_without_a_question_and_the_papers_claim_with_one():
+    from syncheck.support import answer_claims
+
+    assert answer_claims("A is 1. B is 2.", None, "auto") == ["A is 1.", "B is 2."]
+    assert answer_claims("A is 1. B is 2.", "What?", "auto") == ["The answer to question What? is A is 1. B is 2."]
+    assert answer_claims(" A is 1. ", "What?", "answer") == ["A is 1."]
+    with pytest.raises(ValueError, match="use one of"):
+        answer_claims("A.", None, "words")
+
+
+def test_mean_support_passes_its_claim_form_to_members_that_read_no_question():
+    from syncheck.provenance import make_support
+    from syncheck.support import MeanSupport
+
+    aware, plain = _Recorder(0.9, question_aware=True), _Recorder(0.3)
+    res = ProvenanceChecker(nli=MeanSupport([aware, plain], claim="auto")).check(
+        context="Ann wrote it. Bo read it.", answer="Ann wrote it. Bo read it.")
+    assert res.error is None and res.factuality == pytest.approx(0.6)
+    assert aware.calls[0][1] == ["Ann wrote it. Bo read it."]  # the question-aware member reads the whole answer
+    assert plain.calls[0][1] == ["Ann wrote it.", "Bo read it."]  # no question: each sentence
+    assert make_support("lexical+lexical", claim="sentences").claim == "sentences"
+    assert ProvenanceChecker(nli="lexical+lexical", claim="auto").nli.claim == "auto"
