@@ -40,12 +40,17 @@ from features.alignment.lexical import lexical_precision
 from syncheck.stats import bootstrap_auroc
 
 SECTION = "### Provenance's final check with an LLM judge: the last `judge_check` run"
+
+
+def section(sets: Sequence[str]) -> str:
+    """The RESULTS.md section a run on ``sets`` writes (each set list has its own, so one run keeps another's)."""
+    return SECTION if list(sets) == ["pairs", "dialogue"] else f"{SECTION} on {', '.join(sets)}"
 DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
 SETS = ("pairs", "dialogue", "summarization")
 
 
 #: The claim forms an answer can be judged in (:data:`syncheck.support.CLAIMS`): Provenance's claim, the answer
-#: alone, each sentence on its own (``syncheck check --claim auto`` reads sentences where there is no question).
+#: alone, each sentence on its own.
 FORMS = ("paper", "answer", "sentences")
 
 
@@ -186,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
             f"{args.start + args.limit - 1}; judge `{args.judge}` in {args.dtype}"
             + (f", premise window {args.premise_tokens} tokens" if args.premise_tokens else "")
             + f"; {platform.machine()}. Label 1 = faithful; 95% CI over records.", ""]
-    publish("\n".join(head + [line for lines in out.values() for line in lines]), args.results_md, SECTION)
+    publish("\n".join(head + [line for lines in out.values() for line in lines]), args.results_md, section(sets))
     return out
 
 

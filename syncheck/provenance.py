@@ -252,10 +252,10 @@ class ProvenanceChecker:
             support down most for short answers: with ``lexical`` support
             ``"answer"`` measured much better on HaluEval (benchmarks/RESULTS.md).
             ``"sentences"``: each sentence of the answer is a claim, the answer's support
-            being its least supported sentence's; ``"auto"``: ``"sentences"`` without a
-            question (a summary), ``"paper"`` with one. A backend that reads the question
-            itself (``syncheck``) always gets the answer; a mean of backends
-            (``A+B``) gives this form to its members that do not.
+            being its least supported sentence's (measured worse than the whole answer
+            with the Qwen judge on summaries). A backend that reads the question itself
+            (``syncheck``) always gets the answer; a mean of backends (``A+B``) gives this
+            form to its members that do not.
         premise: ``"each"``: each selected source is checked on its own and ``aggregation`` combines
             the supports (the paper); ``"joined"``: the selected sources, joined in context order, are one
             premise, checked once (``aggregation`` is then moot: every source reports the joint support).

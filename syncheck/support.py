@@ -29,9 +29,9 @@ from syncheck.records import Record
 STATISTICS = ("min", "verdict", "live_verdict")
 #: How an answer becomes the claim a support backend that reads no question checks: ``paper``, Provenance's
 #: "The answer to question Q is A."; ``answer``, the answer alone; ``sentences``, each sentence of the answer on its
-#: own, the answer's support being its least supported sentence's; ``auto``, ``sentences`` where there is no question
-#: (a summary) and ``paper`` where there is one.
-CLAIMS = ("paper", "answer", "sentences", "auto")
+#: own, the answer's support being its least supported sentence's (with the Qwen judge on HaluEval summaries 0.510
+#: against 0.678 for the whole summary: a sentence read alone loses its referents; benchmarks/RESULTS.md).
+CLAIMS = ("paper", "answer", "sentences")
 
 
 def claim_prompt(question: str | None, answer: str) -> str:
@@ -49,8 +49,7 @@ def answer_claims(answer: str, question: str | None, claim: str) -> list[str]:
     """The claims one answer is checked as, in the form ``claim`` (one of :data:`CLAIMS`)."""
     if claim not in CLAIMS:
         raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
-    has_question = bool(question and question.strip())
-    if claim == "paper" or (claim == "auto" and has_question):
+    if claim == "paper":
         return [claim_prompt(question, answer)]
     if claim == "answer":
         return [answer.strip()]

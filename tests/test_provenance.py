@@ -229,10 +229,10 @@ def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
     bad = CliRunner().invoke(main, ["check", str(inp), "--premise", "all"])
     assert bad.exit_code == 2 and "each" in bad.output
 
-    summary = tmp_path / "summary.jsonl"  # no question: --claim auto checks each sentence
+    summary = tmp_path / "summary.jsonl"  # --claim sentences checks each sentence
     summary.write_text(json.dumps({"id": "s", "context": "Ann lives in Oslo. She paints.",
                                    "response": "Ann lives in Oslo. She sings opera."}) + "\n", encoding="utf-8")
-    for claim, expected in (("answer", 3 / 5), ("auto", 0.0)):
+    for claim, expected in (("answer", 3 / 5), ("sentences", 0.0)):
         res = CliRunner().invoke(main, ["check", str(summary), "-o", str(joined), "--nli", "lexical", "--claim", claim])
         assert res.exit_code == 0, res.output
         assert json.loads(joined.read_text(encoding="utf-8"))["factuality"] == pytest.approx(expected)
@@ -309,7 +309,7 @@ def test_check_signals_benchmark_smoke(tmp_path):
 
 
 def test_judge_check_benchmark_smoke(tmp_path):
-    from benchmarks.judge_check import SECTION, main
+    from benchmarks.judge_check import main, section
 
     shared = shared_data("halueval/dialogue.jsonl")
     results = tmp_path / "RESULTS.md"
@@ -326,7 +326,7 @@ def test_judge_check_benchmark_smoke(tmp_path):
     rows = [json.loads(line) for line in cache.read_text().splitlines()]
     assert len(rows) == 4  # both answers of each record, cached
     assert main(args) == out  # the rerun reads the caches
-    assert SECTION in results.read_text(encoding="utf-8")
+    assert section(["dialogue"]) in results.read_text(encoding="utf-8")
     # A record's answers are judged together; each answer's figure is what `syncheck check` gives it alone.
     from syncheck.alignment import make_alignment_scorer
 
@@ -402,11 +402,11 @@ def test_sentence_claims_check_each_sentence_and_keep_the_least_supported():
     assert res.claim == "The bridge is in Oslo. It opened in 1999."
 
 
-def test_auto_claims_read_sentences_without_a_question_and_the_papers_claim_with_one():
+def test_claim_forms_of_one_answer():
     from syncheck.support import answer_claims
 
-    assert answer_claims("A is 1. B is 2.", None, "auto") == ["A is 1.", "B is 2."]
-    assert answer_claims("A is 1. B is 2.", "What?", "auto") == ["The answer to question What? is A is 1. B is 2."]
+    assert answer_claims("A is 1. B is 2.", "What?", "sentences") == ["A is 1.", "B is 2."]
+    assert answer_claims("A is 1. B is 2.", "What?", "paper") == ["The answer to question What? is A is 1. B is 2."]
     assert answer_claims(" A is 1. ", "What?", "answer") == ["A is 1."]
     with pytest.raises(ValueError, match="use one of"):
         answer_claims("A.", None, "words")
@@ -417,10 +417,10 @@ def test_mean_support_passes_its_claim_form_to_members_that_read_no_question():
     from syncheck.support import MeanSupport
 
     aware, plain = _Recorder(0.9, question_aware=True), _Recorder(0.3)
-    res = ProvenanceChecker(nli=MeanSupport([aware, plain], claim="auto")).check(
+    res = ProvenanceChecker(nli=MeanSupport([aware, plain], claim="sentences")).check(
         context="Ann wrote it. Bo read it.", answer="Ann wrote it. Bo read it.")
     assert res.error is None and res.factuality == pytest.approx(0.6)
     assert aware.calls[0][1] == ["Ann wrote it. Bo read it."]  # the question-aware member reads the whole answer
-    assert plain.calls[0][1] == ["Ann wrote it.", "Bo read it."]  # no question: each sentence
+    assert plain.calls[0][1] == ["Ann wrote it.", "Bo read it."]  # each sentence
     assert make_support("lexical+lexical", claim="sentences").claim == "sentences"
-    assert ProvenanceChecker(nli="lexical+lexical", claim="auto").nli.claim == "auto"
+    assert ProvenanceChecker(nli="lexical+lexical", claim="answer").nli.claim == "answer"

@@ -41,11 +41,11 @@ from syncheck.io import dumps_row, guard_row
 @dtype_option
 @click.option("--batch-size", default=16, show_default=True, type=click.IntRange(min=1), help="Pairs per NLI batch.")
 @click.option("--claim", default="paper", show_default=True,
-              type=click.Choice(["paper", "answer", "sentences", "auto"]),
+              type=click.Choice(["paper", "answer", "sentences"]),
               help='What an --nli backend that reads no question checks. paper: "The answer to question Q is A." '
                    "(Provenance); answer: the answer alone (measured better with --nli lexical); sentences: each "
-                   "sentence on its own, the answer as supported as its least supported sentence; auto: sentences "
-                   "without a question (a summary), paper with one.")
+                   "sentence on its own, the answer as supported as its least supported sentence (measured worse "
+                   "than the whole answer on summaries with the Qwen judge).")
 @click.option("--premise", default=None, type=click.Choice(["each", "joined"]),
               help="each: every selected source is checked on its own and --aggregation combines them (the paper); "
                    "joined: the selected sources, in context order, are one premise, checked once. "
