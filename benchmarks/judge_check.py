@@ -71,15 +71,8 @@ def record_premise(context: str) -> str:
 def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_tokens: int | None,
                forms: Sequence[str] = ("paper",)) -> list[dict[str, Any]]:
     """One row per example with ``factuality`` per claim form (``forms``, from :data:`FORMS`), cached in ``cache``
-    by id; a cached row lacking a form is judged again in every form asked.
-
-    The answers of one record share its context, so they are judged in one call: every claim of every answer, in
-    every form, against the one joined premise, whose key/value cache the judge then computes once per window. Each
-    answer's factuality in a form is what ``syncheck check --nli JUDGE --claim FORM`` gives it (the least supported
-    of its claims; tested in tests/test_provenance.py), up to float rounding.
-    """
-    from syncheck.support import answer_claims
-
+    by id; a cached row lacking a form is judged again in every form asked. The answers of one record are judged
+    together (:func:`judge_record`)."""
     done = cached_rows(cache)
     todo: dict[str, list] = {}
     for e in examples:
@@ -93,30 +86,43 @@ def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_toke
         cache.parent.mkdir(parents=True, exist_ok=True)
         with cache.open("a") as out:
             for n, group in enumerate(todo.values(), 1):
-                t0 = time.perf_counter()
-                premise = record_premise(group[0].context)
-                claims = {(e.id, f): answer_claims(e.response, e.question or None, f) for e in group for f in forms}
-                error, support = None, {}
-                try:
-                    for f in forms:  # one call per form: claims of like length pad little in the judge's batch
-                        unique = list(dict.fromkeys(c for e in group for c in claims[e.id, f]))
-                        support.update(zip(unique, scorer.score([premise] * len(unique), unique, batch_size=64).tolist()))
-                except Exception as exc:  # one bad record must not stop the others
-                    error = f"{exc.__class__.__name__}: {exc}"
-                seconds = round((time.perf_counter() - t0) / len(group), 3)
-                for e in group:
-                    row = {"id": e.id, "group": e.group, "label": e.label, "context": e.context,
-                           "response": e.response, "error": error, "seconds": seconds,
-                           "claims": {f: claims[e.id, f] for f in forms},
-                           "support": {f: [support.get(c) for c in claims[e.id, f]] for f in forms},
-                           "factuality": {f: None if error else min(support[c] for c in claims[e.id, f])
-                                          for f in forms}}
-                    done[e.id] = row
+                for row in judge_record(scorer, group, forms):
+                    done[row["id"]] = row
                     out.write(json.dumps(row) + "\n")
                 out.flush()
                 if n % 5 == 0 or n == len(todo):
                     print(f"  judged {n} of {len(todo)} records", file=sys.stderr, flush=True)
     return [done[e.id] for e in examples]
+
+
+def judge_record(scorer: Any, group: list, forms: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of the answers of one record (one context), judged against its one joined premise.
+
+    One judge call per claim form takes every claim of every answer in that form (claims of like length pad little
+    in the judge's batch), so the judge computes the premise's key/value cache once per window for all of them.
+    Each answer's factuality in a form is what ``syncheck check --nli JUDGE --claim FORM`` gives it alone (the least
+    supported of its claims; tested in tests/test_provenance.py), up to float rounding. A failure is each row's
+    ``error``.
+    """
+    from syncheck.support import answer_claims
+
+    t0 = time.perf_counter()
+    premise = record_premise(group[0].context)
+    claims = {(e.id, f): answer_claims(e.response, e.question or None, f) for e in group for f in forms}
+    error, support = None, {}
+    try:
+        for f in forms:
+            unique = list(dict.fromkeys(c for e in group for c in claims[e.id, f]))
+            support.update(zip(unique, scorer.score([premise] * len(unique), unique, batch_size=64).tolist()))
+    except Exception as exc:  # one bad record must not stop the others
+        error = f"{exc.__class__.__name__}: {exc}"
+    seconds = round((time.perf_counter() - t0) / len(group), 3)
+    return [{"id": e.id, "group": e.group, "label": e.label, "context": e.context, "response": e.response,
+             "error": error, "seconds": seconds,
+             "claims": {f: claims[e.id, f] for f in forms},
+             "support": {f: [support.get(c) for c in claims[e.id, f]] for f in forms},
+             "factuality": {f: None if error else min(support[c] for c in claims[e.id, f]) for f in forms}}
+            for e in group]
 
 
 def default_scores(examples: list, work: Path, subset: str, start: int) -> dict[str, float]:
