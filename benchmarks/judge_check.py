@@ -38,20 +38,18 @@ from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
 from syncheck.stats import bootstrap_auroc
+from syncheck.support import CLAIMS, answer_claims
 
 SECTION = "### Provenance's final check with an LLM judge: the last `judge_check` run"
+DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
+SETS = ("pairs", "dialogue", "summarization")
+#: The claim forms an answer can be judged in: Provenance's claim, the answer alone, each sentence on its own.
+FORMS = CLAIMS
 
 
 def section(sets: Sequence[str]) -> str:
     """The RESULTS.md section a run on ``sets`` writes (each set list has its own, so one run keeps another's)."""
     return SECTION if list(sets) == ["pairs", "dialogue"] else f"{SECTION} on {', '.join(sets)}"
-DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
-SETS = ("pairs", "dialogue", "summarization")
-
-
-#: The claim forms an answer can be judged in (:data:`syncheck.support.CLAIMS`): Provenance's claim, the answer
-#: alone, each sentence on its own.
-FORMS = ("paper", "answer", "sentences")
 
 
 def cache_path(work: Path, subset: str, start: int, judge: str, dtype: str, premise_tokens: int | None) -> Path:
@@ -74,10 +72,10 @@ def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_toke
     by id; a cached row lacking a form is judged again in every form asked. The answers of one record are judged
     together (:func:`judge_record`)."""
     done = cached_rows(cache)
-    todo: dict[str, list] = {}
+    todo: dict[tuple[str, str], list] = {}  # answers of one record that share its context are judged together
     for e in examples:
         if e.id not in done or any(f not in (done[e.id].get("factuality") or {}) for f in forms):
-            todo.setdefault(e.group, []).append(e)
+            todo.setdefault((e.group, e.context), []).append(e)
     if todo:
         from syncheck.alignment import make_alignment_scorer
 
@@ -96,7 +94,7 @@ def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_toke
 
 
 def judge_record(scorer: Any, group: list, forms: Sequence[str]) -> list[dict[str, Any]]:
-    """The rows of the answers of one record (one context), judged against its one joined premise.
+    """The rows of answers that share one context, judged against its one joined premise.
 
     One judge call per claim form takes every claim of every answer in that form (claims of like length pad little
     in the judge's batch), so the judge computes the premise's key/value cache once per window for all of them.
@@ -104,8 +102,6 @@ def judge_record(scorer: Any, group: list, forms: Sequence[str]) -> list[dict[st
     supported of its claims; tested in tests/test_provenance.py), up to float rounding. A failure is each row's
     ``error``.
     """
-    from syncheck.support import answer_claims
-
     t0 = time.perf_counter()
     premise = record_premise(group[0].context)
     claims = {(e.id, f): answer_claims(e.response, e.question or None, f) for e in group for f in forms}

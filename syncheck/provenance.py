@@ -35,7 +35,7 @@ from features.alignment.relevance import RelevanceScorer, make_relevance_scorer
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
 from syncheck.records import Record, RecordError
-from syncheck.support import CLAIMS, answer_claims, claim_prompt, claim_supports  # noqa: F401 (claim_prompt: public here too)
+from syncheck.support import CLAIMS, claim_prompt, claim_supports  # noqa: F401 (claim_prompt: kept public here)
 
 AGGREGATIONS = ("min", "max", "weighted")
 #: ``each``: every selected source is a premise of its own and the supports are aggregated (the paper);
@@ -331,8 +331,8 @@ class ProvenanceChecker:
             if not answer or not answer.strip():
                 raise ValueError("empty answer: there is nothing to check; fill in 'response'")
             question_aware = getattr(self.nli, "question_aware", False)
-            claims = [answer.strip()] if question_aware else answer_claims(answer, question, self.claim)
-            result.claim = claims[0] if len(claims) == 1 else answer.strip()
+            whole = question_aware or self.claim != "paper"  # the answer itself, or its sentences
+            result.claim = answer.strip() if whole else claim_prompt(question, answer)
             probs = self.relevance_probabilities(relevance_query(question, answer, self.query), chunks)
             chosen = select_top_k(probs, self.top_k) if self.top_k is not None else select_top_p(probs, self.top_p)
             premises = [joined_premise(chunks, chosen)] if self.premise == "joined" else [chunks[i] for i in chosen]

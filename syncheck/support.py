@@ -68,9 +68,13 @@ def claim_supports(support: Any, premises: Sequence[str], answers: Sequence[str]
     questions = list(questions) if questions is not None else [None] * len(answers)
     if getattr(support, "question_aware", False):
         return np.asarray(support.score(premises, answers, batch_size=batch_size, questions=questions), dtype=float)
-    per_pair = [answer_claims(a, q, claim) for a, q in zip(answers, questions)]
-    flat = support.score([p for p, cs in zip(premises, per_pair) for _ in cs], [c for cs in per_pair for c in cs],
-                         batch_size=batch_size)
+    split: dict[tuple[str, str | None], list[str]] = {}  # one answer checked against several sources splits once
+    for a, q in zip(answers, questions):
+        if (a, q) not in split:
+            split[a, q] = answer_claims(a, q, claim)
+    per_pair = [split[a, q] for a, q in zip(answers, questions)]
+    flat = np.asarray(support.score([p for p, cs in zip(premises, per_pair) for _ in cs],
+                                    [c for cs in per_pair for c in cs], batch_size=batch_size), dtype=float)
     ends = np.cumsum([len(cs) for cs in per_pair])
     return np.asarray([np.min(flat[e - len(cs):e]) for e, cs in zip(ends, per_pair)], dtype=float)
 
@@ -139,8 +143,8 @@ class MeanSupport:
 
     Each member reads the pair in its own form: a question-aware member (``syncheck``) gets the answer as the claim
     and the question apart; any other member gets the answer in the claim form ``claim`` (:data:`CLAIMS`; by default
-    Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (equal weights, nothing fitted). Two checks that read different
-    things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean of the default
+    Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (equal
+    weights, nothing fitted). Two checks that read different things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean of the default
     support and the Qwen judge scored 0.80, where each alone scored 0.70 and 0.78 (benchmarks/judge_check.py).
 
     Args:
