@@ -15,7 +15,16 @@ units (Punkt plus line breaks, so each line of a JSON record is one unit).
 Measured on RAGTruth dev (issue 20): 0.73 sentence AUROC alone on summaries,
 against 0.64 for word overlap.
 
-Sign convention: ``+`` (more of the sentence in one context sentence = more faithful).
+:func:`word_pair_support` asks the same at a finer grain: of each two
+neighbouring content words of the sentence ("arrested" -> "march"), does one
+context sentence hold both? A sentence that binds a true fact to the wrong
+date, person or place keeps most of its words in one context sentence (high
+local support) but breaks the pair at the seam. Measured on RAGTruth dev
+(issue 20, stop 38): in the default recipe +0.011 to +0.014 summary sentence
+AUROC in each of three fold assignments.
+
+Sign convention of both: ``+`` (more of the sentence held together by one
+context sentence = more faithful).
 """
 
 from __future__ import annotations
@@ -53,4 +62,28 @@ def local_support(context: str, sentence: str) -> float:
     return max(len(words & unit) for unit in units) / len(words)
 
 
-__all__ = ["local_support"]
+def word_pair_support(context: str, sentence: str) -> float:
+    """Share of ``sentence``'s neighbouring content-word pairs whose two words some single context sentence holds.
+
+    Pairs are consecutive :func:`~features.alignment.lexical.content_words` of the sentence, each occurrence counted
+    (a word repeated next to itself makes no pair); a pair with a word the context lacks counts as unsupported.
+
+    Args:
+        context: the (formatted) context the sentence should be grounded in.
+        sentence: one sentence of the response.
+
+    Returns:
+        A value in ``[0, 1]``; 1.0 for a sentence with fewer than two content words (no pair to check), 0.0 for a
+        context without content words.
+    """
+    words = content_words(sentence)
+    pairs = [(a, b) for a, b in zip(words, words[1:]) if a != b]
+    if not pairs:
+        return 1.0
+    units = _context_units(context)
+    if not units:
+        return 0.0
+    return sum(any(a in unit and b in unit for unit in units) for a, b in pairs) / len(pairs)
+
+
+__all__ = ["local_support", "word_pair_support"]

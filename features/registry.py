@@ -74,6 +74,8 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec("novel_bigram_share", -1, "text_checks", "share of the sentence's bigrams absent from the context"),
     FeatureSpec("local_support", +1, "text_checks",
                 "share of the sentence's content words held by its best-matching context sentence (features.locality)"),
+    FeatureSpec("word_pair_support", +1, "text_checks",
+                "share of the sentence's neighbouring content-word pairs one context sentence holds (features.locality)"),
     FeatureSpec("align_score", +1, "alignment", "the alignment scorer's P(supported)"),
     FeatureSpec("hidden_probe", +1, "probe", "a linear probe's P(faithful) from mean hidden states", vector="hidden"),
     FeatureSpec("lookback_lens", +1, "probe", "a linear probe's P(faithful) from per-head lookback ratios",

@@ -3,7 +3,7 @@
 Both callers hand over, for each sentence, its span, its token range and the
 :class:`TokenStats` of its response; :class:`SentenceFeaturizer` computes the
 scalar features (Table-4 names, PMI, lookback ratio), the string checks
-against the context (unsupported specifics, novel bigrams, local support), the alignment
+against the context (unsupported specifics, novel bigrams, local and word-pair support), the alignment
 score (batched over all sentences given), the probe vectors and probe scores,
 and, when a sentence model is configured, the faithfulness score.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
 from features.degeneracy import degeneracy
-from features.locality import local_support
+from features.locality import local_support, word_pair_support
 from features.novelty import novel_ngram_share
 from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
@@ -45,6 +45,7 @@ def text_check_features(context: str, sentence: str) -> dict[str, float]:
         "contradicted_fields": float(contradicted_fields(context, sentence)),
         "novel_bigram_share": novel_ngram_share(context, sentence, 2),
         "local_support": local_support(context, sentence),
+        "word_pair_support": word_pair_support(context, sentence),
     }
 
 

@@ -69,8 +69,9 @@ class Scorer:
             feature; the ``lookback_lens`` probe's input). Switches the model's
             attention to a recording wrapper of its own kernel (same outputs;
             see :mod:`syncheck.attention`). Costs a few percent in the live monitor.
-        text_checks: compute the string checks ``unsupported_specifics``,
-            ``novel_bigram_share`` and ``local_support``.
+        text_checks: compute the string checks against the context
+            (:data:`syncheck.featurize.TEXT_CHECK_FEATURES`: unsupported specifics,
+            contradicted JSON fields, novel bigrams, local and word-pair support).
         vectors: keep each sentence's probe vectors on the results (to train a
             probe): ``True`` for the default probe layers, or the layers to pool.
         max_length: cap on prompt + response tokens (default: the model window).
