@@ -5,7 +5,8 @@
 
 Each answer is scored as ``syncheck check``'s default scores it (every chunk of its context joined into one premise,
 the question in the prompt, the default scorer with its final model), and the scored rows are cached as JSON lines
-(``--work-dir``, default ``<syncheck cache>/check-signals``; a rerun scores nothing). Then, per signal, the response
+(``--work-dir``, default ``<syncheck cache>/check-signals``, one file per set, first record and version of the shipped
+default aggregator: a rerun scores nothing, a retrained default scores again). Then, per signal, the response
 AUROC (label 1 = faithful) with a 95% bootstrap interval over records:
 
 - the check's own statistics: the response verdict over final scores (the default), the mean and the minimum of the
@@ -42,6 +43,25 @@ from syncheck.stats import bootstrap_auroc
 SECTION = "### What the final check reads: the last `check_signals` run"
 #: Features that compare the answer with its context and read nothing of its fluency on its own.
 SUPPORT_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_kl")
+
+
+def default_model_tag() -> str:
+    """Ten hex digits of a digest of every file of the shipped default aggregator (live model, final model, verdicts):
+    cached rows hold that model's scores, so a retrained default must not read a cache its predecessor wrote."""
+    import hashlib
+
+    from syncheck.aggregators.resolve import default_aggregator_dir
+
+    root = default_aggregator_dir()
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:10]
+
+
+def row_cache(work: Path, subset: str, start: int) -> Path:
+    """The row cache of ``subset`` from record ``start`` under ``work``, for the shipped default as it is now."""
+    return work / f"{subset}-{start}-{default_model_tag()}.jsonl"
 
 
 def cached_rows(cache: Path) -> dict[str, dict[str, Any]]:
@@ -148,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, tuple[float, float, flo
     t0 = time.perf_counter()
     examples = halueval_examples(args.halueval_dir, args.set, args.start, args.limit, args.seed)
     work = Path(args.work_dir) if args.work_dir else cache_dir() / "check-signals"
-    rows = [r for r in score_rows(examples, work / f"{args.set}-{args.start}.jsonl")
+    rows = [r for r in score_rows(examples, row_cache(work, args.set, args.start))
             if r["error"] is None and r["sentences"]]
     y = np.asarray([r["label"] for r in rows])
     groups = [r["group"] for r in rows]

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.check_signals import cached_rows, score_rows
+from benchmarks.check_signals import cached_rows, row_cache, score_rows
 from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
@@ -123,7 +123,7 @@ def judge_record(scorer: Any, group: list, forms: Sequence[str]) -> list[dict[st
 
 def default_scores(examples: list, work: Path, subset: str, start: int) -> dict[str, float]:
     """``{id: response score}`` of ``syncheck check``'s default on the same answers (check_signals' row cache)."""
-    rows = score_rows(examples, work / f"{subset}-{start}.jsonl")
+    rows = score_rows(examples, row_cache(work, subset, start))
     return {r["id"]: r["response_score"] for r in rows if r["error"] is None and r["sentences"]}
 
 

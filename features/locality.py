@@ -21,7 +21,7 @@ context sentence hold both? A sentence that binds a true fact to the wrong
 date, person or place keeps most of its words in one context sentence (high
 local support) but breaks the pair at the seam. Measured on RAGTruth dev
 (issue 20, stop 38): in the default recipe +0.011 to +0.014 summary sentence
-AUROC in each of three fold assignments.
+AUROC in each of three fold assignments, not adopted (benchmarks/RESULTS.md).
 
 Sign convention of both: ``+`` (more of the sentence held together by one
 context sentence = more faithful).

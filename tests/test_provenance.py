@@ -303,7 +303,11 @@ def test_check_signals_benchmark_smoke(tmp_path):
     out = main(args)
     assert "verdict over final scores (the check's default)" in out and "feature mean: local_support" in out
     assert all(0 <= auc <= 1 for auc, _, _ in out.values())
-    assert len((tmp_path / "cache" / "dialogue-2000.jsonl").read_text().splitlines()) == 6  # both answers per record
+    from benchmarks.check_signals import default_model_tag, row_cache
+
+    cache = row_cache(tmp_path / "cache", "dialogue", 2000)
+    assert cache.name == f"dialogue-2000-{default_model_tag()}.jsonl"  # per version of the shipped default
+    assert len(cache.read_text().splitlines()) == 6  # both answers per record
     assert main(args) == out  # the rerun reads the cache
     assert SECTION in results.read_text(encoding="utf-8")
 

@@ -10,7 +10,7 @@ prints RAGTruth sentence AUROC per task on the test folds (grouped by ``source_i
 HaluEval sentence takes its answer's label (HaluEval labels answers, not sentences).
 
 The HaluEval rows are the cache of :mod:`benchmarks.check_signals` (``--rows SET-START`` names the file
-``<work dir>/SET-START.jsonl``): run ``python -m benchmarks.check_signals --set summarization --start 600 --limit
+:func:`benchmarks.check_signals.row_cache` gives that set and first record: the rows of the shipped default as it is): run ``python -m benchmarks.check_signals --set summarization --start 600 --limit
 200`` first. RAGTruth's features come from the cache of ``benchmarks.ragtruth.run --no-lid --no-lookback
 --no-embedding``.
 """
@@ -30,6 +30,9 @@ from benchmarks.ragtruth.data import TASKS
 
 def halueval_matrix(path: Path, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(X, y)`` of every sentence of the cached answers in ``path``, each labelled with its answer's label."""
+    if not path.is_file():
+        raise SystemExit(f"no check_signals rows at {path}: run `python -m benchmarks.check_signals --set SET --start "
+                         "START` first (its cache is per version of the shipped default aggregator)")
     X, y = [], []
     for line in path.read_text().splitlines():
         row = json.loads(line)
@@ -50,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     args = ap.parse_args(argv)
     from sklearn.metrics import roc_auc_score
 
+    from benchmarks.check_signals import row_cache
     from benchmarks.ragtruth.response_verdict import cached_table
     from benchmarks.ragtruth.response_verdict import parse_args as verdict_args
     from syncheck.aggregators import make_aggregator
@@ -61,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     names = [n for n in DEFAULT_FEATURES if n in table.features]
     X, y = np.nan_to_num(table.matrix(names)), table.label
     work = Path(args.work_dir) if args.work_dir else cache_dir() / "check-signals"
-    extra = {key: halueval_matrix(work / f"{key}.jsonl", names) for key in args.rows}
+    extra = {key: halueval_matrix(row_cache(work, *key.rsplit("-", 1)), names) for key in args.rows}
     variants = {"RAGTruth only": None, **extra}
     if len(extra) > 1:
         variants[" + ".join(extra)] = (np.vstack([x for x, _ in extra.values()]),

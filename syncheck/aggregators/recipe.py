@@ -41,15 +41,12 @@ DEFAULT_PARAMS = {"n_estimators": 300, "max_depth": 2, "learning_rate": 0.05, "s
 #: Scalar features it reads (all produced by ``Scorer()`` with its defaults). The last two joined in stop 35: with
 #: them the recipe scores 0.893 / 0.751 / 0.852 (QA / Summary / Data2txt) against 0.892 / 0.746 / 0.806 without,
 #: grouped CV on RAGTruth rows, 3 fold seeds (``python -m benchmarks.ragtruth.feature_gain --feature
-#: unsupported_specific_count,contradicted_fields --seeds 0,1,2``; benchmarks/RESULTS.md). ``word_pair_support``
-#: joined in stop 38 (``--feature word_pair_support``, RESULTS "Summaries: word-pair support"); the final model
-#: shipped with the default reads it, the shipped live aggregator is not yet retrained with it (its ``meta.json``
-#: lists what it reads).
+#: unsupported_specific_count,contradicted_fields --seeds 0,1,2``; benchmarks/RESULTS.md).
 DEFAULT_FEATURES = (
     "min_prob", "mean_prob", "max_entropy", "mean_entropy",
     "mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share",
     "unsupported_specifics", "novel_bigram_share", "local_support", "align_score",
-    "unsupported_specific_count", "contradicted_fields", "word_pair_support",
+    "unsupported_specific_count", "contradicted_fields",
 )
 #: Probes stacked under it.
 DEFAULT_PROBES = ("hidden_probe",)
