@@ -1,5 +1,6 @@
 """local_support and word_pair_support (features.locality): the share of a sentence, and of its neighbouring word
-pairs, held by one context sentence; their registration as string checks, and the backfill of string checks into rows cached before the check existed."""
+pairs, held by one context sentence; their registration as string checks, and the backfill of string checks into
+rows cached before the check existed."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def test_edge_cases():
 
 
 def test_word_pairs_split_across_context_sentences_are_unsupported():
-    # content words: arrested, march, 26 -> pairs (arrested, march) and (march, 26); only the second sits in one sentence
+    # content words arrested, march, 26: pairs (arrested, march) and (march, 26); only the second is in one sentence
     assert word_pair_support(CONTEXT, "She was arrested on March 26.") == pytest.approx(1 / 2)
     assert word_pair_support(CONTEXT, "Police arrested her at the airport.") == 1.0
     # a true fact bound to the wrong place: 3 of 4 words in one context sentence, but both pairs around "barcelona"

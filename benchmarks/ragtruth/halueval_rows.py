@@ -9,10 +9,10 @@ vectors ``check_signals`` does not cache) on RAGTruth's training folds, with and
 prints RAGTruth sentence AUROC per task on the test folds (grouped by ``source_id``, mean over ``--seeds``). Each
 HaluEval sentence takes its answer's label (HaluEval labels answers, not sentences).
 
-The HaluEval rows are the cache of :mod:`benchmarks.check_signals` (``--rows SET-START`` names the file
-:func:`benchmarks.check_signals.row_cache` gives that set and first record: the rows of the shipped default as it is): run ``python -m benchmarks.check_signals --set summarization --start 600 --limit
-200`` first. RAGTruth's features come from the cache of ``benchmarks.ragtruth.run --no-lid --no-lookback
---no-embedding``.
+The HaluEval rows are the cache of :mod:`benchmarks.check_signals` (``--rows SET-START`` names the file that
+:func:`benchmarks.check_signals.row_cache` gives that set and first record, for the shipped default as it is now):
+run ``python -m benchmarks.check_signals --set summarization --start 600 --limit 200`` first. RAGTruth's features
+come from the cache of ``benchmarks.ragtruth.run --no-lid --no-lookback --no-embedding``.
 """
 
 from __future__ import annotations
