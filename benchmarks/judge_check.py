@@ -43,8 +43,6 @@ from syncheck.support import CLAIMS, answer_claims
 SECTION = "### Provenance's final check with an LLM judge: the last `judge_check` run"
 DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
 SETS = ("pairs", "dialogue", "summarization")
-#: The claim forms an answer can be judged in: Provenance's claim, the answer alone, each sentence on its own.
-FORMS = CLAIMS
 
 
 def section(sets: Sequence[str]) -> str:
@@ -68,9 +66,9 @@ def record_premise(context: str) -> str:
 
 def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_tokens: int | None,
                forms: Sequence[str] = ("paper",)) -> list[dict[str, Any]]:
-    """One row per example with ``factuality`` per claim form (``forms``, from :data:`FORMS`), cached in ``cache``
-    by id; a cached row lacking a form is judged again in every form asked. The answers of one record are judged
-    together (:func:`judge_record`)."""
+    """One row per example with ``factuality`` per claim form (``forms``, from :data:`syncheck.support.CLAIMS`),
+    cached in ``cache`` by id; a cached row lacking a form is judged again in every form asked. The answers of one
+    record are judged together (:func:`judge_record`)."""
     done = cached_rows(cache)
     todo: dict[tuple[str, str], list] = {}  # answers of one record that share its context are judged together
     for e in examples:
@@ -164,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
     ap.add_argument("--dtype", default="float32", help="the judge's dtype (bfloat16 where the CPU has it natively)")
     ap.add_argument("--premise-tokens", type=int, default=None, help="judge premise window (default: the judge's)")
     ap.add_argument("--claims", default="paper",
-                    help=f"comma-separated claim forms the judge reads each answer in, from {FORMS}")
+                    help=f"comma-separated claim forms the judge reads each answer in, from {CLAIMS}")
     ap.add_argument("--with-default", action="store_true", help="add the default check on the same answers")
     ap.add_argument("--work-dir", default=None, help="row caches' root (default: the syncheck cache)")
     args = parse_run_args(ap, argv)
@@ -175,8 +173,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
     if unknown:
         ap.error(f"unknown set(s) {unknown}; choose from {SETS}")
     forms = [f.strip() for f in args.claims.split(",") if f.strip()]
-    if not forms or any(f not in FORMS for f in forms):
-        ap.error(f"--claims {args.claims!r}: choose one or more of {FORMS}")
+    if not forms or any(f not in CLAIMS for f in forms):
+        ap.error(f"--claims {args.claims!r}: choose one or more of {CLAIMS}")
     t0 = time.perf_counter()
     work = Path(args.work_dir) if args.work_dir else cache_dir()
     out: dict[str, list[str]] = {}

@@ -144,8 +144,9 @@ class MeanSupport:
     Each member reads the pair in its own form: a question-aware member (``syncheck``) gets the answer as the claim
     and the question apart; any other member gets the answer in the claim form ``claim`` (:data:`CLAIMS`; by default
     Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (equal
-    weights, nothing fitted). Two checks that read different things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean of the default
-    support and the Qwen judge scored 0.80, where each alone scored 0.70 and 0.78 (benchmarks/judge_check.py).
+    weights, nothing fitted). Two checks that read different things make errors of different kinds: on HaluEval's QA
+    distractor pairs (records 2000+) the mean of the default support and the Qwen judge scored 0.80, where each alone
+    scored 0.70 and 0.78 (benchmarks/judge_check.py).
 
     Args:
         members: the backends (each with ``score(premises, claims, batch_size)``), at least two.

@@ -134,3 +134,13 @@ def test_halueval_rows_label_every_sentence_with_its_answer_and_skip_failed_rows
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     X, y = halueval_matrix(path, ["a", "b"])
     assert X.tolist() == [[1.0, 2.0], [3.0, 0.0], [5.0, 6.0]] and y.tolist() == [1, 1, 0]
+
+
+def test_halueval_rows_name_what_to_run_when_rows_are_missing_or_misnamed(tmp_path, capsys):
+    from benchmarks.ragtruth.halueval_rows import halueval_matrix, main
+
+    with pytest.raises(SystemExit, match="benchmarks.check_signals --set SET --start START"):
+        halueval_matrix(tmp_path / "dialogue-600.jsonl", ["a"])
+    with pytest.raises(SystemExit):
+        main(["--rows", "summarization"])
+    assert "SET-START, e.g. summarization-600" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -51,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     ap.add_argument("--work-dir", default=None, help="check_signals' cache (default: <syncheck cache>/check-signals)")
     ap.add_argument("--seeds", default="0,1")
     args = ap.parse_args(argv)
+    bad = [key for key in args.rows if not re.fullmatch(r"[a-z]+-\d+", key)]
+    if bad:
+        ap.error(f"--rows {bad[0]!r}: name a check_signals cache as SET-START, e.g. summarization-600")
     from sklearn.metrics import roc_auc_score
 
     from benchmarks.check_signals import row_cache
