@@ -8,8 +8,19 @@ number of tokens (the monitor's count is passed to ``generate`` as
 ``min_new_tokens``/``max_new_tokens``). The monitor runs the default
 configuration: every default feature (KL, PMI, string checks, alignment), the
 hidden states of the probe's layers and the default aggregator's score of each
-sentence. With ``--lookback``, the monitor recording every head's lookback
-ratio (a second copy of the model, whose attention is switched to the
+sentence.
+
+Every timed run starts cold, as ``generate`` does: the engines' prompt prefix
+caches (:mod:`syncheck.live.prefix_cache`) are cleared before it, so no run
+skips its prefill because an earlier round used the same prompt. Before stop 39
+the monitors' runs after the first reused it, which flattered their ratios. The
+row "prompt prefix cached" runs the deferred monitor a second time on the same
+prompt without clearing: what a caller asking again over the same documents
+pays. One untimed round of every method comes first (``--warmup-rounds``), so
+that no method pays for the kernels, attention plans and memory pools built the
+first time a shape is met while another reuses them.
+
+With ``--lookback``, the monitor recording every head's lookback ratio (a second copy of the model, whose attention is switched to the
 recording wrapper) is timed too. With ``--fod``, FOD (S=6, K=2) and greedy
 FOD-interface generation are timed the same way, and FOD forced to backtrack once at the first sentence (a flag
 hook), which then repairs that sentence and decodes the rest greedily: the cost of one repair.
@@ -52,9 +63,20 @@ QUESTIONS = [
 _DEVICE = "cpu"
 
 
-def _timed(fn):
+_ENGINES: list = []  # the live engines whose prompt prefix caches every timed run clears first
+
+
+#: the row of the deferred monitor run a second time on the same prompt, its documents' prefix cached
+WARM = "monitor (deferred KL), prompt prefix cached"
+
+
+def _timed(fn, cold: bool = True):
+    """Seconds ``fn`` takes and what it returns; ``cold``: clear every engine's prompt prefix cache first."""
     from benchmarks.random_shape import synchronize
 
+    for engine in _ENGINES if cold else ():
+        if engine.prefixes is not None:
+            engine.prefixes.clear()
     synchronize(_DEVICE)
     t = time.perf_counter()
     out = fn()
@@ -76,6 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
                                                        "(default: SmolLM2's, embedded)")
     ap.add_argument("--device", default=None, help="e.g. cuda")
     ap.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
+    ap.add_argument("--warmup-rounds", type=int, default=1, help="untimed rounds of every method per prompt first")
     args = ap.parse_args(argv)
 
     import warnings
@@ -99,17 +122,23 @@ def main(argv: list[str] | None = None) -> dict:
         scorer = Scorer(model(), device=args.device, dtype=args.dtype)  # the default configuration and aggregator
     lm = scorer.lm
     deferred, lockstep = Monitor(scorer), Monitor(scorer, lockstep=True)
-    times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], "monitor (lockstep KL)": []}
+    _ENGINES[:] = [deferred.engine, lockstep.engine]
+    times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], "monitor (lockstep KL)": [], WARM: []}
+    # kernels, attention plans and the allocator's pools are built the first time a shape is met (on CPU as on an
+    # accelerator): whichever method met a shape first would pay for it, so untimed rounds of every method come first
+    warmup = args.warmup_rounds
     if args.lookback:
         with_lookback = Monitor(Scorer(model(), device=args.device, dtype=args.dtype, lookback=True, aggregator=None,
                                        vectors=True))
         times["monitor + lookback (deferred KL)"] = []
+        _ENGINES.append(with_lookback.engine)
     if args.fod:
         from fod.baselines import GreedyGenerator
         from fod.generator import FODGenerator
 
         fod, greedy = FODGenerator(scorer), GreedyGenerator(scorer)
         forced = FODGenerator(scorer)
+        _ENGINES.extend([fod.engine, greedy.engine, forced.engine])
         forced.flag_hook = lambda ev: ev.index == 0  # backtrack once, at the first sentence, then repair and go on
         sampled = {"max_new_tokens": args.tokens, "do_sample": True, "top_p": 0.95, "seed": 0}
         times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6, forced to backtrack at the first sentence": []})
@@ -120,38 +149,50 @@ def main(argv: list[str] | None = None) -> dict:
     # Every monitor picks the same tokens as the others in float32. In bfloat16 on an accelerator a batched pass may
     # round a near-tie the other way (random weights make near-ties common), so agreement is counted, not asserted.
     agree: list[bool] = []
+    def one_round(q: str, ids: torch.Tensor, keep: bool) -> None:
+        """Every method once on question ``q``, interleaved; ``keep``: record the times (else a warm-up round)."""
+        t_mon, gen = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget))
+        # the same prompt again: this time its documents' keys and values are in the prefix cache
+        t_warm, _ = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget), cold=False)
+        n = len(gen.token_ids)
+        kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
+        t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, decoding=budget))
+        run = {"generate": t_gen, "monitor (deferred KL)": t_mon, "monitor (lockstep KL)": t_lock,
+               WARM: t_warm}
+        if args.lookback:
+            t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
+            run["monitor + lookback (deferred KL)"] = t_lb
+        if args.fod:
+            t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
+            t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
+                                                   decoding=sampled))
+            # tau1 0: only the hook flags; the repair keeps the best candidate (fallback tau1 = 0), greedy goes on
+            t_w, res_w = _timed(lambda: forced.generate(question=q, context=CONTEXT, tau1=0.0, num_samples=6,
+                                                        num_beams=2, decoding=sampled, stop_degenerate=False))
+            assert len(res_w.trace["backtracks"]) == 1 and res_w.trace["repairs"] == 1, res_w.trace
+            run.update({"greedy (FOD interface)": t_g, "FOD S=6 K=2": t_f,
+                        "FOD S=6, forced to backtrack at the first sentence": t_w})
+        if not keep:
+            return
+        tokens.append(n)
+        agree.append(gen2.token_ids == gen.token_ids)
+        if args.lookback:
+            agree.append(gen3.token_ids == gen.token_ids)
+        if args.fod:
+            backtracked.append(res.trace["backtrack"] is not None)
+        for name, t in run.items():
+            times[name].append(t)
+
     for q in QUESTIONS[: args.prompts]:
         with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
         prompt_tokens.append(len(with_ids))
         ids = torch.tensor([with_ids], device=lm.device)
         deferred.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 8})  # warm-up
+        for _ in range(warmup):
+            one_round(q, ids, keep=False)
         for _ in range(args.rounds):
-            t_mon, gen = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget))
-            n = len(gen.token_ids)
-            tokens.append(n)
-            kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
-            t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
-            t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, decoding=budget))
-            agree.append(gen2.token_ids == gen.token_ids)
-            times["generate"].append(t_gen)
-            times["monitor (deferred KL)"].append(t_mon)
-            times["monitor (lockstep KL)"].append(t_lock)
-            if args.lookback:
-                t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
-                agree.append(gen3.token_ids == gen.token_ids)
-                times["monitor + lookback (deferred KL)"].append(t_lb)
-            if args.fod:
-                t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
-                t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
-                                                       decoding=sampled))
-                # tau1 0: only the hook flags; the repair keeps the best candidate (fallback tau1 = 0), greedy goes on
-                t_w, res_w = _timed(lambda: forced.generate(question=q, context=CONTEXT, tau1=0.0, num_samples=6,
-                                                            num_beams=2, decoding=sampled, stop_degenerate=False))
-                assert len(res_w.trace["backtracks"]) == 1 and res_w.trace["repairs"] == 1, res_w.trace
-                backtracked.append(res.trace["backtrack"] is not None)
-                times["greedy (FOD interface)"].append(t_g)
-                times["FOD S=6 K=2"].append(t_f)
-                times["FOD S=6, forced to backtrack at the first sentence"].append(t_w)
+            one_round(q, ids, keep=True)
 
     base = sum(times["generate"])
     device = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
@@ -162,15 +203,17 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"note: the monitors picked the same tokens in {sum(agree)} of {len(agree)} runs ({args.dtype} "
               f"rounding of near-ties; every run had the same max_new_tokens, so a run whose tokens differ may stop at a "
               f"different length)\n")
-    print("| run | total s | tokens/s | vs generate |")
-    print("| --- | --- | --- | --- |")
+    print("| run | total s | tokens/s | vs generate | per round |")
+    print("| --- | --- | --- | --- | --- |")
     summary: dict = {"monitors_agree": sum(agree) / max(len(agree), 1)}
     for name, ts in times.items():
         total = sum(ts)
         ratio = total / base if name.startswith(("generate", "monitor")) else None
         summary[name] = {"seconds": total, "ratio_vs_generate": ratio}
         tps = sum(tokens) / total if ratio is not None else float("nan")
-        print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} |")
+        per = [t / g for t, g in zip(ts, times["generate"])]
+        spread = f"{min(per):.2f}-{max(per):.2f}x" if ratio is not None else ""
+        print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} | {spread} |")
     if args.fod:
         g = sum(times["greedy (FOD interface)"])
         r = sum(times["FOD S=6 K=2"]) / g

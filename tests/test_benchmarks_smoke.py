@@ -25,7 +25,24 @@ def test_monitor_overhead_benchmark_runs(capsys):
     assert summary["fod_forced_backtrack_vs_greedy"] > 0 and 0 < summary["tau1"] <= summary["tau2"] <= 1
     assert summary["monitor (deferred KL)"]["seconds"] > 0
     assert summary["monitors_agree"] == 1.0  # float32 on CPU: every monitor picks generate's tokens
-    assert "| monitor (lockstep KL) |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| monitor (lockstep KL) |" in out
+    assert "| monitor (deferred KL), prompt prefix cached |" in out  # the warm run is its own row
+
+
+def test_monitor_overhead_times_every_run_with_a_cold_prompt_prefix_cache(monkeypatch):
+    """A timed run must not skip its prefill because an earlier round left the same prompt in the prefix cache."""
+    from benchmarks import monitor_overhead
+    from syncheck.live.prefix_cache import PromptPrefixCache
+
+    engine = type("Engine", (), {"prefixes": PromptPrefixCache()})()
+    engine.prefixes._ids, engine.prefixes._cache = [1, 2, 3], object()
+    monkeypatch.setattr(monitor_overhead, "_ENGINES", [engine])
+    seen = []
+    monitor_overhead._timed(lambda: seen.append(engine.prefixes._cache), cold=False)
+    monitor_overhead._timed(lambda: seen.append(engine.prefixes._cache))
+    assert seen[0] is not None  # the "prompt prefix cached" run keeps it
+    assert seen[1] is None  # every other run finds it cleared
 
 
 @pytest.mark.slow
@@ -38,7 +55,7 @@ def test_speed_benchmarks_run_on_a_random_model_of_a_given_shape(capsys):
     lm = random_model("tiny", dtype="bfloat16")
     assert lm.model.dtype.is_floating_point and str(lm.model.dtype) == "torch.bfloat16"
     assert lm.num_layers == SHAPES["tiny"]["num_hidden_layers"] and lm.model.config.vocab_size == len(lm.tokenizer)
-    summary = overhead(["--shape", "tiny", "--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod"])
+    summary = overhead(["--shape", "tiny", "--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod", "--warmup-rounds", "0"])
     assert summary["fod_vs_greedy"] > 0 and summary["monitor (deferred KL)"]["seconds"] > 0
     summary = throughput(["--shape", "tiny", "--limit", "2", "--rounds", "1", "--batch-size", "2"])
     assert summary["full"]["responses_per_s"] > 0
