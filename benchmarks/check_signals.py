@@ -9,8 +9,9 @@ the question in the prompt, the default scorer with its final model), and the sc
 default aggregator: a rerun scores nothing, a retrained default scores again). Then, per signal, the response
 AUROC (label 1 = faithful) with a 95% bootstrap interval over records:
 
-- the check's own statistics: the response verdict over final scores (the default), the mean and the minimum of the
-  live and of the final sentence scores;
+- the check's own statistics: the response verdict over final scores (the default), what ``syncheck check --task
+  summary`` gives (the verdict averaged with the answer's mean ``local_support``; one premise of every chunk, as
+  here), the mean and the minimum of the live and of the final sentence scores;
 - every sentence feature's response mean, read in the feature's own sign convention (:mod:`features.registry`;
   "which way" names it): a figure under 0.5 is a signal that points the wrong way on this set;
 - with ``--ragtruth``: a *support-only* sentence model (logistic regression over the context-support features
@@ -39,6 +40,7 @@ from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign
 from syncheck.stats import bootstrap_auroc
+from syncheck.support import SUMMARY_LEXICAL_WEIGHT
 
 SECTION = "### What the final check reads: the last `check_signals` run"
 #: Features that compare the answer with its context and read nothing of its fluency on its own.
@@ -126,7 +128,12 @@ def support_model(ragtruth: str):
 def signals(rows: list[dict], model: Any = None) -> dict[str, tuple[np.ndarray, str]]:
     """``{signal: (per-response score, direction note)}``, higher = faithful for every score as returned."""
     out: dict[str, tuple[np.ndarray, str]] = {}
-    out["verdict over final scores (the check's default)"] = (np.asarray([r["response_score"] for r in rows]), "")
+    verdict = np.asarray([r["response_score"] for r in rows])
+    out["verdict over final scores (the check's default)"] = (verdict, "")
+    if all("local_support" in s["features"] for r in rows for s in r["sentences"]):
+        w = SUMMARY_LEXICAL_WEIGHT
+        out[f"the check with --task summary (verdict and mean local_support, weight {w})"] = (
+            (1 - w) * verdict + w * _response_mean(rows, "local_support"), "")
     for key, title in (("score", "live"), ("final_score", "final")):
         vals = [[s[key] for s in r["sentences"]] for r in rows]
         out[f"mean {title} sentence score"] = (np.asarray([np.mean(v) for v in vals]), "")

@@ -227,6 +227,15 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     return make_alignment_scorer(spec, device=device, dtype=dtype, **kwargs)
 
 
+def _lean_on_lexical_support(support: Any) -> None:
+    """Give a ``syncheck`` support backend (or each one in a mean of backends) the summary task's lexical weight."""
+    from syncheck.support import SUMMARY_LEXICAL_WEIGHT, SynCheckSupport
+
+    for backend in getattr(support, "members", [support]):
+        if isinstance(backend, SynCheckSupport):
+            backend.lexical_weight = SUMMARY_LEXICAL_WEIGHT
+
+
 class ProvenanceChecker:
     """Checks final answers against their context chunks (Provenance).
 
@@ -261,6 +270,9 @@ class ProvenanceChecker:
             premise, checked once (``aggregation`` is then moot: every source reports the joint support).
         query: what relevance ranks the chunks against: ``"question"`` (the paper) or
             ``"question+answer"`` (the answer alone without a question, e.g. for a summary).
+        task: what the answers are (:data:`syncheck.support.TASKS`): ``"qa"`` (default) or ``"summary"``: the
+            ``syncheck`` support (alone or in a ``+`` mean) then also leans on the answer's lexical support
+            (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`); other backends read summaries as they read answers.
     """
 
     def __init__(
@@ -278,7 +290,12 @@ class ProvenanceChecker:
         claim: str = "paper",
         premise: str = DEFAULT_PREMISE,
         query: str = DEFAULT_QUERY,
+        task: str = "qa",
     ) -> None:
+        from syncheck.support import TASKS
+
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
         if claim not in CLAIMS:
             raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
         if premise not in PREMISES:
@@ -300,8 +317,10 @@ class ProvenanceChecker:
         self.relevance = make_relevance_scorer(relevance, device=device, dtype=dtype)
         self.nli = make_support(nli, device=device, dtype=dtype, trust_remote_code=trust_remote_code, claim=claim)
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
-        self.premise, self.query = premise, query
+        self.premise, self.query, self.task = premise, query, task
         self.batch_size = batch_size
+        if task == "summary":
+            _lean_on_lexical_support(self.nli)
 
     @classmethod
     def for_scorer(cls, scorer: Any, **kwargs: Any) -> "ProvenanceChecker":

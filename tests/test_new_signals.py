@@ -244,6 +244,37 @@ def test_syncheck_support_backend_scores_each_source_with_the_question(tiny_lm):
     assert ProvenanceChecker.for_scorer(Scorer(tiny_lm, lid=None, aggregator=None)).nli.name == "lexical"
 
 
+def test_summary_task_averages_the_verdict_with_the_mean_local_support(tiny_lm):
+    """``task="summary"`` (``syncheck check --task summary``): the syncheck support leans on the lexical support."""
+    from syncheck.aggregators import make_aggregator
+    from syncheck.provenance import ProvenanceChecker
+    from syncheck.support import SUMMARY_LEXICAL_WEIGHT, MeanSupport, SynCheckSupport, mean_local_support
+
+    rng = np.random.default_rng(0)
+    agg = make_aggregator("lr", feature_names=["min_prob", "pmi_mean"]).fit(rng.normal(size=(40, 2)), np.arange(40) % 2)
+    scorer = Scorer(tiny_lm, lid=None, aggregator=agg)
+    premise, answer = "The tower was completed in 1889. It is 330 m tall.", "It was completed in 1889. It is tall."
+    plain = SynCheckSupport(scorer).score([premise], [answer], questions=["Summarize the document."])[0]
+    direct = scorer.score(context=premise, response=answer, question="Summarize the document.")
+    lexical = mean_local_support(direct.sentences)
+    assert 0 < lexical <= 1
+    w = SUMMARY_LEXICAL_WEIGHT
+    leaning = SynCheckSupport(scorer, lexical_weight=w).score([premise], [answer], questions=["Summarize the document."])
+    assert leaning[0] == pytest.approx((1 - w) * plain + w * lexical)
+    with pytest.raises(ValueError, match=r"lexical_weight must be in \[0, 1\]"):
+        SynCheckSupport(scorer, lexical_weight=1.5)
+    checker = ProvenanceChecker("bm25", SynCheckSupport(scorer), task="summary")
+    assert checker.nli.lexical_weight == w
+    mean = MeanSupport([SynCheckSupport(scorer), "lexical-stub"])
+    ProvenanceChecker("bm25", mean, task="summary")
+    assert mean.members[0].lexical_weight == w  # a syncheck member of a mean leans too; the others are untouched
+    assert ProvenanceChecker("bm25", SynCheckSupport(scorer)).nli.lexical_weight == 0.0  # the qa default
+    with pytest.raises(ValueError, match="unknown task 'summaries'; use one of"):
+        ProvenanceChecker("bm25", SynCheckSupport(scorer), task="summaries")
+    with pytest.raises(ValueError, match="needs each sentence's local_support"):
+        mean_local_support([type("S", (), {"features": {}})()])
+
+
 def test_cli_scores_vectors_and_trains_a_stacked_probe(tiny_dir, tmp_path):
     import json
 
@@ -317,6 +348,13 @@ def test_check_cli_model_picks_the_syncheck_support_model(tiny_dir, tmp_path):
     assert res.exit_code == 0, res.output
     row = json.loads(out.read_text(encoding="utf-8"))
     assert row["error"] is None and 0 <= row["factuality"] <= 1 and len(row["sources"]) == 2
+    summary = tmp_path / "summary.jsonl"
+    res = CliRunner().invoke(main, ["check", str(inp), "-o", str(summary), "--model", str(tiny_dir), "--top-k", "2",
+                                    "--premise", "joined", "--task", "summary"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(summary.read_text(encoding="utf-8"))["factuality"] != row["factuality"]  # it leans on lexical
+    bad_task = CliRunner().invoke(main, ["check", str(inp), "--task", "news"])
+    assert bad_task.exit_code == 2 and "'news' is not one of 'qa', 'summary'" in bad_task.output
     missing = CliRunner().invoke(main, ["check", str(inp), "--model", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "nope" in missing.output
     both = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--model", str(tiny_dir)])

@@ -323,6 +323,7 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
               "response length in sentences (trivial; fewer = faithful)": (-n_sent, False),
               "response length in words (trivial; fewer = faithful)": (-resp.words, False),
               "word overlap with the context (trivial)": (resp.overlap, False)}
+    scores.update(support_blends(table, resp, learned[RELATIVE if final is not None else LEARNED]))
     rows = {name: task_cells(resp, s, fold, args.bootstrap, prob) for name, (s, prob) in scores.items()}
     rel = reliability(resp.label, learned[LEARNED])
     reliabilities = {LEARNED: rel}
@@ -375,6 +376,24 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
                      for n, cells in rows.items()},
             "mean_auroc": {n: mean_auroc(n) for n in rows}, "reliability": rel, "counts": counts,
             "saved": str(saved) if saved else None, "markdown": md}
+
+
+#: weights of the response's mean ``local_support`` in :func:`support_blends`
+BLEND_WEIGHTS = (0.25, 0.5, 0.75)
+
+
+def support_blends(table: SentenceTable, resp: Responses, verdict: np.ndarray) -> dict[str, tuple[np.ndarray, bool]]:
+    """Rows of the shipped verdict averaged with the response's mean ``local_support`` (weights
+    :data:`BLEND_WEIGHTS`), and that mean alone: what a check that leans on the lexical support for answers without a
+    question (summaries) would score here. Not probabilities. Empty when the table has no ``local_support``."""
+    names = [n for n in MEAN_FEATURES if n in table.features]
+    if "local_support" not in names:
+        return {}
+    support = resp.means[:, names.index("local_support")]
+    out = {f"shipped verdict averaged with the mean `local_support`, weight {w}": ((1 - w) * verdict + w * support, False)
+           for w in BLEND_WEIGHTS}
+    out["mean `local_support` of the response"] = (support, False)
+    return out
 
 
 def default_tau(save: str | None = None) -> float:
