@@ -272,7 +272,8 @@ class ProvenanceChecker:
             ``"question+answer"`` (the answer alone without a question, e.g. for a summary).
         task: what the answers are (:data:`syncheck.support.TASKS`): ``"qa"`` (default) or ``"summary"``: the
             ``syncheck`` support (alone or in a ``+`` mean) then also leans on the answer's lexical support
-            (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`); other backends read summaries as they read answers.
+            (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`; a backend object passed in as ``nli`` gets that
+            ``lexical_weight`` set); other backends read summaries as they read answers.
     """
 
     def __init__(
