@@ -40,7 +40,7 @@ from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign
 from syncheck.stats import bootstrap_auroc
-from syncheck.support import SUMMARY_LEXICAL_WEIGHT
+from syncheck.support import SUMMARY_LEXICAL_WEIGHT, lean_on_lexical
 
 SECTION = "### What the final check reads: the last `check_signals` run"
 #: Features that compare the answer with its context and read nothing of its fluency on its own.
@@ -133,7 +133,7 @@ def signals(rows: list[dict], model: Any = None) -> dict[str, tuple[np.ndarray, 
     if all("local_support" in s["features"] for r in rows for s in r["sentences"]):
         w = SUMMARY_LEXICAL_WEIGHT
         out[f"the check with --task summary (verdict and mean local_support, weight {w})"] = (
-            (1 - w) * verdict + w * _response_mean(rows, "local_support"), "")
+            lean_on_lexical(verdict, _response_mean(rows, "local_support"), w), "")
     for key, title in (("score", "live"), ("final_score", "final")):
         vals = [[s[key] for s in r["sentences"]] for r in rows]
         out[f"mean {title} sentence score"] = (np.asarray([np.mean(v) for v in vals]), "")

@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
     # Every monitor picks the same tokens as the others in float32. In bfloat16 on an accelerator a batched pass may
     # round a near-tie the other way (random weights make near-ties common), so agreement is counted, not asserted.
     agree: list[bool] = []
+
     def one_round(q: str, ids: torch.Tensor, keep: bool) -> None:
         """Every method once on question ``q``, interleaved; ``keep``: record the times (else a warm-up round)."""
         t_mon, gen = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget))
@@ -188,7 +189,6 @@ def main(argv: list[str] | None = None) -> dict:
         with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
         prompt_tokens.append(len(with_ids))
         ids = torch.tensor([with_ids], device=lm.device)
-        deferred.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 8})  # warm-up
         for _ in range(warmup):
             one_round(q, ids, keep=False)
         for _ in range(args.rounds):

@@ -148,17 +148,23 @@ class SynCheckSupport:
             if value is None:
                 raise ValueError(f"the syncheck support backend could not score pair {i + 1}: {res.error}")
             if self.lexical_weight:
-                value = (1 - self.lexical_weight) * value + self.lexical_weight * mean_local_support(res.sentences)
+                value = lean_on_lexical(value, mean_local_support(res.sentences), self.lexical_weight)
             out[i] = value
         return out
+
+
+def lean_on_lexical(statistic: Any, local_support: Any, weight: float = SUMMARY_LEXICAL_WEIGHT) -> Any:
+    """``(1 - weight) * statistic + weight * local_support``: a response score leaning on the answer's mean
+    ``local_support`` (scalars or arrays alike); the summary task's support (:class:`SynCheckSupport`)."""
+    return (1 - weight) * statistic + weight * local_support
 
 
 def mean_local_support(sentences: Sequence[Any]) -> float:
     """The mean ``local_support`` feature of scored sentences (:class:`~syncheck.results.ScoredSentence`)."""
     values = [s.features.get("local_support") for s in sentences]
     if not values or any(v is None for v in values):
-        raise ValueError("the summary check needs each sentence's local_support feature; score with the default "
-                         "features (the string checks), or check with task='qa'")
+        raise ValueError("the summary check needs each sentence's local_support feature, which the string checks "
+                         "compute: score with Scorer(..., text_checks=True) (the default), or check with task='qa'")
     return float(np.mean(values))
 
 

@@ -271,7 +271,7 @@ def test_summary_task_averages_the_verdict_with_the_mean_local_support(tiny_lm):
     assert ProvenanceChecker("bm25", SynCheckSupport(scorer)).nli.lexical_weight == 0.0  # the qa default
     with pytest.raises(ValueError, match="unknown task 'summaries'; use one of"):
         ProvenanceChecker("bm25", SynCheckSupport(scorer), task="summaries")
-    with pytest.raises(ValueError, match="needs each sentence's local_support"):
+    with pytest.raises(ValueError, match=r"needs each sentence's local_support .*text_checks=True"):
         mean_local_support([type("S", (), {"features": {}})()])
 
 

@@ -389,9 +389,11 @@ def support_blends(table: SentenceTable, resp: Responses, verdict: np.ndarray) -
     names = [n for n in MEAN_FEATURES if n in table.features]
     if "local_support" not in names:
         return {}
+    from syncheck.support import lean_on_lexical
+
     support = resp.means[:, names.index("local_support")]
-    out = {f"shipped verdict averaged with the mean `local_support`, weight {w}": ((1 - w) * verdict + w * support, False)
-           for w in BLEND_WEIGHTS}
+    out = {f"shipped verdict averaged with the mean `local_support`, weight {w}":
+           (lean_on_lexical(verdict, support, w), False) for w in BLEND_WEIGHTS}
     out["mean `local_support` of the response"] = (support, False)
     return out
 
