@@ -5,7 +5,10 @@ baseline), the monitor with the without-context pass deferred to sentence ends
 (the design syncheck uses), and the monitor with the without-context pass in
 lockstep (one extra batch-1 forward per token). All three produce the same
 number of tokens (the monitor's count is passed to ``generate`` as
-``min_new_tokens``/``max_new_tokens``). The monitor runs the default
+``min_new_tokens``/``max_new_tokens``). The deferred pass is timed both ways it
+can run: on a worker thread beside the next decode steps (the default on CPU)
+and between two decode steps (the default elsewhere); see
+:mod:`syncheck.live.background`. The monitor runs the default
 configuration: every default feature (KL, PMI, string checks, alignment), the
 hidden states of the probe's layers and the default aggregator's score of each
 sentence.
@@ -122,8 +125,14 @@ def main(argv: list[str] | None = None) -> dict:
         scorer = Scorer(model(), device=args.device, dtype=args.dtype)  # the default configuration and aggregator
     lm = scorer.lm
     deferred, lockstep = Monitor(scorer), Monitor(scorer, lockstep=True)
-    _ENGINES[:] = [deferred.engine, lockstep.engine]
-    times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], "monitor (lockstep KL)": [], WARM: []}
+    # the default flushes the without-context pass on a worker thread on CPU, between decode steps elsewhere
+    # (syncheck.live.background): the other way is timed beside it
+    other = Monitor(scorer, background_kl=deferred.background is None)
+    OTHER = ("monitor (deferred KL, flushed between steps)" if other.background is None
+             else "monitor (deferred KL, flushed beside decoding)")
+    _ENGINES[:] = [deferred.engine, lockstep.engine, other.engine]
+    times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], OTHER: [], "monitor (lockstep KL)": [],
+                                     WARM: []}
     # kernels, attention plans and the allocator's pools are built the first time a shape is met (on CPU as on an
     # accelerator): whichever method met a shape first would pay for it, so untimed rounds of every method come first
     warmup = args.warmup_rounds
@@ -159,7 +168,8 @@ def main(argv: list[str] | None = None) -> dict:
         kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
         t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
         t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, decoding=budget))
-        run = {"generate": t_gen, "monitor (deferred KL)": t_mon, "monitor (lockstep KL)": t_lock,
+        t_other, gen4 = _timed(lambda: other.generate(question=q, context=CONTEXT, decoding=budget))
+        run = {"generate": t_gen, "monitor (deferred KL)": t_mon, OTHER: t_other, "monitor (lockstep KL)": t_lock,
                WARM: t_warm}
         if args.lookback:
             t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
@@ -178,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
             return
         tokens.append(n)
         agree.append(gen2.token_ids == gen.token_ids)
+        agree.append(gen4.token_ids == gen.token_ids)
         if args.lookback:
             agree.append(gen3.token_ids == gen.token_ids)
         if args.fod:

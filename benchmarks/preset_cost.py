@@ -15,6 +15,13 @@ held-out report of ``syncheck calibrate`` (benchmarks/RESULTS.md, "Cross-model t
 Usage::
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.preset_cost [--limit 8] [--tokens 48] [--rounds 3]
+
+On an accelerator, ``--random-weights`` builds each preset's model with its published shape and random weights
+(:mod:`benchmarks.random_shape`; speed does not depend on the weights, nothing is downloaded), scored by the
+aggregator shipped for it (same features, same probe layers), with one tokenizer for both (``--tokenizer``,
+SmolLM2's by default), so both answers have the same tokens::
+
+    python -m benchmarks.preset_cost --random-weights --device cuda
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import time
 import torch
 
 from benchmarks.monitor_overhead import CONTEXT, QUESTIONS
+from benchmarks.random_shape import synchronize
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -35,6 +43,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--limit", type=int, default=8, help="records scored offline per round")
     ap.add_argument("--tokens", type=int, default=48, help="new tokens of the live answer")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--random-weights", action="store_true",
+                    help="each preset's model shape with random weights (for accelerators; see above)")
+    ap.add_argument("--tokenizer", default=None, help="with --random-weights: a saved tokenizer's folder")
+    ap.add_argument("--device", default=None, help="cpu, cuda, ... (default: the scorer's choice)")
     args = ap.parse_args(argv)
 
     from syncheck.cli.common import PRESETS
@@ -47,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     if unknown or not names:
         raise SystemExit(f"unknown presets {sorted(unknown)}; choose from {sorted(PRESETS)}")
     records = bundled_records()[: args.limit]
-    scorers = {n: Scorer(PRESETS[n]["model"], dtype=PRESETS[n]["dtype"]) for n in names}
+    scorers = {n: _scorer(PRESETS[n], args) for n in names}
     monitors = {n: Monitor(s) for n, s in scorers.items()}
     decoding = {"max_new_tokens": args.tokens}
     for n in names:  # warm-up
@@ -58,18 +70,24 @@ def main(argv: list[str] | None = None) -> dict:
     tokens: dict[str, int] = {}
     for _ in range(args.rounds):
         for n in names:
+            synchronize(scorers[n].lm.device)
             t = time.perf_counter()
             rows = list(scorers[n].score_records(records))
+            synchronize(scorers[n].lm.device)
             offline[n].append((time.perf_counter() - t) / len(records))
             if any(r.error is not None for r in rows):
                 raise SystemExit(f"{n}: a record failed: {next(r.error for r in rows if r.error is not None)}")
             t = time.perf_counter()
             gen = monitors[n].generate(question=QUESTIONS[0], context=CONTEXT, decoding=decoding)
+            synchronize(scorers[n].lm.device)
             live[n].append(len(gen.token_ids) / (time.perf_counter() - t))
             tokens[n] = len(gen.token_ids)
 
     base = names[0]
-    print(f"cpu {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch "
+    lm = scorers[base].lm
+    where = (torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda"
+             else f"cpu {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
+    print(f"{where}, torch "
           f"{torch.__version__}; {len(records)} records offline, one answer of up to {args.tokens} tokens live; "
           f"medians of {args.rounds} interleaved rounds, ratios within each round against '{base}'\n")
     print("| preset | model, dtype | aggregator | offline s / response | x default | live monitor tokens/s "
@@ -84,10 +102,30 @@ def main(argv: list[str] | None = None) -> dict:
                       "aggregator": scorers[n].aggregator_source, "tokens": tokens[n]}
         spread = (lambda r: f" ({min(r):.1f}-{max(r):.1f})" if len(r) > 1 else "")
         dtype = str(scorers[n].lm.model.dtype).removeprefix("torch.")  # what "auto" resolved to on this machine
-        print(f"| {n} | {PRESETS[n]['model']}, {dtype} | {scorers[n].aggregator_source} "
+        weights = ", random weights" if args.random_weights else ""
+        print(f"| {n} | {PRESETS[n]['model']}{weights}, {dtype} | {scorers[n].aggregator_source} "
               f"| {summary[n]['offline_s']:.2f} | {summary[n]['offline_x']:.1f}x{spread(off_ratio)} "
               f"| {summary[n]['live_tokens_per_s']:.1f} | {summary[n]['live_x']:.1f}x{spread(live_ratio)} |")
     return summary
+
+
+def _scorer(preset: dict, args):
+    """The preset's scorer: its model by name, or (``--random-weights``) its shape with random weights and the
+    aggregator shipped for that model."""
+    from syncheck.models import model_dtype
+    from syncheck.scorer import Scorer
+
+    if not args.random_weights:
+        return Scorer(preset["model"], dtype=preset["dtype"], device=args.device)
+    from importlib import resources
+
+    from benchmarks.random_shape import random_model
+
+    dtype = model_dtype(preset["dtype"], args.device)
+    lm = random_model(preset["model"], tokenizer=args.tokenizer, device=args.device, dtype=dtype)
+    shipped = resources.files("syncheck") / "data" / "aggregators"
+    folder = {"smollm2-135m": "default"}.get(preset["model"], preset["model"].replace("-", "_").replace(".", "_"))
+    return Scorer(lm, aggregator=str(shipped / folder))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,14 @@ SHAPES: dict[str, dict[str, Any]] = {
     "qwen2.5-7b": {"family": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
                    "num_key_value_heads": 4, "intermediate_size": 18944, "max_position_embeddings": 32768,
                    "rope_theta": 1000000.0},
+    # the two presets' models (syncheck.cli.common.PRESETS), for benchmarks.preset_cost on an accelerator; with their
+    # own vocabulary sizes (a tokenizer with fewer tokens feeds them ids they have)
+    "smollm2-135m": {"family": "llama", "hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9,
+                     "num_key_value_heads": 3, "intermediate_size": 1536, "max_position_embeddings": 8192,
+                     "rope_theta": 100000.0, "tie_word_embeddings": True, "vocab_size": 49152},
+    "qwen2.5-coder-1.5b": {"family": "qwen2", "hidden_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 12,
+                           "num_key_value_heads": 2, "intermediate_size": 8960, "max_position_embeddings": 32768,
+                           "rope_theta": 1000000.0, "tie_word_embeddings": True, "vocab_size": 151936},
     # for the smoke test: the same code path in a second
     "tiny": {"family": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
              "num_key_value_heads": 2, "intermediate_size": 128, "max_position_embeddings": 2048},
@@ -55,7 +63,8 @@ def random_model(shape: str, *, tokenizer: Any = None, device: str | torch.devic
     family = spec.pop("family")
     config_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
     eos = tokenizer.eos_token_id
-    config = config_cls(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id or eos, eos_token_id=eos,
+    vocab = max(spec.pop("vocab_size", 0), len(tokenizer))
+    config = config_cls(vocab_size=vocab, pad_token_id=tokenizer.pad_token_id or eos, eos_token_id=eos,
                         bos_token_id=tokenizer.bos_token_id, **spec)
     torch.manual_seed(seed)
     default = torch.get_default_dtype()

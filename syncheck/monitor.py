@@ -7,7 +7,10 @@
 ...     print(event.sentence.text, event.sentence.score)
 
 A sentence is emitted as soon as a visible character of the next one exists
-(so its tokens can no longer change), or when generation stops. Its features
+(so its tokens can no longer change), or when generation stops. On CPU its
+without-context forward runs on a worker thread beside the next decode steps
+(:mod:`syncheck.live.background`), so the sentence arrives a few tokens later,
+with the same features; ``Monitor(..., background_kl=False)`` emits it at once. Its features
 come from the same :class:`~syncheck.featurize.SentenceFeaturizer` as offline
 scoring; the without-context distributions come from one teacher-forced
 forward over the sentence on the without-context cache (see
@@ -26,6 +29,7 @@ from syncheck.featurize import Premise, SentenceItem, mark_degenerate
 from transformers import GenerationConfig
 
 from syncheck.decoding import GREEDY, Decoding
+from syncheck.live.background import BackgroundFlusher, FlushInFlight
 from syncheck.live.engine import LiveEngine
 from syncheck.live.state import Batch
 from syncheck.passes import prompt_pair
@@ -70,14 +74,24 @@ class Monitor:
     Args:
         scorer: a configured :class:`Scorer` (model, LID reference, alignment,
             aggregator); its settings are used as they are.
+        lockstep: run the without-context forward at every token instead of once per sentence (same features;
+            kept to measure the two designs side by side).
+        background_kl: run each sentence's without-context forward on a worker thread while the next tokens
+            decode (:mod:`syncheck.live.background`; same features, each sentence emitted a few tokens later).
+            ``None``: on when the model is on the CPU, where it measured faster.
     """
 
-    def __init__(self, scorer: Scorer, *, lockstep: bool = False) -> None:
+    def __init__(self, scorer: Scorer, *, lockstep: bool = False, background_kl: bool | None = None) -> None:
         self.scorer = scorer
         self.engine = LiveEngine(scorer.lm, scorer.featurizer.hidden_layers, kl=scorer.kl, lookback=scorer.lookback)
-        #: run the without-context forward at every token instead of once per sentence
-        #: (same features; kept to measure the two designs side by side)
         self.lockstep = lockstep
+        if background_kl and (lockstep or scorer.lookback):
+            raise ValueError("background_kl=True cannot run beside lockstep=True or a scorer recording lookback "
+                             "(its attention hooks would see the worker's forward): pass background_kl=False")
+        if background_kl is None:
+            background_kl = scorer.lm.device.type == "cpu" and not lockstep and not scorer.lookback
+        #: the without-context forwards' worker (``None``: they run between decode steps)
+        self.background = BackgroundFlusher(self.engine) if background_kl and scorer.kl else None
 
     # ------------------------------------------------------------------ building blocks (FOD uses these)
     def start(self, question: str | None, context, max_new_tokens: int) -> tuple[Batch, Premise, list[str]]:
@@ -105,12 +119,22 @@ class Monitor:
             Per row, the events of its new sentences (possibly none), in order.
         """
         finals = [final] * len(batch) if isinstance(final, bool) else list(final)
-        pending = []
-        for row, fin in zip(batch.rows, finals):
-            done = row.pending_sentences(final=fin)
-            pending.append(done[:1] if first_only else done)
-        ends = [p[-1][2] if p else row.kl_done for p, row in zip(pending, batch.rows)]
+        pending, ends = _pending(batch, finals, first_only)
         self.engine.flush_kl(batch, ends)
+        return self._featurize(batch, premise, pending, ends, finals)
+
+    def start_scoring(self, batch: Batch, premise: Premise) -> "ScoringInFlight | None":
+        """:meth:`score_finished` with the flush's forward on the background worker: ``None`` when no sentence
+        is finished, else a handle whose :meth:`ScoringInFlight.finish` returns the events."""
+        finals = [False] * len(batch)
+        pending, ends = _pending(batch, finals, False)
+        if not any(pending):
+            return None
+        return ScoringInFlight(self, batch, premise, pending, ends, self.background.submit(batch, ends))
+
+    def _featurize(self, batch: Batch, premise: Premise, pending, ends: Sequence[int], finals: Sequence[bool]
+                   ) -> list[list[SentenceEvent]]:
+        """Featurize and emit each row's flushed ``pending`` sentences (see :meth:`score_finished`)."""
         items, owners = [], []
         for i, (row, done) in enumerate(zip(batch.rows, pending)):
             stats = row.stats(ends[i]) if done else None
@@ -237,6 +261,7 @@ class MonitorRun:
         self._scanned = 0  # characters already searched for stop strings
         self.result: MonitoredGeneration | None = None
         self.last: MonitorStep | None = None
+        self._scoring: ScoringInFlight | None = None  # sentences whose flush runs on the background worker
 
     @property
     def row(self):
@@ -268,26 +293,70 @@ class MonitorRun:
             at = dec.stop_position(row.text, max(self._scanned - max(map(len, dec.stop)), 0))
             self._scanned = len(row.text)
             if at is not None:
+                earlier = self._drain()  # the cut never reaches into a sentence being flushed
                 row.truncate(max(_token_at(row.offsets, at), row.emitted_tokens))
-                return self._finish("stop")
+                return self._finish("stop", earlier)
         if self.tokens >= self.budget:
             return self._finish("forced" if self.forced_ids is not None else "max_new_tokens")
         if self.monitor.lockstep:
             self.monitor.engine.flush_kl(self.batch, [len(row.ids)])
-        events = self.monitor.score_finished(self.batch, self.premise)[0]
+        events = self._score()
         safe = _safe_end(row, dec)
         self.last = MonitorStep(row.text[self.shown : safe], events)
         self.shown = max(self.shown, safe)
         return self.last
 
-    def _finish(self, stop: str) -> MonitorStep:
+    def _score(self) -> list[SentenceEvent]:
+        """The row's newly scored sentences. With a background worker: those of the flush started earlier, once
+        its forward is done, and a flush of the sentences finished since is started."""
+        if self.monitor.background is None:
+            return self.monitor.score_finished(self.batch, self.premise)[0]
+        if self._scoring is not None and not self._scoring.done():
+            return []
+        events = self._drain()
+        self._scoring = self.monitor.start_scoring(self.batch, self.premise)
+        return events
+
+    def _drain(self) -> list[SentenceEvent]:
+        """The events of the flush in flight, waiting for it (none when there is none)."""
+        scoring, self._scoring = self._scoring, None
+        return scoring.finish()[0] if scoring is not None else []
+
+    def _finish(self, stop: str, earlier: Sequence[SentenceEvent] = ()) -> MonitorStep:
         row = self.row
-        events = self.monitor.score_finished(self.batch, self.premise, final=True)[0]
+        events = [*earlier, *self._drain(), *self.monitor.score_finished(self.batch, self.premise, final=True)[0]]
         response_score = self.monitor.scorer.finish_response(row.sentences)
         self.result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, self.warnings,
                                           response_score)
         self.last = MonitorStep(row.text[self.shown :], events, self.result)
         return self.last
+
+
+class ScoringInFlight:
+    """Finished sentences whose without-context forward runs on the background worker
+    (:meth:`Monitor.start_scoring`)."""
+
+    def __init__(self, monitor: Monitor, batch: Batch, premise: Premise, pending, ends: Sequence[int],
+                 flush: FlushInFlight) -> None:
+        self.monitor, self.batch, self.premise, self.pending, self.ends = monitor, batch, premise, pending, ends
+        self.flush = flush
+
+    def done(self) -> bool:
+        return self.flush.done()
+
+    def finish(self) -> list[list[SentenceEvent]]:
+        """Wait for the forward, then featurize and emit the sentences: per row, their events."""
+        self.flush.apply()
+        return self.monitor._featurize(self.batch, self.premise, self.pending, self.ends, [False] * len(self.batch))
+
+
+def _pending(batch: Batch, finals: Sequence[bool], first_only: bool) -> tuple[list, list[int]]:
+    """Per row, the sentences to score now (``(span, t0, t1)``) and the token their flush reaches."""
+    pending = []
+    for row, fin in zip(batch.rows, finals):
+        done = row.pending_sentences(final=fin)
+        pending.append(done[:1] if first_only else done)
+    return pending, [p[-1][2] if p else row.kl_done for p, row in zip(pending, batch.rows)]
 
 
 def _calling_back(steps: Iterator[MonitorStep], callback: Callable[[SentenceEvent], None] | None) -> Iterator[MonitorStep]:

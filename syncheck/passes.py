@@ -10,6 +10,7 @@ response``. Rows are left-padded, so every response ends at the last column and
 from __future__ import annotations
 
 import contextlib
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -178,7 +179,7 @@ def decoder_layers(model) -> Sequence[torch.nn.Module] | None:
 
 @contextmanager
 def capture_hidden(model, layers: Sequence[int], last: int | None = None) -> Iterator[dict[int, torch.Tensor]]:
-    """Capture hidden states of ``layers`` (1-based) during the forwards run inside the block.
+    """Capture hidden states of ``layers`` (1-based) during the forwards this thread runs inside the block.
 
     Yields a dict filled with ``{layer: (B, n, d) float32}``: the outputs of those
     decoder layers for the last ``last`` positions (all when ``None``) of the
@@ -188,12 +189,15 @@ def capture_hidden(model, layers: Sequence[int], last: int | None = None) -> Ite
     captured: dict[int, torch.Tensor] = {}
     decoder = decoder_layers(model) if layers else None
     hooks = []
+    owner = threading.get_ident()  # forwards of other threads (a background flush) are not captured
     if decoder is not None:
         for layer in layers:
             if not 1 <= layer <= len(decoder):
                 raise ValueError(f"hidden layer {layer} is outside 1..{len(decoder)} for this model")
 
             def hook(_module, _args, output, layer=layer):
+                if threading.get_ident() != owner:
+                    return
                 out = output[0] if isinstance(output, tuple) else output
                 captured[layer] = (out if last is None else out[:, -last:]).float()
 

@@ -28,6 +28,7 @@ def test_monitor_overhead_benchmark_runs(capsys):
     out = capsys.readouterr().out
     assert "| monitor (lockstep KL) |" in out
     assert "| monitor (deferred KL), prompt prefix cached |" in out  # the warm run is its own row
+    assert "| monitor (deferred KL, flushed between steps) |" in out  # on CPU the default flushes on a worker
 
 
 def test_monitor_overhead_times_every_run_with_a_cold_prompt_prefix_cache(monkeypatch):
@@ -186,6 +187,10 @@ def test_preset_cost_benchmark_runs(capsys):
     summary = main(["--presets", "default", "--limit", "1", "--tokens", "4", "--rounds", "1"])
     assert summary["default"]["offline_x"] == pytest.approx(1.0) and summary["default"]["live_tokens_per_s"] > 0
     assert "| default | smollm2-135m, float32 | default |" in capsys.readouterr().out
+    # on an accelerator: the preset's shape with random weights, scored by the aggregator shipped for the model
+    summary = main(["--presets", "default", "--limit", "1", "--tokens", "4", "--rounds", "1", "--random-weights"])
+    assert summary["default"]["aggregator"] == "directory" and summary["default"]["live_tokens_per_s"] > 0
+    assert "| default | smollm2-135m, random weights, float32 | directory |" in capsys.readouterr().out
 
 
 @pytest.mark.slow

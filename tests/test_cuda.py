@@ -12,6 +12,8 @@ What runs on the device:
 - lookback = eager attention, batched = one by one, left-padded beams = one row (``test_new_signals``,
   ``test_scoring_tiny``, ``test_live``);
 - pooled = solo: the decode pool's streams equal each stream run alone (``test_pool``);
+- the without-context pass on a worker thread = between decode steps, and hooks that ignore the worker's forward
+  (``test_background_kl``);
 - FOD forced to backtrack, and CAD against transformers' classifier-free guidance (below and ``test_baselines``);
 - ``syncheck serve --device``: a streamed completion with scored sentences, FOD, and eight concurrent streams that
   equal their sequential results (``test_serve``).
@@ -47,6 +49,12 @@ pytestmark = [
 
 # The imported fixtures and tests below resolve ``tiny_lm`` and ``server`` to this module's versions.
 from conftest import Server, make_model  # noqa: E402
+from test_background_kl import (  # noqa: E402,F401
+    scorer,
+    slow_worker,
+    test_background_flush_gives_the_synchronous_features_only_later,
+    test_captured_hidden_states_ignore_another_threads_forward,
+)
 from test_baselines import test_cad_equals_transformers_classifier_free_guidance  # noqa: E402,F401
 from test_live import (  # noqa: E402,F401
     test_merged_left_padded_beams_decode_like_separate_beams,

@@ -10,6 +10,7 @@ Shapes: ``B`` rows, ``V`` the vocabulary, ``k`` a row's newly flushed tokens, ``
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -34,40 +35,100 @@ def flush_kl(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> None:
     must be selected before another flush). Without the without-context pass
     (``engine.kl`` false) only the boundaries are recorded.
     """
+    flush = plan_flush(engine, batch, ends)
+    flush.apply(run_flush(engine, flush))
+
+
+@dataclass
+class Flush:
+    """What one flush feeds and what it needs afterwards, read off the batch when it is planned.
+
+    Planning and applying happen where the rows are decoded; :func:`run_flush` (the forward) may run on another
+    thread meanwhile (:mod:`syncheck.live.background`), since the decode loop never reads the without-context
+    cache and only appends to the rows.
+    """
+
+    batch: Batch
+    n: list[int]  # per row, the tokens flushed
+    boundaries: list[tuple]  # per row, :func:`with_next` at its new boundary (``None`` where ``n`` is 0)
+    feed: torch.Tensor | None = None  # (B, width) token ids, right-padded; None: nothing to feed
+    positions: torch.Tensor | None = None  # (B, width)
+    mask: torch.Tensor | None = None  # padding mask over the without-context cache and the fed tokens
+    with_rows: list[torch.Tensor | None] = field(default_factory=list)  # per row, (k, V) with-context log-probs
+    without_first: list[torch.Tensor | None] = field(default_factory=list)  # per row, (V,) predicting its first token
+    cache: object = None  # the without-context cache the forward extends
+
+    def apply(self, result: "FlushResult | None") -> None:
+        """Record each row's flush (and the cache the forward returned)."""
+        if result is not None:
+            self.batch.fed_without(result.cache)
+        for i, (row, k) in enumerate(zip(self.batch.rows, self.n)):
+            if k <= 0:
+                continue
+            if result is None:
+                row.record_flush(k, *self.boundaries[i])
+            else:
+                kl, logprob_without, without_next = result.rows[i]
+                row.record_flush(k, *self.boundaries[i], kl=kl, logprob_without=logprob_without,
+                                 without_next=without_next)
+
+
+@dataclass
+class FlushResult:
+    """The forward's answer: the extended cache and, per row, ``(kl, logprob_without, without_next (V,))``."""
+
+    cache: object
+    rows: list[tuple[list[float], list[float], torch.Tensor] | None]
+
+
+@torch.inference_mode()
+def plan_flush(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> Flush:
+    """The flush of each row's tokens ``[kl_done, ends[i])``; nothing is changed until :meth:`Flush.apply`."""
     n = [end - row.kl_done for row, end in zip(batch.rows, ends)]
-    if not engine.kl:
-        for i, (row, k) in enumerate(zip(batch.rows, n)):
-            if k > 0:
-                row.record_flush(k, *with_next(batch, i, k))
-        return
-    width = max(n)
-    if width <= 0:
-        return
-    dev = engine.lm.device
+    boundaries = [with_next(batch, i, k) if k > 0 else None for i, k in enumerate(n)]
+    flush = Flush(batch, n, boundaries)
+    width = max(n, default=0)
+    if not engine.kl or width <= 0:
+        return flush
     feed = torch.full((len(batch), width), engine.pad_id, dtype=torch.long)
     pos = torch.zeros((len(batch), width), dtype=torch.long)
     for i, (row, k) in enumerate(zip(batch.rows, n)):
         if k > 0:
             feed[i, :k] = torch.tensor(row.ids[row.kl_done : row.kl_done + k])
+            flush.with_rows.append(torch.stack(row.logp_rows[:k]))  # (k, V)
+            flush.without_first.append(row.without_next)
+        else:
+            flush.with_rows.append(None)
+            flush.without_first.append(None)
         pos[i] = batch.prompt_len_without + row.kl_done + torch.arange(width)
-    kwargs = {}
+    dev = engine.lm.device
+    flush.feed, flush.positions, flush.cache = feed.to(dev), pos.to(dev), batch.without_cache
     if any(batch.pad_without):
-        kwargs["attention_mask"] = padding_mask(batch.pad_without, cache_length(batch.without_cache), width, dev)
-    out = engine.lm.model(input_ids=feed.to(dev), position_ids=pos.to(dev),
-                          **cache_kwargs(engine.lm.model, batch.without_cache),
-                          use_cache=True, **kwargs)
-    batch.fed_without(returned_cache(out))
+        flush.mask = padding_mask(batch.pad_without, cache_length(batch.without_cache), width, dev)
+    return flush
+
+
+@torch.inference_mode()
+def run_flush(engine: "LiveEngine", flush: Flush) -> FlushResult | None:
+    """The flush's forward on the without-context cache, and each row's KL and log-probs without the context
+    (``None`` when there is nothing to feed)."""
+    if flush.feed is None:
+        return None
+    kwargs = {} if flush.mask is None else {"attention_mask": flush.mask}
+    out = engine.lm.model(input_ids=flush.feed, position_ids=flush.positions,
+                          **cache_kwargs(engine.lm.model, flush.cache), use_cache=True, **kwargs)
     logp = torch.log_softmax(out.logits.float(), -1)  # (B, width, V)
-    for i, (row, k) in enumerate(zip(batch.rows, n)):
+    rows = []
+    for i, k in enumerate(flush.n):
         if k <= 0:
+            rows.append(None)
             continue
-        without = torch.cat([row.without_next.unsqueeze(0), logp[i, : k - 1]], 0)  # (k, V) predicting the k tokens
-        with_rows = torch.stack(row.logp_rows[:k])  # (k, V)
-        kl = contrastive_kl(with_rows, without).cpu().tolist()
-        chosen = torch.tensor(row.ids[row.kl_done : row.kl_done + k], device=without.device)
+        without = torch.cat([flush.without_first[i].unsqueeze(0), logp[i, : k - 1]], 0)  # (k, V) predicting the k tokens
+        kl = contrastive_kl(flush.with_rows[i], without).cpu().tolist()
+        chosen = flush.feed[i, :k]
         logprob_without = without.gather(-1, chosen[:, None])[:, 0].cpu().tolist()
-        row.record_flush(k, *with_next(batch, i, k), kl=kl, logprob_without=logprob_without,
-                         without_next=logp[i, k - 1])
+        rows.append((kl, logprob_without, logp[i, k - 1]))
+    return FlushResult(returned_cache(out), rows)
 
 
 def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.ndarray | None]:
@@ -85,4 +146,4 @@ def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.nda
     return batch.next_logp[i], (batch.next_lookback[i] if batch.next_lookback is not None else None)
 
 
-__all__ = ["flush_kl", "with_next"]
+__all__ = ["Flush", "FlushResult", "flush_kl", "plan_flush", "run_flush", "with_next"]

@@ -1,0 +1,104 @@
+"""The without-context pass beside decoding (syncheck.live.background): same sentences and features as the
+synchronous flush, only emitted later; hooks of the decoding thread never see the worker's forward."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import syncheck.live.background
+from syncheck.decoding import Decoding
+from syncheck.lid_reference import LIDReference
+from syncheck.monitor import Monitor
+from syncheck.passes import capture_hidden, response_ids_and_offsets
+from syncheck.scorer import Scorer
+
+CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
+RESPONSE = "It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy. Café owners sell crêpes [1]. Prices rose 3.5%"
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_lm):
+    rng = np.random.default_rng(0)
+    ref = LIDReference("t", {2: rng.normal(size=(40, 32)).astype("float32"), 4: rng.normal(size=(40, 32)).astype("float32")}, k=10)
+    return Scorer(tiny_lm, lid=ref)
+
+
+@pytest.fixture
+def slow_worker(monkeypatch):
+    """Each background forward takes 30 ms longer, so several decode steps pass while it runs."""
+    run = syncheck.live.background.run_flush
+
+    def slow(*args):
+        time.sleep(0.03)
+        return run(*args)
+
+    monkeypatch.setattr(syncheck.live.background, "run_flush", slow)
+
+
+def _steps(monitor, **kw):
+    steps = list(monitor.steps(question="When?", context=CONTEXT, **kw))
+    return steps, steps[-1].result
+
+
+def assert_same_generation(a, b, tol=1e-5):
+    assert a.text == b.text and a.token_ids == b.token_ids and a.stop_reason == b.stop_reason
+    assert [(s.text, s.start, s.end) for s in a.sentences] == [(s.text, s.start, s.end) for s in b.sentences]
+    for x, y in zip(a.sentences, b.sentences):
+        assert x.features.keys() == y.features.keys()
+        for k in x.features:
+            assert abs(x.features[k] - y.features[k]) <= tol * max(1.0, abs(x.features[k])), k
+        assert x.score == pytest.approx(y.score, abs=tol)
+    assert a.response_score == pytest.approx(b.response_score, abs=tol)
+
+
+def test_background_flush_gives_the_synchronous_features_only_later(scorer, slow_worker):
+    ids, _ = response_ids_and_offsets(scorer.lm.tokenizer, RESPONSE)
+    sync_steps, sync = _steps(Monitor(scorer, background_kl=False), forced_ids=ids)
+    bg_steps, bg = _steps(Monitor(scorer, background_kl=True), forced_ids=ids)
+    assert_same_generation(sync, bg)
+    when = lambda steps: [i for i, s in enumerate(steps) for _ in s.events]  # noqa: E731
+    assert len(when(bg_steps)) == len(when(sync_steps)) == 4
+    assert when(bg_steps)[0] > when(sync_steps)[0]  # the first sentence waited for the worker
+    assert [e.index for s in bg_steps for e in s.events] == [0, 1, 2, 3]
+    assert "".join(s.text for s in bg_steps) == bg.text  # the text is shown as soon as ever
+
+
+def test_background_flush_is_drained_before_a_stop_string_cuts_the_answer(scorer, slow_worker):
+    ids, _ = response_ids_and_offsets(scorer.lm.tokenizer, RESPONSE)
+    dec = Decoding(max_new_tokens=len(ids), stop=("Café",))
+    _, sync = _steps(Monitor(scorer, background_kl=False), forced_ids=ids, decoding=dec)
+    _, bg = _steps(Monitor(scorer, background_kl=True), forced_ids=ids, decoding=dec)
+    assert sync.stop_reason == "stop" and len(sync.sentences) == 2
+    assert_same_generation(sync, bg)
+
+
+def test_background_flush_with_free_generation_and_sampling(scorer, slow_worker):
+    dec = Decoding(max_new_tokens=40, do_sample=True, seed=3)
+    _, sync = _steps(Monitor(scorer, background_kl=False), decoding=dec)
+    _, bg = _steps(Monitor(scorer, background_kl=True), decoding=dec)
+    assert_same_generation(sync, bg)
+
+
+def test_background_is_the_default_on_cpu_and_refused_beside_lockstep(scorer):
+    assert Monitor(scorer).background is not None
+    assert Monitor(scorer, background_kl=False).background is None
+    assert Monitor(scorer, lockstep=True).background is None
+    with pytest.raises(ValueError, match="background_kl=False"):
+        Monitor(scorer, lockstep=True, background_kl=True)
+
+
+def test_captured_hidden_states_ignore_another_threads_forward(tiny_lm):
+    model = tiny_lm.model
+    other = torch.tensor([[5, 6, 7, 8, 9, 10, 11]], device=tiny_lm.device)
+    with torch.inference_mode(), capture_hidden(model, [2]) as hidden:
+        worker = threading.Thread(target=lambda: torch.inference_mode()(model)(input_ids=other))
+        worker.start()
+        worker.join()
+        assert hidden == {}
+        model(input_ids=torch.tensor([[5, 6, 7]], device=tiny_lm.device))
+    assert hidden[2].shape[:2] == (1, 3)
