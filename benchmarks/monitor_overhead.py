@@ -8,7 +8,8 @@ number of tokens (the monitor's count is passed to ``generate`` as
 ``min_new_tokens``/``max_new_tokens``). The deferred pass is timed both ways it
 can run: on a worker thread beside the next decode steps (the default on CPU)
 and between two decode steps (the default elsewhere); see
-:mod:`syncheck.live.background`. The monitor runs the default
+:mod:`syncheck.live.background`. After the timings, an untimed run of each
+prints how many tokens past a sentence's end its event came. The monitor runs the default
 configuration: every default feature (KL, PMI, string checks, alignment), the
 hidden states of the probe's layers and the default aggregator's score of each
 sentence.
@@ -85,6 +86,16 @@ def _timed(fn, cold: bool = True):
     out = fn()
     synchronize(_DEVICE)
     return time.perf_counter() - t, out
+
+
+def _event_lags(monitor, questions, budget) -> list[int]:
+    """Per sentence event, how many tokens the monitor had decoded past the sentence's last token when it came
+    (the final events, emitted when generation stops, are left out)."""
+    lags = []
+    for q in questions:
+        for decoded, step in enumerate(monitor.steps(question=q, context=CONTEXT, decoding=budget), start=1):
+            lags.extend(decoded - ev.tokens[1] for ev in step.events if not ev.final)
+    return lags
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -225,6 +236,16 @@ def main(argv: list[str] | None = None) -> dict:
         per = [t / g for t, g in zip(ts, times["generate"])]
         spread = f"{min(per):.2f}-{max(per):.2f}x" if ratio is not None else ""
         print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} | {spread} |")
+    # how late each design hands a sentence over: untimed runs, every event's lag in tokens after its sentence's
+    # last token (at least one: a sentence is complete when the next one begins)
+    lags = {name: _event_lags(mon, QUESTIONS[: args.prompts], budget)
+            for name, mon in (("monitor (deferred KL)", deferred), (OTHER, other))}
+    print("\n| run | sentence events | tokens after the sentence's end: median | max |")
+    print("| --- | --- | --- | --- |")
+    for name, lag in lags.items():
+        summary[name]["event_lag_tokens"] = statistics.median(lag) if lag else None
+        print(f"| {name} | {len(lag)} | {statistics.median(lag) if lag else float('nan'):.1f} | "
+              f"{max(lag, default=0)} |")
     if args.fod:
         g = sum(times["greedy (FOD interface)"])
         r = sum(times["FOD S=6 K=2"]) / g

@@ -131,7 +131,8 @@ class SequentialMonitor:
         from syncheck.monitor import Monitor
         from syncheck.scorer import Scorer
 
-        self.monitor = Monitor(Scorer(model, **scorer_args))
+        # flushed between decode steps, as the server does: the ratios measure what batching streams gains
+        self.monitor = Monitor(Scorer(model, **scorer_args), background_kl=False)
         self.monitor.generate(question=QUESTIONS[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
 
     def run(self, questions: list[str], tokens: int) -> dict[str, float]:

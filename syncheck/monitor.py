@@ -64,7 +64,7 @@ class MonitorStep:
     """What one decoding step produced (see :meth:`Monitor.steps`)."""
 
     text: str  # response text that became safe to show (held back while it could begin a stop string)
-    events: list[SentenceEvent]  # sentences finished at this step, scored
+    events: list[SentenceEvent]  # sentences scored at this step (with a background flush, a few steps after they end)
     result: MonitoredGeneration | None = None  # on the last step only
 
 

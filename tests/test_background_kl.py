@@ -102,3 +102,11 @@ def test_captured_hidden_states_ignore_another_threads_forward(tiny_lm):
         assert hidden == {}
         model(input_ids=torch.tensor([[5, 6, 7]], device=tiny_lm.device))
     assert hidden[2].shape[:2] == (1, 3)
+
+
+def test_the_server_flushes_between_its_batched_steps(scorer):
+    """Beside the pool's batched decode steps the worker thread measured slower (benchmarks/RESULTS.md)."""
+    pytest.importorskip("pydantic")
+    from syncheck.serve.generation import ChatRunner
+
+    assert ChatRunner(scorer, decoders={}).monitor.background is None

@@ -29,6 +29,7 @@ def test_monitor_overhead_benchmark_runs(capsys):
     assert "| monitor (lockstep KL) |" in out
     assert "| monitor (deferred KL), prompt prefix cached |" in out  # the warm run is its own row
     assert "| monitor (deferred KL, flushed between steps) |" in out  # on CPU the default flushes on a worker
+    assert "tokens after the sentence's end" in out  # and how late each design hands a sentence over
 
 
 def test_monitor_overhead_times_every_run_with_a_cold_prompt_prefix_cache(monkeypatch):
