@@ -121,7 +121,7 @@ class Monitor:
         finals = [final] * len(batch) if isinstance(final, bool) else list(final)
         pending, ends = _pending(batch, finals, first_only)
         self.engine.flush_kl(batch, ends)
-        return self._featurize(batch, premise, pending, ends, finals)
+        return self.featurize_pending(batch, premise, pending, ends, finals)
 
     def start_scoring(self, batch: Batch, premise: Premise) -> "ScoringInFlight | None":
         """:meth:`score_finished` with the flush's forward on the background worker: ``None`` when no sentence
@@ -132,7 +132,7 @@ class Monitor:
             return None
         return ScoringInFlight(self, batch, premise, pending, ends, self.background.submit(batch, ends))
 
-    def _featurize(self, batch: Batch, premise: Premise, pending, ends: Sequence[int], finals: Sequence[bool]
+    def featurize_pending(self, batch: Batch, premise: Premise, pending, ends: Sequence[int], finals: Sequence[bool]
                    ) -> list[list[SentenceEvent]]:
         """Featurize and emit each row's flushed ``pending`` sentences (see :meth:`score_finished`)."""
         items, owners = [], []
@@ -347,7 +347,8 @@ class ScoringInFlight:
     def finish(self) -> list[list[SentenceEvent]]:
         """Wait for the forward, then featurize and emit the sentences: per row, their events."""
         self.flush.apply()
-        return self.monitor._featurize(self.batch, self.premise, self.pending, self.ends, [False] * len(self.batch))
+        finals = [False] * len(self.batch)
+        return self.monitor.featurize_pending(self.batch, self.premise, self.pending, self.ends, finals)
 
 
 def _pending(batch: Batch, finals: Sequence[bool], first_only: bool) -> tuple[list, list[int]]:

@@ -42,8 +42,9 @@ class FlushInFlight:
 class BackgroundFlusher:
     """Runs :func:`~syncheck.live.deferred_kl.run_flush` of an engine on one worker thread, one flush at a time.
 
-    The thread starts with the first flush and is shared by every batch of the engine (a server's many runs queue
-    on it rather than compete for the cores).
+    The thread starts with the first flush and is shared by every run of the monitor that owns it (their flushes
+    queue on it rather than compete for the cores). Not for a pool of batched decode steps: there the worker
+    measured slower, and the server flushes between steps (:class:`~syncheck.serve.generation.ChatRunner`).
     """
 
     def __init__(self, engine: "LiveEngine") -> None:

@@ -123,7 +123,8 @@ def run_flush(engine: "LiveEngine", flush: Flush) -> FlushResult | None:
         if k <= 0:
             rows.append(None)
             continue
-        without = torch.cat([flush.without_first[i].unsqueeze(0), logp[i, : k - 1]], 0)  # (k, V) predicting the k tokens
+        # (k, V): the without-context log-probs predicting the k tokens
+        without = torch.cat([flush.without_first[i].unsqueeze(0), logp[i, : k - 1]], 0)
         kl = contrastive_kl(flush.with_rows[i], without).cpu().tolist()
         chosen = flush.feed[i, :k]
         logprob_without = without.gather(-1, chosen[:, None])[:, 0].cpu().tolist()
