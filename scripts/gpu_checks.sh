@@ -6,7 +6,8 @@
 #   bash scripts/gpu_checks.sh monitor    # benchmarks.monitor_overhead (with FOD), random llama3-8b, bfloat16
 #   bash scripts/gpu_checks.sh offline    # benchmarks.offline_throughput, same model
 #   bash scripts/gpu_checks.sh serve      # benchmarks.serve_load --device cuda, same model saved to a folder
-#   bash scripts/gpu_checks.sh all        # all four, in that order (several names run in the order given)
+#   bash scripts/gpu_checks.sh preset     # benchmarks.preset_cost --random-weights: the quality preset's cost
+#   bash scripts/gpu_checks.sh all        # all five, in that order (several names run in the order given)
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), DEVICE (cuda), SHAPE (llama3-8b),
 # DTYPE (bfloat16), TOKENIZER (a saved tokenizer's folder; default SmolLM2's, embedded), LOGS (folder for the
@@ -28,11 +29,11 @@ mkdir -p "$LOGS"
 if [ -n "${CHECK:-}" ]; then
     SHAPE=tiny DEVICE=cpu DTYPE=float32
     MON=(--tokens 8 --rounds 1 --prompts 1) OFF=(--limit 2 --rounds 1 --batch-size 2)
-    SRV=(--tokens 8 --requests 2 --concurrency 1,2 --rounds 1)
+    SRV=(--tokens 8 --requests 2 --concurrency 1,2 --rounds 1) PRE=(--presets default --limit 1 --tokens 4 --rounds 1)
     export SYNCHECK_TEST_DEVICE=cpu
 else
     MON=(--tokens 128 --rounds 3 --prompts 2) OFF=(--limit 32 --rounds 3 --batch-size 16)
-    SRV=(--tokens 64 --requests 8 --concurrency 1,4,8 --rounds 3 --with-fod)
+    SRV=(--tokens 64 --requests 8 --concurrency 1,4,8 --rounds 3 --with-fod) PRE=(--limit 8 --tokens 128 --rounds 3)
 fi
 
 step() {  # name, command...: run it, keep its log, say how it ended
@@ -68,6 +69,10 @@ run_serve() {
         ${SERVE_ARGS:-}
 }
 
+run_preset() {
+    step preset_cost "$PYTHON" -m benchmarks.preset_cost --random-weights "${TOK[@]}" --device "$DEVICE" "${PRE[@]}"
+}
+
 env_info
 for what in "${@:-all}"; do
     case "$what" in
@@ -75,7 +80,8 @@ for what in "${@:-all}"; do
         monitor) run_monitor ;;
         offline) run_offline ;;
         serve) run_serve ;;
-        all) run_tests; run_monitor; run_offline; run_serve ;;
-        *) echo "usage: $0 [tests|monitor|offline|serve|all]..." >&2; exit 2 ;;
+        preset) run_preset ;;
+        all) run_tests; run_monitor; run_offline; run_serve; run_preset ;;
+        *) echo "usage: $0 [tests|monitor|offline|serve|preset|all]..." >&2; exit 2 ;;
     esac
 done
