@@ -13,6 +13,7 @@ Modules:
 - :mod:`~syncheck.live.emission`: when a sentence is finished (the emission policy);
 - :mod:`~syncheck.live.engine`: :class:`LiveEngine` (prefill, choose, step);
 - :mod:`~syncheck.live.deferred_kl`: the without-context pass at sentence ends (KL, PMI, boundaries);
+- :mod:`~syncheck.live.background`: that pass's forward on a worker thread beside decoding (the monitor on CPU);
 - :mod:`~syncheck.live.branching`: select, cut, expand and merge over the caches (FOD's beams).
 """
 
