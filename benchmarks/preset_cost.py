@@ -117,15 +117,15 @@ def _scorer(preset: dict, args):
 
     if not args.random_weights:
         return Scorer(preset["model"], dtype=preset["dtype"], device=args.device)
-    from importlib import resources
-
     from benchmarks.random_shape import random_model
+    from syncheck.aggregators.resolve import shipped_aggregator_dirs_for
 
     dtype = model_dtype(preset["dtype"], args.device)
     lm = random_model(preset["model"], tokenizer=args.tokenizer, device=args.device, dtype=dtype)
-    shipped = resources.files("syncheck") / "data" / "aggregators"
-    folder = {"smollm2-135m": "default"}.get(preset["model"], preset["model"].replace("-", "_").replace(".", "_"))
-    return Scorer(lm, aggregator=str(shipped / folder))
+    shipped = shipped_aggregator_dirs_for(preset["model"])
+    if not shipped:
+        raise SystemExit(f"no aggregator ships for {preset['model']!r}: --random-weights needs one (drop the flag)")
+    return Scorer(lm, aggregator=str(shipped[0][0]))
 
 
 if __name__ == "__main__":

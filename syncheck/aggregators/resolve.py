@@ -53,6 +53,21 @@ def shipped_aggregator_dirs() -> list[Path]:
     return [default_aggregator_dir(), *others]
 
 
+def shipped_aggregator_dirs_for(name: str, fingerprint: str | None = None) -> list[tuple[Path, str | None]]:
+    """The shipped aggregators trained on model ``name`` (or on a model with ``fingerprint``), with the model
+    each names, in :func:`shipped_aggregator_dirs`' order."""
+    from syncheck.aggregators.io import read_meta
+
+    found = []
+    for shipped_dir in shipped_aggregator_dirs():
+        if not (shipped_dir / "meta.json").is_file():
+            continue
+        trained = read_meta(shipped_dir).get("scorer") or {}
+        if (fingerprint and trained.get("fingerprint") == fingerprint) or trained.get("model") == name:
+            found.append((shipped_dir, trained.get("model")))
+    return found
+
+
 def portable_aggregator_dir() -> Path:
     """Directory of the shipped portable aggregator (any causal LM)."""
     return Path(str(resources.files("syncheck.data").joinpath("aggregators", "portable")))
@@ -180,7 +195,7 @@ def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:
 
 def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     """The calibrated, shipped or portable aggregator for ``scorer``'s model (see the module docstring)."""
-    from syncheck.aggregators.io import load_aggregator, read_meta
+    from syncheck.aggregators.io import load_aggregator
     from syncheck.calibrations import calibrations_for_name, find_calibration
 
     name = str(getattr(scorer.lm, "name", "model"))
@@ -199,17 +214,13 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
                 f"the aggregator calibrated for {name!r} ({stale[-1]['path']}) was fitted on a model with fingerprint "
                 f"{stale[-1]['fingerprint']}, and this one's is {fingerprint}: its config or weights changed, so it is "
                 f"not used. Calibrate again: {calibrate_hint(name)}"))
-    for shipped_dir in shipped_aggregator_dirs():
-        if not (shipped_dir / "meta.json").is_file():
-            continue
-        trained = read_meta(shipped_dir).get("scorer") or {}
-        if (fingerprint and trained.get("fingerprint") == fingerprint) or trained.get("model") == name:
-            agg, probes, missing = _load_for(shipped_dir, scorer)
-            if not missing:
-                return agg, probes, "default"
-            which = "the default aggregator" if shipped_dir == default_aggregator_dir() else \
-                f"the aggregator shipped for {trained.get('model')}"
-            skipped.append(f"{which} needs {', '.join(missing)}")
+    for shipped_dir, model in shipped_aggregator_dirs_for(name, fingerprint):
+        agg, probes, missing = _load_for(shipped_dir, scorer)
+        if not missing:
+            return agg, probes, "default"
+        which = "the default aggregator" if shipped_dir == default_aggregator_dir() else \
+            f"the aggregator shipped for {model}"
+        skipped.append(f"{which} needs {', '.join(missing)}")
     portable_dir = portable_aggregator_dir()
     if (portable_dir / "meta.json").is_file():
         agg = load_aggregator(portable_dir)
