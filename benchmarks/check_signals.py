@@ -9,9 +9,9 @@ the question in the prompt, the default scorer with its final model), and the sc
 default aggregator: a rerun scores nothing, a retrained default scores again). Then, per signal, the response
 AUROC (label 1 = faithful) with a 95% bootstrap interval over records:
 
-- the check's own statistics: the response verdict over final scores (the default), what ``syncheck check --task
+- the check's own statistics: the response verdict over final scores (``--task qa``), what ``syncheck check --task
   summary`` gives (the verdict averaged with the answer's mean ``local_support``; one premise of every chunk, as
-  here), the mean and the minimum of the live and of the final sentence scores;
+  here), the default ``--task auto`` (each answer one or the other by its question), the mean and the minimum of the live and of the final sentence scores;
 - every sentence feature's response mean, read in the feature's own sign convention (:mod:`features.registry`;
   "which way" names it): a figure under 0.5 is a signal that points the wrong way on this set;
 - with ``--ragtruth``: a *support-only* sentence model (logistic regression over the context-support features
@@ -40,7 +40,7 @@ from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign
 from syncheck.stats import bootstrap_auroc
-from syncheck.support import SUMMARY_LEXICAL_WEIGHT, lean_on_lexical
+from syncheck.support import SUMMARY_LEXICAL_WEIGHT, answer_task, lean_on_lexical
 
 SECTION = "### What the final check reads: the last `check_signals` run"
 #: Features that compare the answer with its context and read nothing of its fluency on its own.
@@ -125,15 +125,37 @@ def support_model(ragtruth: str):
     return make_aggregator("lr", feature_names=list(SUPPORT_FEATURES)).fit(X, table.label)
 
 
-def signals(rows: list[dict], model: Any = None) -> dict[str, tuple[np.ndarray, str]]:
-    """``{signal: (per-response score, direction note)}``, higher = faithful for every score as returned."""
+def checked_as_default(row: dict, question: str | None) -> float:
+    """The support ``syncheck check``'s default (``--task auto``) gives a scored row whose answer has ``question``."""
+    if answer_task(question) == "summary":
+        return float(lean_on_lexical(row["response_score"], mean_local_support_of(row), SUMMARY_LEXICAL_WEIGHT))
+    return float(row["response_score"])
+
+
+def mean_local_support_of(row: dict) -> float:
+    """The row's mean ``local_support`` (the summary task's lexical support), NaN where the row has none."""
+    return float(_response_mean([row], "local_support")[0])
+
+
+def signals(rows: list[dict], model: Any = None,
+            questions: Sequence[str | None] | None = None) -> dict[str, tuple[np.ndarray, str]]:
+    """``{signal: (per-response score, direction note)}``, higher = faithful for every score as returned.
+
+    ``questions`` (one per row) give the row of the check's default, ``--task auto``, which checks each answer as a
+    summary or a QA answer by its question (:func:`syncheck.support.answer_task`).
+    """
     out: dict[str, tuple[np.ndarray, str]] = {}
     verdict = np.asarray([r["response_score"] for r in rows])
-    out["verdict over final scores (the check's default)"] = (verdict, "")
+    out["the check with --task qa (verdict over final scores)"] = (verdict, "")
     if all("local_support" in s["features"] for r in rows for s in r["sentences"]):
         w = SUMMARY_LEXICAL_WEIGHT
-        out[f"the check with --task summary (verdict and mean local_support, weight {w})"] = (
-            lean_on_lexical(verdict, _response_mean(rows, "local_support"), w), "")
+        leaning = lean_on_lexical(verdict, _response_mean(rows, "local_support"), w)
+        out[f"the check with --task summary (verdict and mean local_support, weight {w})"] = (leaning, "")
+        if questions is not None:
+            summaries = sum(answer_task(q) == "summary" for q in questions)
+            out["the check's default, --task auto (each answer by its question)"] = (
+                np.asarray([checked_as_default(r, q) for r, q in zip(rows, questions)]),
+                f"{summaries} of {len(rows)} answers checked as summaries")
     for key, title in (("score", "live"), ("final_score", "final")):
         vals = [[s[key] for s in r["sentences"]] for r in rows]
         out[f"mean {title} sentence score"] = (np.asarray([np.mean(v) for v in vals]), "")
@@ -180,13 +202,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, tuple[float, float, flo
     y = np.asarray([r["label"] for r in rows])
     groups = [r["group"] for r in rows]
     model = support_model(args.ragtruth) if args.ragtruth else None
+    question_of = {e.id: e.question for e in examples}
     results = {}
     lines = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.check_signals "
              + " ".join(argv if argv is not None else sys.argv[1:]) + f"` ({time.perf_counter() - t0:.0f} s). "
              f"HaluEval {SET_TITLES[args.set]}, records {args.start}-{args.start + args.limit - 1}: {len(rows)} answers "
              f"({int(y.sum())} faithful). AUROC [95% CI over records], label 1 = faithful.", "",
              "| signal (response level) | AUROC | which way |", "| --- | --- | --- |"]
-    for name, (score, note) in signals(rows, model).items():
+    for name, (score, note) in signals(rows, model, [question_of[r["id"]] for r in rows]).items():
         results[name] = bootstrap_auroc(y, score, n=args.bootstrap, groups=groups, seed=args.seed)
         auc, lo, hi = results[name]
         lines.append(f"| {name} | {auc:.3f} [{lo:.2f}, {hi:.2f}] | {note or '-'} |")

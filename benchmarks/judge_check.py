@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.check_signals import cached_rows, row_cache, score_rows
+from benchmarks.check_signals import cached_rows, checked_as_default, row_cache, score_rows
 from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
@@ -120,9 +120,11 @@ def judge_record(scorer: Any, group: list, forms: Sequence[str]) -> list[dict[st
 
 
 def default_scores(examples: list, work: Path, subset: str, start: int) -> dict[str, float]:
-    """``{id: response score}`` of ``syncheck check``'s default on the same answers (check_signals' row cache)."""
+    """``{id: support}`` of ``syncheck check``'s default (``--task auto``) on the same answers (check_signals' row
+    cache)."""
     rows = score_rows(examples, row_cache(work, subset, start))
-    return {r["id"]: r["response_score"] for r in rows if r["error"] is None and r["sentences"]}
+    question_of = {e.id: e.question for e in examples}
+    return {r["id"]: checked_as_default(r, question_of[r["id"]]) for r in rows if r["error"] is None and r["sentences"]}
 
 
 def evaluate(subset: str, rows: list[dict[str, Any]], default: dict[str, float] | None, judge: str,
@@ -134,7 +136,8 @@ def evaluate(subset: str, rows: list[dict[str, Any]], default: dict[str, float] 
     scores: dict[str, np.ndarray] = {f"`syncheck check --nli {judge} --claim {f}`": judged[f] for f in forms}
     if default is not None:
         checked = np.asarray([default[r["id"]] for r in rows])
-        scores["`syncheck check` default (SynCheck support, verdict over final scores)"] = checked
+        scores["`syncheck check` default (SynCheck support; `--task auto`: the verdict over final scores, leaning on "
+               "the mean `local_support` for summaries)"] = checked
         for f in forms:
             scores[f"mean of the default and the judge (`--claim {f}`; equal weights, nothing fitted)"] = (
                 judged[f] + checked) / 2

@@ -24,6 +24,7 @@ Sign convention: ``factuality`` in ``[0, 1]``, higher = better supported.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
@@ -227,13 +228,21 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     return make_alignment_scorer(spec, device=device, dtype=dtype, **kwargs)
 
 
-def _lean_on_lexical_support(support: Any) -> None:
-    """Give a ``syncheck`` support backend (or each one in a mean of backends) the summary task's lexical weight."""
-    from syncheck.support import SUMMARY_LEXICAL_WEIGHT, SynCheckSupport
+def summary_support(support: Any) -> Any:
+    """``support`` as it checks summaries: a ``syncheck`` backend (alone or in a mean of backends) with the summary
+    task's lexical weight (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`); a copy, so the backend keeps checking QA
+    answers as before. Any other backend is returned as it is: it reads summaries as it reads answers."""
+    from syncheck.support import SUMMARY_LEXICAL_WEIGHT, MeanSupport, SynCheckSupport
 
-    for backend in getattr(support, "members", [support]):
-        if isinstance(backend, SynCheckSupport):
-            backend.lexical_weight = SUMMARY_LEXICAL_WEIGHT
+    if isinstance(support, SynCheckSupport):
+        leaning = copy.copy(support)  # shares the scorer: no second model
+        leaning.lexical_weight = SUMMARY_LEXICAL_WEIGHT
+        return leaning
+    if isinstance(support, MeanSupport):
+        leaning = copy.copy(support)
+        leaning.members = [summary_support(m) for m in support.members]
+        return leaning
+    return support
 
 
 class ProvenanceChecker:
@@ -270,10 +279,12 @@ class ProvenanceChecker:
             premise, checked once (``aggregation`` is then moot: every source reports the joint support).
         query: what relevance ranks the chunks against: ``"question"`` (the paper) or
             ``"question+answer"`` (the answer alone without a question, e.g. for a summary).
-        task: what the answers are (:data:`syncheck.support.TASKS`): ``"qa"`` (default) or ``"summary"``: the
-            ``syncheck`` support (alone or in a ``+`` mean) then also leans on the answer's lexical support
-            (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`; a backend object passed in as ``nli`` gets that
-            ``lexical_weight`` set); other backends read summaries as they read answers.
+        task: what the answers are (:data:`syncheck.support.TASKS`): ``"summary"``: the ``syncheck`` support (alone
+            or in a ``+`` mean) then also leans on the answer's lexical support
+            (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`, through :func:`summary_support`; the backend passed in
+            is not changed); other backends read summaries as they read answers. ``"qa"``: every answer answers a
+            question. ``"auto"`` (default): each answer by its question (:func:`syncheck.support.answer_task`): a
+            summary where there is no question or it asks for a summary, else a QA answer.
     """
 
     def __init__(
@@ -291,7 +302,7 @@ class ProvenanceChecker:
         claim: str = "paper",
         premise: str = DEFAULT_PREMISE,
         query: str = DEFAULT_QUERY,
-        task: str = "qa",
+        task: str = "auto",
     ) -> None:
         from syncheck.support import TASKS
 
@@ -320,8 +331,13 @@ class ProvenanceChecker:
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
         self.premise, self.query, self.task = premise, query, task
         self.batch_size = batch_size
-        if task == "summary":
-            _lean_on_lexical_support(self.nli)
+        self._summary_nli = summary_support(self.nli)
+
+    def support_for(self, question: str | None) -> Any:
+        """The support backend an answer to ``question`` is checked with under this checker's ``task``."""
+        from syncheck.support import answer_task
+
+        return self._summary_nli if answer_task(question, self.task) == "summary" else self.nli
 
     @classmethod
     def for_scorer(cls, scorer: Any, **kwargs: Any) -> "ProvenanceChecker":
@@ -356,7 +372,7 @@ class ProvenanceChecker:
             probs = self.relevance_probabilities(relevance_query(question, answer, self.query), chunks)
             chosen = select_top_k(probs, self.top_k) if self.top_k is not None else select_top_p(probs, self.top_p)
             premises = [joined_premise(chunks, chosen)] if self.premise == "joined" else [chunks[i] for i in chosen]
-            scores = claim_supports(self.nli, premises, [answer] * len(premises), [question] * len(premises),
+            scores = claim_supports(self.support_for(question), premises, [answer] * len(premises), [question] * len(premises),
                                     self.claim, self.batch_size)
             if self.premise == "joined":
                 scores = [scores[0]] * len(chosen)

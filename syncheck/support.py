@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import re
+
 import numpy as np
 
 from features.sentences import split_sentences
@@ -33,8 +35,11 @@ STATISTICS = ("min", "verdict", "live_verdict")
 #: against 0.678 for the whole summary: a sentence read alone loses its referents; benchmarks/RESULTS.md).
 CLAIMS = ("paper", "answer", "sentences")
 #: What the checked answers are (``syncheck check --task``): ``qa``, answers to a question; ``summary``, summaries of
-#: their documents, whose support also leans on the lexical support (:data:`SUMMARY_LEXICAL_WEIGHT`).
-TASKS = ("qa", "summary")
+#: their documents, whose support also leans on the lexical support (:data:`SUMMARY_LEXICAL_WEIGHT`); ``auto``
+#: (the default), each answer by its question (:func:`answer_task`).
+TASKS = ("auto", "qa", "summary")
+#: A question that asks for a summary ("Summarize the document.", "Give a summary of ...", "TL;DR").
+_SUMMARY_REQUEST = re.compile(r"\bsummar(?:y|ies|i[sz]e[sd]?|i[sz]ing|i[sz]ation)\b|\btl;?\s?dr\b", re.IGNORECASE)
 #: Weight of an answer's mean ``local_support`` in the syncheck support of a summary (the rest is the verdict).
 #: Chosen as the largest of 0.25 / 0.5 / 0.75 that kept RAGTruth Summary's response AUROC at or above the verdict's
 #: (0.724 against 0.715; 0.75 gave 0.709), on HaluEval summarization records 600-649 (0.683 against the verdict's
@@ -43,6 +48,22 @@ TASKS = ("qa", "summary")
 #: faithful ones journalists' highlights); the lexical support reads only whether one document sentence holds each
 #: answer sentence's words.
 SUMMARY_LEXICAL_WEIGHT = 0.5
+
+
+def answer_task(question: str | None, task: str = "auto") -> str:
+    """``"qa"`` or ``"summary"``: what one answer is checked as under ``task`` (one of :data:`TASKS`).
+
+    ``"auto"`` reads the question: an answer with no question, or to one that asks for a summary (HaluEval's
+    "Summarize the document.", RAGTruth's "Summarize the news article in the context.") is a summary, any other
+    a QA answer. Any other ``task`` is returned as it is.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
+    if task != "auto":
+        return task
+    if not question or not question.strip() or _SUMMARY_REQUEST.search(question):
+        return "summary"
+    return "qa"
 
 
 def claim_prompt(question: str | None, answer: str) -> str:

@@ -244,6 +244,29 @@ def test_syncheck_support_backend_scores_each_source_with_the_question(tiny_lm):
     assert ProvenanceChecker.for_scorer(Scorer(tiny_lm, lid=None, aggregator=None)).nli.name == "lexical"
 
 
+@pytest.mark.parametrize(("question", "task"), [
+    (None, "summary"), ("", "summary"), ("  ", "summary"),
+    ("Summarize the document.", "summary"), ("Summarize the news article in the context.", "summary"),
+    ("Give a short summary of the report", "summary"), ("summarise this", "summary"), ("TL;DR?", "summary"),
+    ("Write a summarization of the text.", "summary"),
+    ("When was the tower completed?", "qa"), ("Who summarily dismissed him?", "qa"),
+    ("Write an objective overview of the local business described by the structured data in the context, based "
+     "only on that data.", "qa"),
+])
+def test_auto_task_reads_the_question(question, task):
+    from syncheck.support import answer_task
+
+    assert answer_task(question) == task
+    assert answer_task(question, "qa") == "qa" and answer_task(question, "summary") == "summary"
+
+
+def test_answer_task_rejects_an_unknown_task():
+    from syncheck.support import answer_task
+
+    with pytest.raises(ValueError, match=r"unknown task 'news'; use one of \('auto', 'qa', 'summary'\)"):
+        answer_task("When?", "news")
+
+
 def test_summary_task_averages_the_verdict_with_the_mean_local_support(tiny_lm):
     """``task="summary"`` (``syncheck check --task summary``): the syncheck support leans on the lexical support."""
     from syncheck.aggregators import make_aggregator
@@ -264,11 +287,23 @@ def test_summary_task_averages_the_verdict_with_the_mean_local_support(tiny_lm):
     with pytest.raises(ValueError, match=r"lexical_weight must be in \[0, 1\]"):
         SynCheckSupport(scorer, lexical_weight=1.5)
     checker = ProvenanceChecker("bm25", SynCheckSupport(scorer), task="summary")
-    assert checker.nli.lexical_weight == w
+    leaning_view = checker.support_for("When was it completed?")
+    assert leaning_view.lexical_weight == w and leaning_view.scorer is scorer  # a copy: no second model
+    assert checker.nli.lexical_weight == 0.0  # the backend passed in is not changed
     mean = MeanSupport([SynCheckSupport(scorer), "lexical-stub"])
-    ProvenanceChecker("bm25", mean, task="summary")
-    assert mean.members[0].lexical_weight == w  # a syncheck member of a mean leans too; the others are untouched
-    assert ProvenanceChecker("bm25", SynCheckSupport(scorer)).nli.lexical_weight == 0.0  # the qa default
+    leaning_mean = ProvenanceChecker("bm25", mean, task="summary").support_for(None)
+    assert leaning_mean.members[0].lexical_weight == w  # a syncheck member of a mean leans too
+    assert leaning_mean.members[1] == "lexical-stub" and mean.members[0].lexical_weight == 0.0
+    qa = ProvenanceChecker("bm25", SynCheckSupport(scorer), task="qa")
+    assert qa.support_for(None).lexical_weight == 0.0
+    auto = ProvenanceChecker("bm25", SynCheckSupport(scorer))  # the default: each answer by its question
+    assert auto.task == "auto"
+    assert auto.support_for("Summarize the document.").lexical_weight == w
+    assert auto.support_for(None).lexical_weight == w
+    assert auto.support_for("When was it completed?").lexical_weight == 0.0
+    by_auto = auto.check(question="Summarize the document.", context=premise, answer=answer)
+    by_summary = checker.check(question="Summarize the document.", context=premise, answer=answer)
+    assert by_auto.error is None and by_auto.factuality == pytest.approx(by_summary.factuality)
     with pytest.raises(ValueError, match="unknown task 'summaries'; use one of"):
         ProvenanceChecker("bm25", SynCheckSupport(scorer), task="summaries")
     with pytest.raises(ValueError, match=r"needs each sentence's local_support .*text_checks=True"):
@@ -353,8 +388,18 @@ def test_check_cli_model_picks_the_syncheck_support_model(tiny_dir, tmp_path):
                                     "--premise", "joined", "--task", "summary"])
     assert res.exit_code == 0, res.output
     assert json.loads(summary.read_text(encoding="utf-8"))["factuality"] != row["factuality"]  # it leans on lexical
+    asked = tmp_path / "asked.jsonl"  # the default --task auto checks an answer to "Summarize ..." as a summary
+    asked.write_text(json.dumps({"id": 1, "context": CONTEXT, "question": "Summarize the document.",
+                                 "response": "It was completed in 1889."}) + "\n", encoding="utf-8")
+    rows = {}
+    for task in ("auto", "summary", "qa"):
+        res = CliRunner().invoke(main, ["check", str(asked), "-o", str(tmp_path / f"{task}.jsonl"), "--model",
+                                        str(tiny_dir), "--top-k", "2", "--premise", "joined", "--task", task])
+        assert res.exit_code == 0, res.output
+        rows[task] = json.loads((tmp_path / f"{task}.jsonl").read_text(encoding="utf-8"))["factuality"]
+    assert rows["auto"] == rows["summary"] != rows["qa"]
     bad_task = CliRunner().invoke(main, ["check", str(inp), "--task", "news"])
-    assert bad_task.exit_code == 2 and "'news' is not one of 'qa', 'summary'" in bad_task.output
+    assert bad_task.exit_code == 2 and "'news' is not one of 'auto', 'qa', 'summary'" in bad_task.output
     missing = CliRunner().invoke(main, ["check", str(inp), "--model", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "nope" in missing.output
     both = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--model", str(tiny_dir)])
