@@ -11,7 +11,8 @@ AUROC (label 1 = faithful) with a 95% bootstrap interval over records:
 
 - the check's own statistics: the response verdict over final scores (``--task qa``), what ``syncheck check --task
   summary`` gives (the verdict averaged with the answer's mean ``local_support``; one premise of every chunk, as
-  here), the default ``--task auto`` (each answer one or the other by its question), the mean and the minimum of the live and of the final sentence scores;
+  here), the default ``--task auto`` (each answer one or the other by its question), the mean and the minimum of
+  the live and of the final sentence scores;
 - every sentence feature's response mean, read in the feature's own sign convention (:mod:`features.registry`;
   "which way" names it): a figure under 0.5 is a signal that points the wrong way on this set;
 - with ``--ragtruth``: a *support-only* sentence model (logistic regression over the context-support features

@@ -124,7 +124,8 @@ def default_scores(examples: list, work: Path, subset: str, start: int) -> dict[
     cache)."""
     rows = score_rows(examples, row_cache(work, subset, start))
     question_of = {e.id: e.question for e in examples}
-    return {r["id"]: checked_as_default(r, question_of[r["id"]]) for r in rows if r["error"] is None and r["sentences"]}
+    return {r["id"]: checked_as_default(r, question_of[r["id"]])
+            for r in rows if r["error"] is None and r["sentences"]}
 
 
 def evaluate(subset: str, rows: list[dict[str, Any]], default: dict[str, float] | None, judge: str,

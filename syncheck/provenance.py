@@ -372,8 +372,8 @@ class ProvenanceChecker:
             probs = self.relevance_probabilities(relevance_query(question, answer, self.query), chunks)
             chosen = select_top_k(probs, self.top_k) if self.top_k is not None else select_top_p(probs, self.top_p)
             premises = [joined_premise(chunks, chosen)] if self.premise == "joined" else [chunks[i] for i in chosen]
-            scores = claim_supports(self.support_for(question), premises, [answer] * len(premises), [question] * len(premises),
-                                    self.claim, self.batch_size)
+            scores = claim_supports(self.support_for(question), premises, [answer] * len(premises),
+                                    [question] * len(premises), self.claim, self.batch_size)
             if self.premise == "joined":
                 scores = [scores[0]] * len(chosen)
             supports = {int(i): float(s) for i, s in zip(chosen, scores)}

@@ -16,9 +16,8 @@ goes in the prompt, as in the rest of syncheck.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 import re
+from typing import Any, Sequence
 
 import numpy as np
 
