@@ -129,13 +129,9 @@ def support_model(ragtruth: str):
 def checked_as_default(row: dict, question: str | None) -> float:
     """The support ``syncheck check``'s default (``--task auto``) gives a scored row whose answer has ``question``."""
     if answer_task(question) == "summary":
-        return float(lean_on_lexical(row["response_score"], mean_local_support_of(row), SUMMARY_LEXICAL_WEIGHT))
+        lexical = _response_mean([row], "local_support")[0]
+        return float(lean_on_lexical(row["response_score"], lexical, SUMMARY_LEXICAL_WEIGHT))
     return float(row["response_score"])
-
-
-def mean_local_support_of(row: dict) -> float:
-    """The row's mean ``local_support`` (the summary task's lexical support), NaN where the row has none."""
-    return float(_response_mean([row], "local_support")[0])
 
 
 def signals(rows: list[dict], model: Any = None,
