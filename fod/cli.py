@@ -1,14 +1,27 @@
-"""The ``fod`` command line: ``fod generate``."""
+"""The ``fod`` command line: ``fod generate``, for one question or a JSONL file of them."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import itertools
 import json
 import sys
+from pathlib import Path
+from typing import Any, Callable
 
 import click
 
 from fod import __version__
-from syncheck.cli.common import CommandGroup, device_option, dtype_option, model_option, preset_option
+from fod.baselines import METHODS
+from syncheck.cli.common import (CommandGroup, count_lines, device_option, dtype_option, model_option, preset_option,
+                                 read_records, resume_point, write_rows)
+from syncheck.records import has_text
+
+#: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and fod-bt (FOD that only backtracks)
+METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
+#: the methods that take ``--alpha`` (the CAD family: their constructor has an ``alpha``)
+ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in inspect.signature(cls).parameters)
 
 
 @click.group(cls=CommandGroup)
@@ -21,13 +34,23 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--context", "context_path", required=True, type=click.File("r", encoding="utf-8"),
-              help="File holding the retrieved context ('-' for standard input). A JSON list of strings is taken as chunks.")
-@click.option("--question", required=True, help="The user's question.")
-@click.option("--method", default="fod", show_default=True, type=click.Choice(["fod", "fod-bt", "greedy", "abstain", "rerank", "cad"]))
+@click.option("--context", "context_path", type=click.File("r", encoding="utf-8"),
+              help="File holding the retrieved context ('-' for standard input). A JSON list of strings is taken as "
+                   "chunks. Goes with --question.")
+@click.option("--question", help="The user's question (with --context).")
+@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='Answer every row of this JSONL file instead: {"id": ..., "context": "..." or ["chunk", ...], '
+                   '"question": "..."} (the rows `syncheck score` reads; a "response" is ignored).')
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --input: output JSONL (one row per input line, same order). Default: standard output.")
+@click.option("--resume", is_flag=True,
+              help="With --input: continue an interrupted run, keeping the complete rows already in -o and answering "
+                   "only the rest.")
+@click.option("--method", default="fod", show_default=True, type=click.Choice(METHOD_NAMES))
 @preset_option
 @model_option
-@click.option("--aggregator", default="default", show_default=True, help="Aggregator directory, 'default' (calibrated for --model, else shipped, else portable), or "
+@click.option("--aggregator", default="default", show_default=True,
+              help="Aggregator directory, 'default' (calibrated for --model, else shipped, else portable), or "
                    "'none' (no scores: greedy/CAD only).")
 @click.option("--tau1", default=None, type=click.FloatRange(0, 1),
               help="Backtrack threshold (FOD), abstention threshold (abstain). Default: the value tuned for the "
@@ -36,7 +59,8 @@ def main() -> None:
               help="Sample pruning threshold (FOD). Default: the aggregator's tuned value, else the paper's 0.85.")
 @click.option("-S", "--num-samples", default=6, show_default=True, type=click.IntRange(min=1))
 @click.option("-K", "--num-beams", default=2, show_default=True, type=click.IntRange(min=1))
-@click.option("--alpha", default=0.5, show_default=True, type=float, help="CAD contrast strength.")
+@click.option("--alpha", default=0.5, show_default=True, type=float,
+              help=f"Contrast strength of the context-aware methods ({', '.join(ALPHA_METHODS)}).")
 @click.option("--max-new-tokens", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-sentences", default=8, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sampled candidates (fod, rerank).")
@@ -48,45 +72,120 @@ def main() -> None:
 @device_option
 @dtype_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Check the final answer with Provenance.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def generate(context_path, question, method, model, aggregator, tau1, tau2, num_samples, num_beams, alpha,
-             max_new_tokens, max_sentences, seed, temperature, top_p, stop, device, dtype, check, as_json):
-    """Answer QUESTION from the context, scoring each sentence; steer away from unfaithful ones."""
-    from fod.baselines import METHODS
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object instead of text (with --input, rows are always JSON).")
+def generate(context_path, question, input_path, output_path, resume, method, model, aggregator, tau1, tau2,
+             num_samples, num_beams, alpha, max_new_tokens, max_sentences, seed, temperature, top_p, stop, device,
+             dtype, check, as_json):
+    """Answer --question from --context, or every question of --input, scoring each sentence; steer away from
+    unfaithful ones."""
+    _check_mode(context_path, question, input_path, output_path, resume)
+    context = None
+    if context_path is not None:
+        context = _parse_context(context_path.read())
+        if not has_text(context):
+            raise click.UsageError("the context is empty: pass a file with the retrieved text (--context FILE)")
+    total = done = 0
+    if input_path is not None:
+        total = count_lines(input_path)
+        done = resume_point(output_path, input_path, total, to_answer=True) if resume else 0
+    click.echo(f"loading {model} ...", err=True)
+    scorer, checker = _load_scorer(model, device, dtype, aggregator, check)
+    answer = answerer(method, scorer, checker, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
+                      alpha=alpha, max_new_tokens=max_new_tokens, max_sentences=max_sentences, seed=seed,
+                      temperature=temperature, top_p=top_p, stop=stop)
+    if input_path is None:
+        _print_result(answer(question=question, context=context), as_json)
+        return
+    rows = (_answer_row(item, answer, method)
+            for item in itertools.islice(read_records(input_path, to_answer=True), done, None))
+    write_rows(rows, output_path, total=total, done=done, resume=resume, desc="answering", verb="answered")
+
+
+def _check_mode(context_path, question, input_path, output_path, resume) -> None:
+    """Exactly one mode: ``--context FILE --question TEXT`` (one question) or ``--input FILE`` (a file of them)."""
+    modes = "--context FILE --question TEXT (one question) or --input QUESTIONS.jsonl (a file of questions)"
+    if context_path is None and input_path is None:
+        raise click.UsageError(f"nothing to answer: give {modes}")
+    if context_path is not None and input_path is not None:
+        raise click.UsageError(f"--context and --input both given: give {modes}, not both")
+    if input_path is not None and question is not None:
+        raise click.UsageError('--question goes with --context: with --input every row carries its own "question"')
+    if context_path is not None:
+        if question is None:
+            raise click.UsageError("--context needs --question TEXT: the question to answer from the context")
+        for name, given in (("-o/--output", output_path is not None), ("--resume", resume)):
+            if given:
+                raise click.UsageError(f"{name} goes with --input QUESTIONS.jsonl; one question is printed instead")
+
+
+def _load_scorer(model: str, device: str | None, dtype: str, aggregator: str, check: bool):
+    """The scorer of ``--model``, with the Provenance checker of the final answer (``None`` with ``--no-check``)."""
     from syncheck.scorer import Scorer
 
-    raw = context_path.read()
-    context = _parse_context(raw)
-    if not (context if isinstance(context, str) else "".join(context)).strip():
-        raise click.UsageError("the context is empty: pass a file with the retrieved text (--context FILE)")
-    click.echo(f"loading {model} ...", err=True)
     scorer = Scorer(model, device=device, dtype=dtype, aggregator=None if aggregator == "none" else aggregator)
-    checker = None
-    if check:
-        from syncheck.provenance import ProvenanceChecker
+    if not check:
+        return scorer, None
+    from fod.generator import FINAL_CHECK_TOP_K
+    from syncheck.provenance import ProvenanceChecker
 
-        from fod.generator import FINAL_CHECK_TOP_K
+    return scorer, ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
 
-        checker = ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
+
+def answerer(method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2: float | None, num_samples: int,
+             num_beams: int, alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float,
+             top_p: float, stop: tuple[str, ...]) -> Callable[..., Any]:
+    """The decoder of ``method``, built once: a function that answers ``(question=..., context=...)`` with it and
+    returns its :class:`~fod.results.GenerationResult`.
+
+    Every decoder of :data:`fod.baselines.METHODS` is built the same way: it gets the settings its constructor and
+    ``generate`` name (``threshold`` is ``tau1``), and sampled candidates when its ``generate`` takes
+    ``num_samples`` (fod, rerank), else greedy decoding. ``checker``: the final answer's checker, or ``None``.
+    """
     from syncheck.decoding import Decoding
 
-    greedy = Decoding(max_new_tokens=max_new_tokens, stop=stop)
-    sampled = Decoding(max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature, top_p=top_p,
-                       seed=seed, stop=stop)
-    common = {"checker": checker}
-    texts = {"question": question, "context": context, "max_sentences": max_sentences}
-    if method in ("fod", "fod-bt"):
-        result = METHODS["fod"](scorer, **common).generate(
-            **texts, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams, decoding=sampled,
-            backtrack_only=method == "fod-bt")
-    elif method == "abstain":
-        result = METHODS["abstain"](scorer, threshold=tau1, **common).generate(**texts, decoding=greedy)
-    elif method == "cad":
-        result = METHODS["cad"](scorer, alpha=alpha, **common).generate(**texts, decoding=greedy)
-    elif method == "rerank":
-        result = METHODS["rerank"](scorer, **common).generate(**texts, num_samples=num_samples, decoding=sampled)
-    else:
-        result = METHODS["greedy"](scorer, **common).generate(**texts, decoding=greedy)
+    cls = METHODS["fod" if method == "fod-bt" else method]
+    decoder = cls(scorer, checker=checker, **_named(cls, threshold=tau1, alpha=alpha))
+    samples = "num_samples" in inspect.signature(decoder.generate).parameters
+    decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(
+        {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if samples else {}))
+    settings = _named(decoder.generate, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
+                      max_sentences=max_sentences, backtrack_only=method == "fod-bt", decoding=decoding)
+    return functools.partial(decoder.generate, **settings)
+
+
+def _named(fn: Callable, **settings: Any) -> dict[str, Any]:
+    """The ``settings`` that ``fn`` names as parameters (one passed on through its ``**kwargs`` is left out: a
+    constructor's go to the scorer)."""
+    params = inspect.signature(fn).parameters
+    return {k: v for k, v in settings.items() if k in params}
+
+
+def _answer_row(item, answer: Callable[..., Any], method: str) -> dict[str, Any]:
+    """The output row of one input item: its answer's JSON with the item's ``id`` and ``error`` ``None``, or an
+    error row (the same fields, empty) whose ``error`` says what to fix. Settings errors stop the run."""
+    from fod.results import GenerationResult
+    from syncheck.decoding import SettingsError
+    from syncheck.records import RecordError
+
+    if isinstance(item, RecordError):
+        return {"id": item.record_id, **GenerationResult("", [], method).to_json(), "error": str(item)}
+    try:
+        result = answer(question=item.question, context=item.context)
+    except SettingsError:
+        raise  # the command's settings, the same for every row: the run stops with what to change
+    except Exception as exc:  # one bad row must not stop the others
+        error = (f"could not answer this row ({exc.__class__.__name__}: {exc}); check its context and question, or "
+                 "answer it alone with `fod generate --context FILE --question TEXT` to see the whole error")
+        return {"id": item.id, **GenerationResult("", [], method, warnings=list(item.warnings)).to_json(),
+                "error": error}
+    row = {"id": item.id, **result.to_json(), "error": None}
+    row["warnings"] = [*item.warnings, *row["warnings"]]
+    return row
+
+
+def _print_result(result, as_json: bool) -> None:
+    """One answer on standard output: its JSON object, or its text with each sentence's score."""
     if as_json:
         from syncheck.io import dumps_row, guard_row
 
@@ -107,13 +206,15 @@ def generate(context_path, question, method, model, aggregator, tau1, tau2, num_
                    f"({result.trace.get('thresholds_from')})", err=True)
     if result.trace.get("backtrack"):
         bt = result.trace["backtrack"]
-        click.echo(f"\nbacktracked before sentence {bt['sentence_index'] + 1} (score {bt['score']:.2f}): {bt['text']}", err=True)
+        click.echo(f"\nbacktracked before sentence {bt['sentence_index'] + 1} (score {bt['score']:.2f}): {bt['text']}",
+                   err=True)
     if result.final_check is not None:
         click.echo(f"\nProvenance factuality: {result.final_check.get('factuality')}", err=True)
     sys.stdout.flush()
 
 
 def _parse_context(raw: str):
+    """The ``--context`` file's text, or its chunks when it holds a JSON list of strings."""
     stripped = raw.strip()
     if stripped.startswith("["):
         try:

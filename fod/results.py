@@ -56,10 +56,12 @@ class GenerationResult:
         return sum(scores) / len(scores) if scores else None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form; a sentence without a score (no aggregator) has no ``score``, as in ``syncheck score`` rows."""
         return {
             "text": self.text,
             "sentences": [
-                {"text": s.text, "score": s.score, "features": s.to_json()["features"],
+                {"text": s.text, **({"score": s.score} if s.score is not None else {}),
+                 "features": s.to_json()["features"],
                  **({"final_score": s.final_score} if s.final_score is not None else {})} for s in self.sentences
             ],
             "response_score": self.response_score,

@@ -1,8 +1,10 @@
 """Input records and their validation.
 
 A record is one JSON object: ``{"id": ..., "context": str | [str, ...],
-"question": str (optional), "response": str}``. Validation errors say what is
-wrong and how to fix it; they never stop the other records.
+"question": str (optional), "response": str}``. A question to answer
+(``fod generate --input``) has the same shape with the question required and
+no response. Validation errors say what is wrong and how to fix it; they never
+stop the other records.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True)
 class Record:
+    """One input row: the text to score (``response``; empty for a question to answer) with its context."""
+
     id: Any
     context: str | tuple[str, ...]
     response: str
@@ -36,33 +40,38 @@ class Record:
     warnings: tuple[str, ...] = ()  # notes found while reading (e.g. a duplicate id); copied to the output row
 
 
-def parse_record(obj: Any, line_no: int | None = None) -> Record:
+def parse_record(obj: Any, line_no: int | None = None, *, to_answer: bool = False) -> Record:
     """Validate one decoded JSON value and turn it into a :class:`Record`.
+
+    Args:
+        to_answer: the record is a question to answer, not a response to score: ``question`` is required and
+            ``context`` must hold text, and a ``response`` field is ignored (the record's ``response`` is ``""``).
 
     Raises:
         RecordError: what to fix; its ``record_id`` is the record's id when one can be read.
     """
     try:
-        return _parse_record(obj, line_no)
+        return _parse_record(obj, line_no, to_answer)
     except RecordError as exc:
         exc.record_id = _lenient_id(obj) if isinstance(obj, dict) else None
         raise
 
 
-def _parse_record(obj: Any, line_no: int | None) -> Record:
+def _parse_record(obj: Any, line_no: int | None, to_answer: bool) -> Record:
     where = f"line {line_no}: " if line_no is not None else ""
     if not isinstance(obj, dict):
-        raise RecordError(f"{where}expected a JSON object with 'context' and 'response', got {type(obj).__name__}")
+        wanted = "question" if to_answer else "response"
+        raise RecordError(f"{where}expected a JSON object with 'context' and '{wanted}', got {type(obj).__name__}")
     rid = obj.get("id", line_no)
     if isinstance(rid, (dict, list)):
         raise RecordError(f"{where}'id' must be a string or number, got {type(rid).__name__}")
     if isinstance(rid, float) and not math.isfinite(rid):
         raise RecordError(f"{where}'id' must be a finite number or a string, got {rid}")
-    if "response" not in obj:
+    if "response" not in obj and not to_answer:
         raise RecordError(f"{where}missing 'response': add the text to score as \"response\": \"...\"")
     if "context" not in obj:
         raise RecordError(f"{where}missing 'context': add the retrieved text as \"context\": \"...\" or [\"chunk\", ...]")
-    response, context, question = obj["response"], obj["context"], obj.get("question")
+    response, context, question = "" if to_answer else obj["response"], obj["context"], obj.get("question")
     if not isinstance(response, str):
         raise RecordError(f"{where}'response' must be a string, got {type(response).__name__}")
     if isinstance(context, list):
@@ -73,6 +82,13 @@ def _parse_record(obj: Any, line_no: int | None) -> Record:
         raise RecordError(f"{where}'context' must be a string or a list of strings, got {type(context).__name__}")
     if question is not None and not isinstance(question, str):
         raise RecordError(f"{where}'question' must be a string or absent, got {type(question).__name__}")
+    if to_answer:
+        if question is None or not question.strip():
+            raise RecordError(f"{where}{'empty' if question is not None else 'missing'} 'question': add the question "
+                              "to answer as \"question\": \"...\"")
+        if not has_text(context):
+            raise RecordError(f"{where}empty 'context': add the retrieved text the answer must come from as "
+                              "\"context\": \"...\" or [\"chunk\", ...]")
     texts = {"id": rid, "response": response, "question": question}
     texts.update({"context" if isinstance(context, str) else f"context[{i}]": c
                   for i, c in enumerate([context] if isinstance(context, str) else context)})
@@ -84,12 +100,13 @@ def _parse_record(obj: Any, line_no: int | None) -> Record:
     return Record(id=rid, context=context, response=response, question=question)
 
 
-def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | RecordError]]:
+def read_jsonl(lines: Iterable[str | bytes], *, to_answer: bool = False) -> Iterator[tuple[int, Record | RecordError]]:
     """Yield ``(line_no, record or error)`` for every non-blank line, 1-based.
 
     Lines may be ``bytes`` (read in binary mode): a line that is not UTF-8
     becomes an error row instead of stopping the whole file. A record whose
     id an earlier line already used carries a warning naming that line.
+    ``to_answer``: the lines are questions to answer (see :func:`parse_record`).
     """
     first_line: dict[Any, int] = {}
     for line_no, line in enumerate(lines, 1):
@@ -110,7 +127,7 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
             yield line_no, RecordError(f"line {line_no}: not valid JSON ({exc}); fix the line")
             continue
         try:
-            rec = parse_record(obj, line_no)
+            rec = parse_record(obj, line_no, to_answer=to_answer)
         except RecordError as exc:
             yield line_no, exc
             continue
@@ -122,6 +139,11 @@ def read_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Record | Rec
         else:
             first_line[key] = line_no
         yield line_no, rec
+
+
+def has_text(context: str | Iterable[str]) -> bool:
+    """Whether a context (one text, or its chunks) holds anything but whitespace."""
+    return any(c.strip() for c in ([context] if isinstance(context, str) else context))
 
 
 #: what a blank line of a JSONL file may hold (JSON's whitespace, and what ``bytes.strip`` also takes: \v, \f)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 import click
 
@@ -87,10 +88,13 @@ class CommandGroup(click.Group):
             raise UserError(str(exc)) from None
 
 
-def read_records(path: Path) -> Iterator[Record | RecordError]:
-    """Records of a JSONL file, in order; bad lines (invalid UTF-8 or JSON, bad fields) come as errors."""
+def read_records(path: Path, *, to_answer: bool = False) -> Iterator[Record | RecordError]:
+    """Records of a JSONL file, in order; bad lines (invalid UTF-8 or JSON, bad fields) come as errors.
+
+    ``to_answer``: the rows are questions to answer, not responses to score (:func:`syncheck.records.parse_record`).
+    """
     with open(path, "rb") as f:
-        for _, item in read_jsonl(f):
+        for _, item in read_jsonl(f, to_answer=to_answer):
             yield item
 
 
@@ -98,6 +102,57 @@ def count_lines(path: Path) -> int:
     """Rows :func:`read_records` yields for ``path``: its lines that are not blank."""
     with open(path, "rb") as f:
         return sum(1 for line in f if not is_blank(line))
+
+
+def resume_point(output_path: Path | None, input_path: Path, total: int, *, to_answer: bool = False) -> int:
+    """``--resume``: the rows of an interrupted run's output that are kept (the file is cut to them, and checked
+    against the ids of ``input_path``); the run goes on from there. A mismatch ends the command with what to do."""
+    from syncheck.io import ResumeError, output_id, prepare_resume
+
+    if output_path is None:
+        raise click.UsageError("--resume needs -o OUTPUT.jsonl: the file of the interrupted run")
+    try:
+        done = prepare_resume(output_path, [output_id(item) for item in read_records(input_path, to_answer=to_answer)])
+    except ResumeError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"resuming: {done} of {total} rows already in {output_path}", err=True)
+    return done
+
+
+def write_rows(rows: Iterable[dict], output_path: Path | None, *, total: int, done: int = 0, resume: bool = False,
+               group_size: int = 1, desc: str = "scoring", verb: str = "scored",
+               show: Callable[[dict], None] | None = None) -> None:
+    """Write ``rows`` (the rows after the ``done`` already in the file) as JSON lines, with a progress bar on
+    standard error, then a summary line there.
+
+    Args:
+        output_path: the output file (appended to with ``resume``), or ``None`` for standard output.
+        total: rows of the whole input (the bar's length).
+        group_size: rows per commit (:class:`~syncheck.io.RowWriter`).
+        desc: the bar's label (``scoring``, ``answering``).
+        verb: what the command did to a row, for the summary (``scored``, ``answered``).
+        show: called with every row as written (e.g. to print it).
+    """
+    from tqdm import tqdm
+
+    from syncheck.io import RowWriter
+
+    out = open(output_path, "a" if resume else "w", encoding="utf-8") if output_path else sys.stdout
+    writer = RowWriter(out, group_size=group_size, start=done)
+    try:
+        with tqdm(total=total, initial=done, unit="row", desc=desc, file=sys.stderr, disable=None) as bar:
+            for row in rows:
+                row = writer.write(row)
+                if show is not None:
+                    show(row)
+                bar.update(1)
+        writer.flush()
+    finally:
+        if output_path:
+            out.close()
+    kept = f" ({done} kept from the interrupted run, {total - done} {verb} now)" if done else ""
+    click.echo(f"{total} rows{kept}, {writer.errors} {'new ' if done else ''}with errors"
+               + (f"; wrote {output_path}" if output_path else ""), err=True)
 
 
 def quiet_transformers() -> None:

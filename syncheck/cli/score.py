@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
-from syncheck.cli.common import count_lines, device_option, dtype_option, model_option, preset_option, read_records
+from syncheck.cli.common import (count_lines, device_option, dtype_option, model_option, preset_option, read_records,
+                                 resume_point, write_rows)
 
 
 def _alignment_spec(value: str) -> str:
@@ -89,8 +88,6 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
     "question": "..." (optional), "response": "..."}.
     """
-    from syncheck.io import ResumeError, RowWriter, output_id, prepare_resume
-
     total = count_lines(input_path)
     scorer_kwargs = dict(
         model=model,
@@ -109,15 +106,7 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
         response_aggregation=response_aggregation,
         final_scores=final_scores,
     )
-    done = 0
-    if resume:
-        if output_path is None:
-            raise click.UsageError("--resume needs -o OUTPUT.jsonl: the file of the interrupted run")
-        try:
-            done = prepare_resume(output_path, [output_id(item) for item in read_records(input_path)])
-        except ResumeError as exc:
-            raise click.ClickException(str(exc)) from None
-        click.echo(f"resuming: {done} of {total} rows already in {output_path}", err=True)
+    done = resume_point(output_path, input_path, total) if resume else 0
     # Restart on a batch boundary so every batch holds the same records as in an uninterrupted run (features
     # depend on batch composition in their last bits); rows of a half-written batch that are already in the
     # file are recomputed for that but not written again.
@@ -137,22 +126,8 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
         from syncheck.engines.local import score_local
 
         rows = score_local(items, scorer_kwargs)
-    out = open(output_path, "a" if resume else "w", encoding="utf-8") if output_path else sys.stdout
-    writer = RowWriter(out, group_size=batch_size, start=done)
-    try:
-        with tqdm(total=total, initial=done, unit="row", desc="scoring", file=sys.stderr, disable=None) as bar:
-            for row in itertools.islice(rows, done - start, None):
-                row = writer.write(row)
-                if show:
-                    _show(row)
-                bar.update(1)
-        writer.flush()
-    finally:
-        if output_path:
-            out.close()
-    kept = f" ({done} kept from the interrupted run, {total - done} scored now)" if done else ""
-    click.echo(f"{total} rows{kept}, {writer.errors} {'new ' if done else ''}with errors"
-               + (f"; wrote {output_path}" if output_path else ""), err=True)
+    write_rows(itertools.islice(rows, done - start, None), output_path, total=total, done=done, resume=resume,
+               group_size=batch_size, show=_show if show else None)
 
 
 def _show(row: dict) -> None:
