@@ -7,11 +7,12 @@ Contexts (the question and the documents only; stored answers are never read):
   for an objective overview), interleaved so a partial run stays balanced;
 - HaluEval QA records (the records ``benchmarks.fod_faithfulness`` uses, original contexts).
 
-Methods: greedy, abstain, rerank, CAD, FOD backtrack-only, FOD as the paper's Algorithm 1 (``fod-paper``:
+Methods: greedy, abstain, rerank, CAD, AdaCAD, FOD backtrack-only, FOD as the paper's Algorithm 1 (``fod-paper``:
 sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
 token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
-``fod-beam``, ``fod-no-meta``).
+``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-no-specifics``: no flag on an unsupported
+specific, ``fod-greedy-decode``: plain greedy phases, ``fod-t07``: candidates at temperature 0.7).
 
 Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
 
@@ -66,8 +67,13 @@ FOD_VARIANTS = {
     "fod-no-degenerate": {"stop_degenerate": False},
     "fod-no-meta": {"stop_degenerate": ("no_content", "repeat", "question")},
     "fod-beam": {"search": "beam"},
+    "fod-cad": {"steer": "cad"},
+    "fod-s12": {"num_samples": 12},
+    "fod-no-specifics": {"flag_specifics": False},
+    "fod-greedy-decode": {"decode": "greedy"},
+    "fod-t07": {"temperature": 0.7},
 }
-METHODS = ("greedy", "abstain", "rerank", "cad", *FOD_VARIANTS)
+METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
 
 def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> list[dict]:
@@ -96,11 +102,11 @@ def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> 
 
 
 def build(scorer, methods):
-    from fod.baselines import AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
+    from fod.baselines import METHODS as BASELINES
     from fod.generator import FODGenerator
 
     kw = {"checker": None}
-    base = {"greedy": GreedyGenerator, "abstain": AbstainGenerator, "rerank": RerankGenerator, "cad": CADGenerator}
+    base = {m: g for m, g in BASELINES.items() if m != "fod"}
     gens = {m: base[m](scorer, **kw) for m in methods if m in base}
     if any(m in FOD_VARIANTS for m in methods):
         fod = FODGenerator(scorer, **kw)
@@ -112,11 +118,14 @@ def generate_one(gen, method: str, ctx: dict, args):
     from syncheck.decoding import Decoding
 
     texts = {"question": ctx["question"], "context": ctx["context"], "max_sentences": args.max_sentences}
+    if method in FOD_VARIANTS:
+        settings = {"num_samples": args.num_samples, "num_beams": args.num_beams, **FOD_VARIANTS[method]}
+        temperature = settings.pop("temperature", args.temperature)
+        sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=temperature, top_p=0.95,
+                           seed=args.seed)
+        return gen.generate(**texts, decoding=sampled, **settings)
     sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=args.temperature, top_p=0.95,
                        seed=args.seed)
-    if method in FOD_VARIANTS:
-        return gen.generate(**texts, num_samples=args.num_samples, num_beams=args.num_beams, decoding=sampled,
-                            **FOD_VARIANTS[method])
     if method == "rerank":
         return gen.generate(**texts, num_samples=args.num_samples, decoding=sampled)
     return gen.generate(**texts, decoding=Decoding(max_new_tokens=args.max_new_tokens))
@@ -185,7 +194,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
     cache = read_judged(args.judged, args.judge_dtype)
     by_id = {(c["task"], c["record"]): c for c in ctxs}
     todo: dict[str, tuple[str, str]] = {}
-    for r in _rows(args.out):
+    for r in read_rows(args.out):
         c = by_id.get((r["task"], r["record"]))
         if c is None:
             continue
@@ -215,7 +224,7 @@ def read_judged(path: str, dtype: str | None = None) -> dict[str, float]:
     if not os.path.exists(path):
         return {}
     want = judge_dtype_name(dtype) if dtype is not None else None
-    return {r["key"]: r["p"] for r in _rows(path) if want is None or r.get("dtype", want) == want}
+    return {r["key"]: r["p"] for r in read_rows(path) if want is None or r.get("dtype", want) == want}
 
 
 def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]], path: str,
@@ -239,8 +248,11 @@ def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]]
             bar.update(len(items))
 
 
-def _rows(path: str) -> list[dict]:
+def read_rows(path: str) -> list[dict]:
+    """The rows of a run file (none when it does not exist; a torn last line of an interrupted run is skipped)."""
     rows = []
+    if not path or not os.path.exists(path):
+        return rows
     with open(path, encoding="utf-8") as f:
         for line in f:
             try:
@@ -261,7 +273,7 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
     from syncheck.featurize import alignment_claim
 
     by_id = {(c["task"], c["record"]): c for c in ctxs}
-    rows = {(r["task"], r["record"], r["method"]): r for r in _rows(args.out)}
+    rows = {(r["task"], r["record"], r["method"]): r for r in read_rows(args.out)}
     summary = {}
     for task in (*TASKS, "all"):
         tasks = TASKS if task == "all" else (task,)
@@ -375,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.no_judge:
         return {}
     judged = run_judge(args, ctxs)
-    answered = [r for r in _rows(args.out) if r["method"] in methods and (r["task"], r["record"]) in
+    answered = [r for r in read_rows(args.out) if r["method"] in methods and (r["task"], r["record"]) in
                 {(c["task"], c["record"]) for c in ctxs}]
     header = (f"model={args.model} judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, "
               "question-aware on QA tasks) "

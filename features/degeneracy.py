@@ -23,7 +23,14 @@ faithfulness features on purpose: it must never be folded into the score.
   rewritten passage that focuses on ...:", "Below is a summary of the data:").
   Small models copy the prompt's passage labels, and FOD's candidates did so in
   45 of 6,600 benchmark sentences; a preamble about anything else ("Here are the
-  steps:") is left alone.
+  steps:") is left alone;
+- ``"asks"``: it is a question ("What's a perfect start to a joke?"): an answer
+  that asks instead of answering;
+- ``"off_topic"``: not one of its content words (stemmed) occurs in the question
+  or the context, so it is about neither: chit-chat ("Yessss, thank you for the
+  interesting detail.") or a drift. Checked only when the context is given.
+
+The last two are what a replacement sentence must never be: FOD skips such candidates, as it skips repeats.
 
 Sign convention: ``-`` (a flagged sentence is less informative). Not a
 faithfulness signal.
@@ -32,6 +39,7 @@ faithfulness signal.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Sequence
 
 from features.lexical import preprocess, words
@@ -39,7 +47,9 @@ from features.lexical import preprocess, words
 #: Share of a sentence's content words that must come from one earlier sentence (or the question).
 REPEAT_OVERLAP = 0.8
 #: The reasons :func:`degeneracy` returns.
-REASONS = ("no_content", "repeat", "question", "meta")
+REASONS = ("no_content", "repeat", "question", "meta", "asks", "off_topic")
+#: The reasons that say a sentence does not answer at all (a question, an echo of it, or off the subject).
+NON_ANSWERS = ("question", "asks", "off_topic")
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 #: a document label copied from the prompt at the start of a sentence: "Passage 4:", "[Document 2] -"
@@ -70,16 +80,18 @@ def _covered(sentence: Sequence[str], other: Sequence[str]) -> float:
     return len(mine & set(other)) / len(mine) if mine else 0.0
 
 
-def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None = None) -> str | None:
+def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None = None,
+               context: str | None = None) -> str | None:
     """Why ``sentence`` adds nothing to an answer whose previous sentences are ``earlier``, or ``None``.
 
     Args:
         sentence: the sentence to check.
         earlier: the answer's sentences before it, in order.
         question: the question the answer replies to (``None``: not checked).
+        context: the text the answer draws on (``None``: ``"off_topic"`` is not checked).
 
     Returns:
-        ``"no_content"``, ``"repeat"``, ``"question"``, ``"meta"`` or ``None`` (see the module docstring).
+        One of :data:`REASONS`, or ``None`` (see the module docstring).
     """
     if not _LETTER.search(sentence):
         return "no_content"
@@ -97,12 +109,23 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
         if content and len(set(prev_content)) >= len(set(content)) * REPEAT_OVERLAP \
                 and _covered(content, prev_content) >= REPEAT_OVERLAP:
             return "repeat"
+    if sentence.rstrip().rstrip("\"')\u201d\u2019").endswith("?"):
+        return "asks"
+    if context is not None and content and not set(content) & (_context_words(context) | set(_content(question or ""))):
+        return "off_topic"
     return None
 
 
-def degenerate_flags(sentences: Sequence[str], question: str | None = None) -> list[str | None]:
+@lru_cache(maxsize=64)
+def _context_words(context: str) -> frozenset[str]:
+    """The content words of a context, cached: one context is checked against many sentences."""
+    return frozenset(_content(context))
+
+
+def degenerate_flags(sentences: Sequence[str], question: str | None = None,
+                     context: str | None = None) -> list[str | None]:
     """:func:`degeneracy` of each sentence of one answer against the sentences before it."""
-    return [degeneracy(s, sentences[:i], question) for i, s in enumerate(sentences)]
+    return [degeneracy(s, sentences[:i], question, context) for i, s in enumerate(sentences)]
 
 
-__all__ = ["REASONS", "REPEAT_OVERLAP", "degeneracy", "degenerate_flags"]
+__all__ = ["NON_ANSWERS", "REASONS", "REPEAT_OVERLAP", "degeneracy", "degenerate_flags"]

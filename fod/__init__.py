@@ -3,7 +3,7 @@
 Importing this package loads no model.
 
 - :class:`fod.generator.FODGenerator` — backtracking + threshold-pruned sentence-level beam search.
-- :mod:`fod.baselines` — greedy, abstention, reranking and context-aware decoding, same interface.
+- :mod:`fod.baselines` — greedy, abstention, reranking, context-aware decoding (CAD) and AdaCAD, same interface.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ _LAZY = {
     "AbstainGenerator": "fod.baselines",
     "RerankGenerator": "fod.baselines",
     "CADGenerator": "fod.baselines",
+    "AdaCADGenerator": "fod.baselines",
 }
 
 

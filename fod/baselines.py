@@ -5,6 +5,8 @@
 - :class:`RerankGenerator`: sample S whole responses (one batch), return the one with the best mean score.
 - :class:`CADGenerator`: context-aware decoding (Shi et al., 2023): greedy on
   ``(1 + alpha) * logits_with - alpha * logits_without``, both sequences with their own KV cache.
+- :class:`AdaCADGenerator`: AdaCAD (Wang et al., 2024) over the whole answer: CAD with ``alpha`` set at every step
+  to the Jensen-Shannon divergence between the two distributions (:func:`fod.steering.steered_logits`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
 from transformers import GenerationConfig
 
 from features.model_cache import cache_kwargs, returned_cache
 from fod.generator import FODGenerator, cut_at_stop
 from fod.results import ABSTAIN_TEXT, GenerationResult
+from fod.steering import steered_logits
 from syncheck.aggregators.thresholds import resolve_threshold
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
 from syncheck.records import Record
@@ -107,6 +109,8 @@ class CADGenerator(FODGenerator):
     """Context-aware decoding: greedy on ``(1 + alpha) * logits_with - alpha * logits_without``."""
 
     method = "cad"
+    #: the contrast (:data:`fod.steering.STEERING`): a fixed ``alpha`` here, per-step in :class:`AdaCADGenerator`
+    steer = "cad"
 
     def __init__(self, *args: Any, alpha: float = 0.5, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -133,9 +137,12 @@ class CADGenerator(FODGenerator):
         cache_w, cache_o = returned_cache(out_w), returned_cache(out_o)
         lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
         ids: list[int] = []
+        alphas: list[float] = []
         for step in range(dec.max_new_tokens):
-            combined = (1 + self.alpha) * torch.log_softmax(lw, -1) - self.alpha * torch.log_softmax(lo, -1)
-            tok = int(combined.argmax())
+            combined, alpha = steered_logits(torch.log_softmax(lw, -1)[None], torch.log_softmax(lo, -1)[None],
+                                             self.steer, self.alpha)
+            alphas.append(float(alpha[0]))
+            tok = int(combined[0].argmax())
             if tok in self.engine.eos_ids:
                 break
             ids.append(tok)
@@ -151,9 +158,21 @@ class CADGenerator(FODGenerator):
         res = next(self.scorer.score_records([Record(id=0, context=ctx, response=text, question=question)]))
         sents = cut_at_stop(text, res.sentences, dec)[:max_sentences]
         text = text[: sents[-1].end] if sents else ""
-        trace = {"alpha": self.alpha, "tokens": len(ids)}
+        trace = {"alpha": self.alpha if self.steer == "cad" else None, "tokens": len(ids),
+                 "mean_alpha": sum(alphas) / len(alphas) if alphas else None}
         return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings + res.warnings),
                             question, context)
+
+
+class AdaCADGenerator(CADGenerator):
+    """AdaCAD over the whole answer: greedy on the CAD contrast with ``alpha`` = JSD(with || without) at each step.
+
+    Where the context changes nothing the contrast switches itself off (fluent function words); where it and the
+    model's memory disagree (a swapped entity), it weighs in. ``alpha`` is ignored.
+    """
+
+    method = "adacad"
+    steer = "adacad"
 
 
 METHODS = {
@@ -162,4 +181,5 @@ METHODS = {
     "abstain": AbstainGenerator,
     "rerank": RerankGenerator,
     "cad": CADGenerator,
+    "adacad": AdaCADGenerator,
 }

@@ -26,6 +26,8 @@
 4. When every candidate is dropped, ``fallback`` decides: ``"tau1"`` (default)
    keeps the best candidate that clears ``tau1``; ``"best"`` the best one that
    scores above the flagged sentence; ``"prefix"`` (the paper) keeps neither.
+   A sentence flagged only for an unsupported specific (``flag_specifics``: it
+   clears ``tau1``) is then kept as it was.
    A degenerate flagged sentence gets the fallback only when it is the
    answer's first (a loop after good sentences ends the answer there).
    Otherwise the answer ends with its faithful prefix, before the flagged
@@ -38,22 +40,22 @@ The result carries a trace of every decision; ``trace["stop"]`` always says why 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Collection
 
 import torch
-
-from features.degeneracy import REASONS as DEGENERATE_KINDS
-from features.grounding import first_ungrounded_token
-from features.specifics import unsupported_specific_offsets
-from fod.candidates import Candidate, sample_candidates
-from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
-from fod.steering import STEERING
-from syncheck.aggregators.thresholds import resolve_thresholds
-from syncheck.featurize import Premise
 from transformers import GenerationConfig
 
+from features.degeneracy import NON_ANSWERS
+from features.degeneracy import REASONS as DEGENERATE_KINDS
+from features.grounding import first_ungrounded_token
+from features.specifics import unsupported_specific_offsets, unsupported_specifics_count
+from fod.candidates import Candidate, sample_candidates
+from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
+from fod.steering import STEERING, first_disagreement
+from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
+from syncheck.featurize import Premise
 from syncheck.live.branching import ended_view
 from syncheck.live.state import Batch
 from syncheck.monitor import Monitor, SentenceEvent
@@ -62,8 +64,27 @@ from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
 SEARCHES = ("repair", "beam")
+#: What the greedy phases decode on: plain greedy, or exactly the tokens of AdaCAD / CAD (see :mod:`fod.steering`).
+DECODES = ("greedy", "adacad", "cad")
 CUTS = ("token", "sentence")
 FALLBACKS = ("tau1", "best", "prefix")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One :meth:`FODGenerator.generate` call's search settings, checked (see its docstring)."""
+
+    tau1: float
+    tau2: float
+    num_samples: int
+    num_beams: int
+    max_sentences: int
+    cut: str
+    steer: str
+    fallback: str
+    degenerate_kinds: frozenset[str]
+    flag_specifics: bool
+    decode: str
 
 
 @dataclass
@@ -171,6 +192,8 @@ class FODGenerator:
         fallback: str = "tau1",
         max_repairs: int = 3,
         stop_degenerate: bool | Collection[str] = True,
+        flag_specifics: bool = True,
+        decode: str = "adacad",
     ) -> GenerationResult:
         """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
 
@@ -192,9 +215,18 @@ class FODGenerator:
             steer: ``"adacad"`` (default), ``"cad"`` or ``"none"``: the distribution candidates are sampled from.
             fallback: ``"tau1"`` (default), ``"best"`` or ``"prefix"``: what to keep when no candidate clears ``tau2``.
             max_repairs: backtracks allowed in one answer (``search="repair"``); the next flagged sentence ends it.
-            stop_degenerate: a degenerate sentence (a repeat, the question again, no content, talk about the prompt)
-                is flagged too: ``True`` for every kind in :data:`features.degeneracy.REASONS`, ``False`` for none,
-                or the kinds to flag (``("repeat", "no_content")``).
+            stop_degenerate: a degenerate sentence (a repeat, the question again, no content, talk about the prompt,
+                a question, off the subject) is flagged too: ``True`` for every kind in
+                :data:`features.degeneracy.REASONS`, ``False`` for none, or the kinds to flag
+                (``("repeat", "no_content")``). A candidate that does not answer (:data:`features.degeneracy.NON_ANSWERS`:
+                a question, an echo of the question, off the subject) is never chosen, whatever this says; the trace
+                counts them in ``skipped_non_answers``.
+            decode: ``"adacad"`` (default): the greedy phases take exactly the tokens AdaCAD would (checked at each
+                sentence end against the deferred without-context pass, see :mod:`fod.steering`); ``"cad"``: those of
+                CAD (fixed alpha 0.5); ``"greedy"``: plain greedy. Needs the without-context pass (``kl=True``).
+            flag_specifics: a sentence with an unsupported specific (a number, date or name the context lacks,
+                :func:`features.specifics.unsupported_specifics_count`) is flagged whatever its score, and no
+                candidate with one is chosen: an answer given from the model's memory names what the context does not.
         """
         dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("FOD")
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
@@ -203,11 +235,14 @@ class FODGenerator:
         if max_sentences < 1:
             raise SettingsError(f"max_sentences must be >= 1, got {max_sentences}")
         for name, value, allowed in (("search", search, SEARCHES), ("cut", cut, CUTS), ("steer", steer, STEERING),
-                                     ("fallback", fallback, FALLBACKS)):
+                                     ("fallback", fallback, FALLBACKS), ("decode", decode, DECODES)):
             if value not in allowed:
                 raise SettingsError(f"{name} must be one of {allowed}, got {value!r}")
         if max_repairs < 0:
             raise SettingsError(f"max_repairs must be >= 0, got {max_repairs}")
+        if decode != "greedy" and not self.engine.kl:
+            raise SettingsError(f"decode={decode!r} needs the without-context pass: build the Scorer with kl=True, "
+                                "or use decode='greedy'")
         degenerate_kinds = _degenerate_kinds(stop_degenerate)
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
@@ -215,9 +250,11 @@ class FODGenerator:
         trace: dict[str, Any] = {"tau1": tau1, "tau2": tau2, "thresholds_from": source, "num_samples": num_samples,
                                  "num_beams": num_beams, "search": search, "cut": cut, "steer": steer,
                                  "fallback": fallback, "backtrack": None, "backtracks": [], "steps": [], "repairs": 0}
+        trace.update(flag_specifics=flag_specifics, skipped_non_answers=0, decode=decode, steered_tokens=0)
         accept = _Acceptor(callback)
-        run = _Run(self, premise, dec, generator, trace, accept, tau1, tau2, num_samples, num_beams, max_sentences,
-                   cut, steer, fallback, degenerate_kinds)
+        settings = RunSettings(tau1, tau2, num_samples, num_beams, max_sentences, cut, steer, fallback,
+                               degenerate_kinds, flag_specifics, decode)
+        run = _Run(self, premise, dec, generator, trace, accept, settings)
         beam = _Beam(batch)
         while True:
             beam, flagged = run.greedy(beam)
@@ -266,23 +303,31 @@ class _Run:
     """One FOD generation's phases (greedy, backtrack, repair, beam search), sharing its settings and trace."""
 
     def __init__(self, fod: FODGenerator, premise: Premise, dec: Decoding, generator: torch.Generator, trace: dict,
-                 accept: "_Acceptor", tau1: float, tau2: float, num_samples: int, num_beams: int, max_sentences: int,
-                 cut: str, steer: str, fallback: str, degenerate_kinds: frozenset[str]) -> None:
+                 accept: "_Acceptor", settings: RunSettings) -> None:
         self.fod, self.engine, self.monitor = fod, fod.engine, fod.monitor
         self.premise, self.dec, self.generator, self.trace, self.accept = premise, dec, generator, trace, accept
-        self.tau1, self.tau2, self.num_samples, self.num_beams = tau1, tau2, num_samples, num_beams
-        self.max_sentences, self.cut, self.steer, self.fallback = max_sentences, cut, steer, fallback
-        self.degenerate_kinds = degenerate_kinds
+        for f in fields(settings):  # self.tau1, self.cut, ...: read in every phase
+            setattr(self, f.name, getattr(settings, f.name))
+        self.steered_upto = 0  # tokens before it were taken from the contrast: not checked again
+        #: what an answer may name: the context, and the question it restates
+        self.known = f"{premise.context}\n{premise.question or ''}"
+
+    def unsupported(self, text: str) -> bool:
+        """Whether ``text`` names a specific the context lacks (only looked at with ``flag_specifics``)."""
+        return self.flag_specifics and unsupported_specifics_count(self.known, text)[0] > 0
 
     def flagged(self, events: list[SentenceEvent]) -> SentenceEvent | None:
-        """The first sentence scoring below ``tau1`` or degenerate in a kind FOD stops on, or ``None``."""
+        """The first sentence scoring below ``tau1``, degenerate in a kind FOD stops on, or (``flag_specifics``)
+        naming a specific the context lacks; ``None`` when there is none."""
         _require_scores(events)
         hook = self.fod.flag_hook
         return next((ev for ev in events if ev.sentence.score < self.tau1
-                     or ev.sentence.degenerate in self.degenerate_kinds or (hook is not None and hook(ev))), None)
+                     or ev.sentence.degenerate in self.degenerate_kinds or self.unsupported(ev.sentence.text)
+                     or (hook is not None and hook(ev))), None)
 
     def greedy(self, beam: _Beam) -> tuple[_Beam, SentenceEvent | None]:
-        """Greedy decoding from ``beam`` until a sentence is flagged (returned) or the answer ends (``None``)."""
+        """Greedy decoding (on the ``decode`` contrast) from ``beam`` until a sentence is flagged (returned) or the
+        answer ends (``None``)."""
         batch, row, dec = beam.batch, beam.row, self.dec
         if row.ended:
             return beam, None
@@ -290,16 +335,42 @@ class _Run:
             self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
             stopped = bool(dec.stop) and dec.stop_position(row.text) is not None
             final = row.ended or stopped
+            steered = self.steer_finished(batch, final)
+            if steered is not None:  # the contrast chose another token inside the sentence: go on from there
+                batch, row = steered, steered.rows[0]
+                continue
             low = self.flagged(self.monitor.score_finished(batch, self.premise, final=final)[0])
             if low is not None:
-                return beam, low
+                return _Beam(batch), low
             self.accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
             if final or len(row.sentences) >= self.max_sentences:
                 self.trace["stop"] = ("eos" if row.ended else "stop") if final else "max_sentences"
-                return beam, None
+                return _Beam(batch), None
         low = self.flagged(self.monitor.score_finished(batch, self.premise, final=True)[0])
         self.trace["stop"] = "max_new_tokens"
-        return beam, low
+        return _Beam(batch), low
+
+    def steer_finished(self, batch: Batch, final: bool) -> Batch | None:
+        """With ``decode`` a contrast: check the row's finished sentences against it, in the without-context flush
+        that scoring runs anyway. Where it would have chosen another token, cut there, take that token and return
+        the new one-row batch; ``None`` when every token stands (or ``decode="greedy"``)."""
+        row = batch.rows[0]
+        pending = row.pending_sentences(final) if self.decode != "greedy" else []
+        if not pending or self.trace["steered_tokens"] >= self.dec.max_new_tokens:
+            return None
+        start, skip = row.kl_done, max(0, self.steered_upto - row.kl_done)
+        probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, self.decode, skip)  # noqa: E731
+        hit = self.engine.flush_kl(batch, [pending[-1][2]], probe=probe)[0]
+        if hit is None:
+            return None
+        at, token = start + hit[0], hit[1]
+        if token in self.engine.eos_ids:
+            return None  # the contrast would end the answer here: the sentence is scored as it stands
+        new = self.engine.cut(batch, at)
+        self.engine.step(new, torch.tensor([token], device=self.fod.scorer.lm.device))
+        self.steered_upto = at + 1
+        self.trace["steered_tokens"] += 1
+        return new
 
     def record_backtrack(self, beam: _Beam, ev: SentenceEvent) -> None:
         entry = {"sentence_index": ev.index, "token": ev.tokens[0], "char": ev.sentence.start,
@@ -315,7 +386,7 @@ class _Run:
             return t0
         row = beam.row
         found = []
-        chars = [ev.sentence.start + off for off in unsupported_specific_offsets(self.premise.context, ev.sentence.text)]
+        chars = [ev.sentence.start + off for off in unsupported_specific_offsets(self.known, ev.sentence.text)]
         if chars:
             ends = row.offsets[t0:t1, 1]
             found.append(t0 + int((ends > chars[0]).nonzero()[0][0]) if (ends > chars[0]).any() else t0)
@@ -343,17 +414,21 @@ class _Run:
         batch, cands = sample_candidates(self.monitor, [base], [self.num_samples], self.premise, self.dec,
                                          self.generator, max_tokens=budget, steer=self.steer, ban=ban)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
+        self.trace["skipped_non_answers"] += sum(c.degenerate in NON_ANSWERS for c in cands)
         return batch, cands, step
 
     def _describe(self, c: Candidate) -> dict:
         return {"beam": c.beam, "text": c.text, "score": c.score, "ended": c.ended, "capped": c.capped,
-                "degenerate": c.degenerate, "pruned": not self._passes(c, self.tau2)}
+                "degenerate": c.degenerate, "unsupported": self.unsupported(c.text),
+                "pruned": not self._passes(c, self.tau2)}
 
     def _usable(self, c: Candidate) -> bool:
-        """A candidate that finished a sentence (or ended the answer), scored, and is not degenerate."""
+        """A candidate that finished a sentence (or ended the answer), scored, answers (not a question, an echo of
+        it or off the subject), is not degenerate, and (``flag_specifics``) names no specific the context lacks."""
         at_budget = len(c.events) > 0 and c.end >= self.dec.max_new_tokens
         return bool(c.events) and (not c.capped or at_budget) and c.score is not None \
-            and c.degenerate not in self.degenerate_kinds
+            and c.degenerate not in self.degenerate_kinds and c.degenerate not in NON_ANSWERS \
+            and not self.unsupported(c.text)
 
     def _passes(self, c: Candidate, threshold: float) -> bool:
         return self._usable(c) and c.score >= threshold
@@ -377,8 +452,18 @@ class _Run:
             choice = max(usable, key=lambda c: c.score, default=None)
             step["chosen_by"] = f"fallback:{self.fallback}" if choice is not None else None
         step["chosen"] = choice.index if choice is not None else None
+        if choice is None and self._kept_as_is(ev):
+            step["chosen_by"] = "kept"
+            self.trace["steps"].append(step)
+            return beam
         self.trace["steps"].append(step)
         return self._take(batch, choice) if choice is not None else None
+
+    def _kept_as_is(self, ev: SentenceEvent) -> bool:
+        """A sentence flagged only for an unsupported specific (it clears ``tau1`` and is not degenerate) stays when
+        no candidate replaces it: dropping it would lose the answer for a name the context may spell another way."""
+        return ev.sentence.score >= self.tau1 and ev.sentence.degenerate not in self.degenerate_kinds \
+            and self.unsupported(ev.sentence.text) and (self.fod.flag_hook is None or not self.fod.flag_hook(ev))
 
     def beam_search(self, beam: _Beam, ev: SentenceEvent) -> _Beam:
         """The paper's sentence-level beam search from the cut, to the end of the answer."""
@@ -462,4 +547,4 @@ def _spread(total: int, parts: int) -> list[int]:
     return [base + (1 if i < total - base * parts else 0) for i in range(parts)]
 
 
-__all__ = ["FODGenerator", "cut_at_stop"]
+__all__ = ["FODGenerator", "RunSettings", "cut_at_stop"]

@@ -11,6 +11,11 @@ divergence between the two distributions (base 2, so in ``[0, 1]``): where the
 context changes nothing (function words), the contrast switches itself off and
 fluency is kept; where the context and the model's memory disagree, it weighs in.
 
+FOD's greedy phases decode exactly AdaCAD's tokens without paying for a without-context forward per token
+(``decode="adacad"``): they decode greedily, and at each sentence end, where the deferred without-context pass runs
+anyway, :func:`first_disagreement` finds the first token the contrast would have chosen differently; the answer is
+cut there, that token is taken, and decoding goes on (a draft checked by the target, as in speculative decoding).
+
 Only the choice of the token is steered: the token's features (its probability,
 entropy, KL and PMI) are always read from the plain with-context distribution,
 so a steered sentence is scored exactly as if it had been decoded plainly.
@@ -61,4 +66,28 @@ def steered_logits(logp_with: torch.Tensor, logp_without: torch.Tensor, mode: st
     return (1.0 + a)[:, None] * logp_with - a[:, None] * logp_without, a
 
 
-__all__ = ["STEERING", "js_divergence", "steered_logits"]
+def first_disagreement(logp_with: torch.Tensor, logp_without: torch.Tensor, chosen: torch.Tensor, mode: str,
+                       skip: int = 0, alpha: float = 0.5) -> tuple[int, int] | None:
+    """The first position (from ``skip`` on) where the steered argmax differs from the chosen token.
+
+    Args:
+        logp_with: ``(k, V)`` with-context log-probs predicting each of ``k`` tokens.
+        logp_without: ``(k, V)`` the same without the context.
+        chosen: ``(k,)`` the tokens taken.
+        mode: ``"adacad"`` or ``"cad"`` (:func:`steered_logits`).
+        skip: positions before it are not checked (already taken from the contrast).
+
+    Returns:
+        ``(position, the steered token there)``, or ``None`` when the contrast agrees everywhere.
+    """
+    steered, _ = steered_logits(logp_with, logp_without.to(logp_with.device), mode, alpha)
+    best = steered.argmax(-1)
+    differ = (best != chosen.to(best.device)).nonzero()
+    differ = differ[differ[:, 0] >= skip]
+    if len(differ) == 0:
+        return None
+    at = int(differ[0, 0])
+    return at, int(best[at])
+
+
+__all__ = ["STEERING", "first_disagreement", "js_divergence", "steered_logits"]

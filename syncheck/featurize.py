@@ -89,12 +89,14 @@ def alignment_claim(sentence: str, question: str | None) -> str:
 
 
 def mark_degenerate(sentences: Sequence[ScoredSentence], earlier: Sequence[str] = (),
-                    question: str | None = None) -> None:
+                    premise: Premise | None = None) -> None:
     """Set each sentence's ``degenerate`` reason against the answer's sentences before it (``earlier``, then the
-    ones before it in ``sentences``); offline scoring and the live monitor both call this."""
+    ones before it in ``sentences``) and the premise's question and context; offline scoring and the live monitor
+    both call this."""
     texts = list(earlier)
+    question, context = (premise.question, premise.context) if premise is not None else (None, None)
     for s in sentences:
-        s.degenerate = degeneracy(s.text, texts, question)
+        s.degenerate = degeneracy(s.text, texts, question, context)
         texts.append(s.text)
 
 

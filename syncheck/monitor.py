@@ -149,7 +149,7 @@ class Monitor:
         for i, evs in enumerate(events):
             if evs:
                 row = batch.rows[i]
-                mark_degenerate([e.sentence for e in evs], [s.text for s in row.sentences], premise.question)
+                mark_degenerate([e.sentence for e in evs], [s.text for s in row.sentences], premise)
                 row.emit_sentences([e.sentence for e in evs], evs[-1].tokens[1], evs[-1].sentence.end)
         return events
 

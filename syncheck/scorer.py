@@ -285,7 +285,7 @@ class Scorer:
         premise = Premise(format_context(rec.context), rec.question)
         items = [SentenceItem(premise, span, stats, t0, t1) for span, (t0, t1) in zip(spans, ranges) if t1 > t0]
         sentences = self.featurizer.featurize(items)
-        mark_degenerate(sentences, (), rec.question)
+        mark_degenerate(sentences, (), premise)
         return sentences
 
 

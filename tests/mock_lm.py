@@ -16,6 +16,9 @@ import torch
 from transformers import DynamicCache
 
 WORDS = ["Good", "Bad", "Fine", "Meh", "Paris", "London", "The", "answer", "is"]
+#: A context that holds the scripted answers' words, so that none of them is off the subject
+#: (:func:`features.degeneracy.degeneracy`) and only its score decides whether FOD flags it.
+CONTEXT = "Context text: good, bad, fine, meh, Paris, London."
 CHAT = "{% for m in messages %}<|user|>{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 
 Script = Callable[[str, bool], dict[str, float]]

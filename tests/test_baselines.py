@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from fod.baselines import METHODS, AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
 from fod.results import ABSTAIN_TEXT
-from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
+from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.decoding import Decoding
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
@@ -102,7 +103,7 @@ def test_all_methods_share_one_interface():
     script = table({"": {"Good": 1}, "Good.": {" Fine": 1}})
     for name, cls in METHODS.items():
         decoding = sampled() if name in ("fod", "rerank") else TOKENS_20
-        res = cls(scorer_for(script), checker=None).generate(question="Q?", context="c", decoding=decoding)
+        res = cls(scorer_for(script), checker=None).generate(question="Q?", context=CONTEXT, decoding=decoding)
         assert isinstance(res, GenerationResult) and res.method == name, name
         assert res.text.startswith("Good.") and all(s.score is not None for s in res.sentences), name
         assert set(res.to_json()) >= {"text", "sentences", "method", "trace", "final_check"}, name
@@ -127,3 +128,66 @@ def test_cad_equals_transformers_classifier_free_guidance(tiny_lm, alpha):
                                  pad_token_id=tiny_lm.tokenizer.pad_token_id)
     hf_text = decode_text(tiny_lm.tokenizer, out[0, ids.shape[1]:].tolist())
     assert res.trace["tokens"] == 20 and hf_text.startswith(res.text) and len(res.text) > 0
+
+
+def test_adacad_follows_the_context_where_it_disagrees_with_memory_and_is_greedy_where_it_agrees():
+    from fod.baselines import AdaCADGenerator
+    from fod.steering import js_divergence
+
+    scorer = scorer_for(cad_script)
+    res = AdaCADGenerator(scorer, checker=None).generate(question="Where?", context="Paris.",
+                                                         decoding={"max_new_tokens": 10})
+    assert res.text == "Paris." and res.method == "adacad" and res.trace["alpha"] is None
+    # the first step's alpha is the JSD of the two first-token distributions; later steps ("." then EOS) agree: 0
+    first = js_divergence(torch.tensor([[0.45, 0.55]]).log(), torch.tensor([[0.1, 0.9]]).log())
+    assert 0 < res.trace["mean_alpha"] <= float(first)
+
+    def agree(text, has_context):  # the context changes nothing: AdaCAD is greedy
+        return {"London": 0.55, "Paris": 0.45} if text == "" else {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+    scorer = scorer_for(agree)
+    res = AdaCADGenerator(scorer, checker=None).generate(question="Where?", context="Paris.",
+                                                         decoding={"max_new_tokens": 10})
+    assert res.text == "London." and res.trace["mean_alpha"] == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match="do_sample=False"):
+        AdaCADGenerator(scorer, checker=None).generate(question="Where?", context="Paris.",
+                                                       decoding={"max_new_tokens": 10, "do_sample": True})
+
+
+def two_sentence_script(text, has_context):
+    """"The answer is X. The answer is Y.": memory says London both times; the context argues for Paris."""
+    if text in ("", "The answer is Paris.", "The answer is London."):
+        return {"The": 1.0} if text == "" else {" The": 1.0}
+    if text.endswith("The"):
+        return {" answer": 1.0}
+    if text.endswith("answer"):
+        return {" is": 1.0}
+    if text.endswith(" is"):
+        first = text.count(".") == 0
+        if has_context:
+            return {" Paris": 0.45, " London": 0.55} if first else {" Paris": 0.4, " London": 0.6}
+        return {" Paris": 0.1, " London": 0.9} if first else {" Paris": 0.05, " London": 0.95}
+    return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+
+@pytest.mark.parametrize("script", [cad_script, two_sentence_script])
+@pytest.mark.parametrize("mode", ["adacad", "cad"])
+def test_fod_decodes_exactly_the_contrastive_decoders_tokens(script, mode):
+    """FOD's greedy phases (decode='adacad' | 'cad') take the tokens the whole-answer decoder takes: greedy drafts
+    each sentence, and the contrast, checked at the sentence end, corrects it where it differs."""
+    from fod.baselines import AdaCADGenerator
+    from fod.generator import FODGenerator
+
+    whole = (AdaCADGenerator if mode == "adacad" else CADGenerator)(scorer_for(script), checker=None)
+    want = whole.generate(question="Where?", context=CONTEXT, decoding=TOKENS_20).text
+    fod = FODGenerator(scorer_for(script), checker=None)
+    got = fod.generate(question="Where?", context=CONTEXT, decoding=sampled(), tau1=0.0, tau2=0.0, decode=mode,
+                       stop_degenerate=False, flag_specifics=False)
+    greedy = GreedyGenerator(scorer_for(script), checker=None).generate(question="Where?", context=CONTEXT,
+                                                                       decoding=TOKENS_20).text
+    assert got.text == want and want != greedy and got.trace["steered_tokens"] >= 1
+    assert got.trace["backtrack"] is None  # nothing flagged: the contrast alone changed the answer
+    plain = FODGenerator(scorer_for(script), checker=None).generate(
+        question="Where?", context=CONTEXT, decoding=sampled(), tau1=0.0, tau2=0.0, decode="greedy",
+        stop_degenerate=False, flag_specifics=False)
+    assert plain.text == greedy and plain.trace["steered_tokens"] == 0

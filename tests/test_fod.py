@@ -7,7 +7,7 @@ import pytest
 from fod.generator import FODGenerator, _spread
 from fod.results import ABSTAIN_TEXT
 from syncheck.decoding import Decoding
-from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
+from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
 
@@ -32,7 +32,7 @@ PAPER = {"search": "beam", "cut": "sentence", "steer": "none", "fallback": "pref
 
 def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
     fod = make_fod({**START, "Good.": {" Fine": 1.0}})
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85)
     assert res.text == "Good. Fine."
     assert [s.score for s in res.sentences] == [0.9, 0.95]
     assert res.trace["backtrack"] is None and res.trace["steps"] == [] and res.trace["abstained"] is False
@@ -40,7 +40,7 @@ def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
 
 def test_backtrack_then_recovery_by_beam_search():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.3, " Meh": 0.2}})
-    res = fod.generate(**PAPER, question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3))
+    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3))
     assert res.trace["backtrack"]["text"] == "Bad." and res.trace["backtrack"]["sentence_index"] == 1
     assert res.text == "Good. Fine."
     step = res.trace["steps"][0]
@@ -53,7 +53,7 @@ def test_backtrack_then_recovery_by_beam_search():
 
 def test_all_candidates_pruned_returns_the_faithful_prefix():
     fod = make_fod({**START, "Good.": {" Bad": 1.0}})
-    res = fod.generate(**PAPER, question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2)
+    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2)
     assert res.text == "Good."
     assert res.trace["stop"] == "all candidates pruned"
     assert all(c["pruned"] for c in res.trace["steps"][0]["candidates"])
@@ -68,7 +68,7 @@ def test_abstains_when_nothing_survives_from_the_first_sentence(backtrack_only):
             raise AssertionError("an abstention must not be sent to the final-answer checker")
 
     fod.checker = NoCheck()
-    res = fod.generate(**PAPER, question="Q?", context="Context text.", decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
+    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
                        backtrack_only=backtrack_only)
     assert res.text == ABSTAIN_TEXT and res.sentences == [] and res.final_check is None
     assert res.trace["abstained"] is True and res.trace["backtrack"]["sentence_index"] == 0
@@ -85,7 +85,7 @@ def test_beam_search_keeps_k_best_beams_and_stops_when_one_ends():
         "Good. Fine. Paris.": {"<eos>": 1.0},
     }
     fod = make_fod(rules)
-    res = fod.generate(**PAPER, question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(1))
+    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(1))
     first = res.trace["steps"][0]
     assert len(first["kept"]) <= 2
     kept_means = [k["mean_score"] for k in first["kept"]]
@@ -99,26 +99,28 @@ def test_beam_search_keeps_k_best_beams_and_stops_when_one_ends():
 
 def test_backtrack_only_stops_after_backtracking():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.5}})
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled(), backtrack_only=True)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), backtrack_only=True)
     assert res.text == "Good." and res.method == "fod-bt" and res.trace["steps"] == []
 
 
 def test_same_seed_same_result_and_samples_run_as_one_batch():
     rules = {**START, "Good.": {" Bad": 0.4, " Fine": 0.3, " Meh": 0.3}}
-    a = make_fod(rules).generate(question="Q?", context="Context text.", decoding=sampled(7))
+    a = make_fod(rules).generate(question="Q?", context=CONTEXT, decoding=sampled(7))
     fod = make_fod(rules)
-    b = fod.generate(question="Q?", context="Context text.", decoding=sampled(7))
+    b = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(7))
     assert a.trace == b.trace and a.text == b.text
     assert (6, 1) in fod.scorer.lm.model.calls  # the six samples of the first step decode as one batch
 
 
 def test_backtracking_reuses_the_cache_instead_of_recomputing_the_prefix():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.5}})
-    fod.generate(question="Q?", context="Context text.", decoding=sampled(0))
+    fod.generate(question="Q?", context=CONTEXT, decoding=sampled(0))
     calls = fod.scorer.lm.model.calls
-    prompt_len = max(n for _, n in calls)
+    from syncheck.passes import prompt_pair
+
+    without_len = len(prompt_pair(fod.scorer.lm, CONTEXT, "Q?", 40, fod.scorer.max_length).without_context)
     # the long prefills happen once per prompt (with and without context); nothing re-feeds the prefix later
-    assert sum(1 for _, n in calls if n >= prompt_len - 8) == 2
+    assert sum(1 for _, n in calls if n >= without_len) == 2
 
 
 def test_argument_validation_messages():
@@ -142,8 +144,8 @@ def test_final_answer_goes_through_the_checker():
 
     fod = make_fod({**START, "Good.": {" Fine": 1.0}})
     fod.checker = FakeChecker()
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled())
-    assert fod.checker.calls == [("Q?", "Context text.", "Good. Fine.")]
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled())
+    assert fod.checker.calls == [("Q?", CONTEXT, "Good. Fine.")]
     assert res.final_check == {"factuality": 0.42} and res.to_json()["final_check"] == {"factuality": 0.42}
 
 
@@ -151,9 +153,9 @@ def test_thresholds_default_to_the_aggregators_tuned_values():
     from types import SimpleNamespace
 
     fod = make_fod({**START, "Good.": {" Bad": 1.0}})
-    assert fod.generate(question="Q?", context="Context text.", decoding=sampled()).trace["thresholds_from"] == "paper"  # 0.7: "Bad." (0.2) backtracks
+    assert fod.generate(question="Q?", context=CONTEXT, decoding=sampled()).trace["thresholds_from"] == "paper"  # 0.7: "Bad." (0.2) backtracks
     fod.scorer.aggregator = SimpleNamespace(meta={"decoding": {"tau1": 0.1, "tau2": 0.15}})
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled())
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled())
     assert (res.trace["tau1"], res.trace["tau2"], res.trace["thresholds_from"]) == (0.1, 0.15, "aggregator")
     assert res.trace["backtrack"] is None and res.text == "Good. Bad."
 
@@ -161,7 +163,7 @@ def test_thresholds_default_to_the_aggregators_tuned_values():
 def test_identical_samples_take_one_beam_not_all():
     rules = {**START, "Good.": {" Bad": 0.6, " Fine": 0.4}, "Good. Fine.": {" Paris": 1.0},
              "Good. Fine. Paris.": {"<eos>": 1.0}}
-    res = make_fod(rules).generate(**PAPER, question="Q?", context="Context text.", tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(0))
+    res = make_fod(rules).generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(0))
     first = res.trace["steps"][0]
     fine = [c for c in first["candidates"] if c["text"] == "Fine."]
     assert len(fine) >= 2 and sum(c["duplicate"] for c in fine) == len(fine) - 1

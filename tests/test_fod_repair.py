@@ -17,7 +17,7 @@ from syncheck.decoding import Decoding
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
 
-CONTEXT = "Paris is the answer."
+CONTEXT = "Paris is the answer: good, bad, fine, meh."  # every scripted word but London is on the subject
 
 
 def by_words(text: str, features: dict) -> float:
@@ -121,8 +121,9 @@ def _fallback_fod():
                                                 ("prefix", "Good.", None)])
 def test_fallback_when_every_candidate_is_pruned(fallback, text, by):
     fod = _fallback_fod()
-    res = fod.generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
-                       cut="sentence", fallback=fallback)
+    # London named in the context: the flagged sentence is low-scoring, not off the subject (which would end the answer)
+    res = fod.generate(question="Q?", context=CONTEXT + " London.", decoding=sampled(), tau1=0.5, tau2=0.9,
+                       steer="none", cut="sentence", fallback=fallback)
     cands = res.trace["steps"][0]["candidates"]
     assert cands and all(c["pruned"] for c in cands)
     assert res.text == text and res.trace["steps"][0]["chosen_by"] == by
@@ -145,22 +146,22 @@ def _looping_fod():
 
 
 def test_a_repeated_sentence_ends_the_answer():
-    res = _looping_fod().generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.5, tau2=0.9)
+    res = _looping_fod().generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9)
     assert res.text == "Good."
     assert res.trace["backtrack"]["degenerate"] == "repeat" and res.trace["stop"] == "all candidates pruned"
     assert all(c["degenerate"] == "repeat" for c in res.trace["steps"][0]["candidates"])
 
 
 def test_without_the_degenerate_stop_the_loop_is_kept():
-    res = _looping_fod().generate(question="Q?", context="Context text.", decoding=sampled(), tau1=0.5, tau2=0.9,
+    res = _looping_fod().generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9,
                                   stop_degenerate=False, max_sentences=4)
     assert res.text == "Good. Good. Good. Good." and res.trace["backtrack"] is None
 
 
 def test_degenerate_flags_are_the_same_live_and_offline():
     fod = _looping_fod()
-    live = fod.monitor.generate(question="Q?", context="Context text.", decoding={"max_new_tokens": 6})
-    offline = fod.scorer.score(question="Q?", context="Context text.", response=live.text)
+    live = fod.monitor.generate(question="Q?", context=CONTEXT, decoding={"max_new_tokens": 6})
+    offline = fod.scorer.score(question="Q?", context=CONTEXT, response=live.text)
     assert [s.degenerate for s in live.sentences] == [s.degenerate for s in offline.sentences] == [None, "repeat", "repeat"]
     assert offline.to_json()["sentences"][1]["degenerate"] == "repeat"
 
@@ -289,7 +290,7 @@ def test_a_sentence_that_echoes_the_prompt_labels_is_redirected():
 def test_the_degenerate_kinds_fod_stops_on_can_be_chosen():
     fod = make(_prompt_echo_script, extra_words=ECHO_WORDS)
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
-                       stop_degenerate=("repeat", "no_content", "question"))
+                       stop_degenerate=("repeat", "no_content", "question"), flag_specifics=False)  # "4": a specific
     assert res.text == "Passage 4: Paris." and res.trace["backtrack"] is None
     assert res.sentences[0].degenerate == "meta"  # still reported, just not acted on
     with pytest.raises(ValueError, match="stop_degenerate must be"):
@@ -365,3 +366,59 @@ def test_finished_candidates_leave_the_batch_and_no_candidate_changes(monkeypatc
         assert [c["score"] for c in a["candidates"]] == pytest.approx([c["score"] for c in b["candidates"]], abs=1e-6)
     assert leave.text == stay.text and leave.trace["stop"] == stay.trace["stop"]
     assert leave_rows < stay_rows
+
+
+def test_a_sentence_naming_what_the_context_lacks_is_flagged_whatever_its_score():
+    """The model's memory says London, the context Paris: a high-scoring "The answer is London." is flagged for its
+    unsupported specific, and a candidate naming London is never chosen (flag_specifics=False keeps it)."""
+    script = answer_script({" London": 0.7, " Paris": 0.3})
+    fod = make(script, score_fn=lambda text, features: 0.95)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    assert res.trace["backtrack"]["text"] == "The answer is London." and res.trace["flag_specifics"] is True
+    assert res.text == "The answer is Paris."
+    assert all(c["unsupported"] == ("London" in c["text"]) for c in res.trace["steps"][0]["candidates"])
+    kept = make(script, score_fn=lambda text, features: 0.95).generate(
+        question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none", flag_specifics=False)
+    assert kept.text == "The answer is London." and kept.trace["backtrack"] is None
+
+
+def test_a_candidate_that_asks_or_drifts_off_the_subject_is_never_chosen():
+    """Candidates that score well but do not answer (a question, chit-chat) are skipped and counted; the faithful
+    one is chosen even though it scores lower."""
+    def script(text, has_context):  # greedy says "Bad." (flagged); samples also ask, thank, or say Paris
+        nxt = {"": {"Bad": 0.28, "Why": 0.24, "Thanks": 0.24, "Paris": 0.24}, "Why": {"?": 1.0},
+               "Thanks": {" friend": 1.0}}
+        return nxt.get(text, {"<eos>": 1.0} if text.endswith((".", "?")) else {".": 1.0})
+
+    def score(text, features):
+        return 0.1 if "Bad" in text else 0.92 if "Paris" in text else 0.97
+
+    fod = make(script, score_fn=score, extra_words=("Why", "Thanks", "friend", "?"))
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                       num_samples=12, num_beams=2)
+    cands = res.trace["steps"][0]["candidates"]
+    kinds = {c["text"]: c["degenerate"] for c in cands}
+    assert kinds.get("Why?") == "asks" and kinds.get("Thanks friend.") == "off_topic", kinds
+    assert res.text == "Paris."
+    assert res.trace["skipped_non_answers"] == sum(c["degenerate"] in ("asks", "off_topic") for c in cands) > 0
+
+
+def test_questions_and_off_topic_sentences_are_non_answers():
+    assert degeneracy("What's a perfect start to a joke?") == "asks"
+    assert degeneracy("Is it 1889?\"") == "asks"
+    ctx = "The Eiffel Tower was completed in 1889 for the World's Fair."
+    assert degeneracy("Yessss, thank you for the interesting detail.", context=ctx, question="When was it built?") \
+        == "off_topic"
+    assert degeneracy("It was completed in 1901.", context=ctx, question="When was it built?") is None
+    assert degeneracy("Thank you.", question="When?") is None  # without the context, off_topic is not checked
+    assert degeneracy("When was the tower built?", question="When was the tower built?") == "question"
+
+
+def test_a_sentence_flagged_only_for_a_specific_is_kept_when_no_candidate_replaces_it():
+    """Every candidate names London too: rather than dropping the answer (and abstaining), FOD keeps it."""
+    fod = make(answer_script({" London": 1.0}), score_fn=lambda text, features: 0.95)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                       cut="sentence")
+    assert res.trace["backtrack"]["text"] == "The answer is London."
+    assert res.trace["steps"][0]["chosen_by"] == "kept" and res.text == "The answer is London."
+    assert res.trace["abstained"] is False and res.trace["stop"] == "eos"

@@ -5,13 +5,15 @@ sentence's tokens to the without-context cache in one forward, which yields all 
 distributions at about the cost of one decode step, then each token's KL against the with-context distribution
 kept since then (:attr:`Row.logp_rows <syncheck.live.state.Row.logp_rows>`) and its log-probability without the
 context (for its PMI), and records the boundary there so :mod:`syncheck.live.branching` can cut back to it.
+A caller may pass a *probe* that reads each row's two distributions over the flushed tokens while they exist (FOD
+checks there whether a contrastive decoder would have chosen the same tokens); its answers are returned.
 Shapes: ``B`` rows, ``V`` the vocabulary, ``k`` a row's newly flushed tokens, ``n_layers * H`` the heads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -25,8 +27,12 @@ if TYPE_CHECKING:
     from syncheck.live.engine import LiveEngine
 
 
+#: ``probe(with_logp (k, V), without_logp (k, V), chosen (k,))``: what a caller reads off one row's flushed tokens
+Probe = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Any]
+
+
 @torch.inference_mode()
-def flush_kl(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> None:
+def flush_kl(engine: "LiveEngine", batch: Batch, ends: Sequence[int], probe: Probe | None = None) -> list[Any]:
     """KL for each row's tokens ``[kl_done, ends[i])``, all rows in one teacher-forced forward.
 
     Each row's new tokens are right-padded to the longest; causal attention
@@ -34,9 +40,15 @@ def flush_kl(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> None:
     cache is cut away when a row is selected (so rows of different lengths
     must be selected before another flush). Without the without-context pass
     (``engine.kl`` false) only the boundaries are recorded.
+
+    Returns:
+        Per row, ``probe``'s answer on its flushed tokens (``None`` where nothing was flushed, without a probe,
+        or without the without-context pass).
     """
     flush = plan_flush(engine, batch, ends)
-    flush.apply(run_flush(engine, flush))
+    result = run_flush(engine, flush, probe)
+    flush.apply(result)
+    return list(result.probed) if result is not None and result.probed else [None] * len(batch)
 
 
 @dataclass
@@ -79,6 +91,7 @@ class FlushResult:
 
     cache: object
     rows: list[tuple[list[float], list[float], torch.Tensor] | None]
+    probed: list[Any] = field(default_factory=list)  # per row, the probe's answer (empty without a probe)
 
 
 @torch.inference_mode()
@@ -109,19 +122,20 @@ def plan_flush(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> Flush
 
 
 @torch.inference_mode()
-def run_flush(engine: "LiveEngine", flush: Flush) -> FlushResult | None:
+def run_flush(engine: "LiveEngine", flush: Flush, probe: Probe | None = None) -> FlushResult | None:
     """The flush's forward on the without-context cache, and each row's KL and log-probs without the context
-    (``None`` when there is nothing to feed)."""
+    (``None`` when there is nothing to feed); with ``probe``, its answer per row."""
     if flush.feed is None:
         return None
     kwargs = {} if flush.mask is None else {"attention_mask": flush.mask}
     out = engine.lm.model(input_ids=flush.feed, position_ids=flush.positions,
                           **cache_kwargs(engine.lm.model, flush.cache), use_cache=True, **kwargs)
     logp = torch.log_softmax(out.logits.float(), -1)  # (B, width, V)
-    rows = []
+    rows, probed = [], []
     for i, k in enumerate(flush.n):
         if k <= 0:
             rows.append(None)
+            probed.append(None)
             continue
         # (k, V): the without-context log-probs predicting the k tokens
         without = torch.cat([flush.without_first[i].unsqueeze(0), logp[i, : k - 1]], 0)
@@ -129,7 +143,8 @@ def run_flush(engine: "LiveEngine", flush: Flush) -> FlushResult | None:
         chosen = flush.feed[i, :k]
         logprob_without = without.gather(-1, chosen[:, None])[:, 0].cpu().tolist()
         rows.append((kl, logprob_without, logp[i, k - 1]))
-    return FlushResult(returned_cache(out), rows)
+        probed.append(probe(flush.with_rows[i], without, chosen) if probe is not None else None)
+    return FlushResult(returned_cache(out), rows, probed if probe is not None else [])
 
 
 def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.ndarray | None]:
@@ -147,4 +162,4 @@ def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.nda
     return batch.next_logp[i], (batch.next_lookback[i] if batch.next_lookback is not None else None)
 
 
-__all__ = ["Flush", "FlushResult", "flush_kl", "plan_flush", "run_flush", "with_next"]
+__all__ = ["Flush", "FlushResult", "Probe", "flush_kl", "plan_flush", "run_flush", "with_next"]

@@ -265,10 +265,10 @@ class LiveEngine:
                 row.append_hidden({layer: hidden[layer][i, -1].cpu().numpy() for layer in self.hidden_layers})
 
     # -------------------------------------------------------------- deferred KL and branching
-    def flush_kl(self, batch: Batch, ends: Sequence[int]) -> None:
-        """KL for each row's tokens ``[kl_done, ends[i])``, all rows in one forward
+    def flush_kl(self, batch: Batch, ends: Sequence[int], probe: deferred_kl.Probe | None = None) -> list:
+        """KL for each row's tokens ``[kl_done, ends[i])``, all rows in one forward, and ``probe``'s answer per row
         (:func:`syncheck.live.deferred_kl.flush_kl`)."""
-        deferred_kl.flush_kl(self, batch, ends)
+        return deferred_kl.flush_kl(self, batch, ends, probe)
 
     def select(self, batch: Batch, i: int, length: int) -> Batch:
         """Row ``i`` cut to flushed boundary ``length``, as a one-row batch (:func:`syncheck.live.branching.select`)."""

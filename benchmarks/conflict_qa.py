@@ -1,0 +1,344 @@
+"""Steering measured without a judge: knowledge-conflict QA, where only the passage gives the right answer.
+
+The set (:mod:`benchmarks.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
+of the same kind. Per method and condition, each answer is read by string match (:func:`contains_answer`):
+
+- ``swapped`` (the conflict): *faithful* = the answer gives the substitute (the passage's answer); *memory* = it
+  gives the original answer; *neither*; *abstained* (FOD's abstention, or the abstention baseline refusing);
+- ``original`` (the no-conflict control, the same records unswapped): *accuracy* = the answer gives the right answer.
+  Steering must not break answers that were already right.
+
+``abstain`` is not decoded: it is greedy's answer, refused when a sentence scores below ``tau1`` (exactly what
+:class:`fod.baselines.AbstainGenerator` does), read from greedy's rows. Every difference from greedy comes with a
+paired bootstrap 95% interval over records. FOD's replacements are counted: how many candidates were skipped as
+non-answers, and how many chosen ones are questions or chit-chat (:func:`features.degeneracy.degeneracy`).
+
+Runs resume: ``--out`` holds one JSON line per (condition, record, method); rerunning skips what is there.
+``--report`` prints the tables from that file, and ``--write-results`` also writes them into RESULTS.md.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.conflict_qa --start 6000 --limit 300 --out benchmarks/runs/conflict_smollm2.jsonl
+    .venv/bin/python -m benchmarks.conflict_qa --start 6000 --limit 300 --out benchmarks/runs/conflict_smollm2.jsonl \\
+        --report --write-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+from benchmarks.conflict_set import ConflictItem, build_conflict_set, contains_answer, kinds_summary
+from benchmarks.fod_faithfulness import bootstrap_paired_difference
+from benchmarks.fod_table2 import FOD_VARIANTS, build, generate_one, read_rows
+from benchmarks.results_md import write_section
+
+SECTION = "## FOD on knowledge-conflict QA"
+CONDITIONS = ("swapped", "original")
+DEFAULT_METHODS = ("greedy", "cad", "adacad", "fod")
+DEFAULT_CONTROL = ("greedy", "cad", "adacad", "fod")
+#: derived from greedy's rows, never decoded
+DERIVED = ("abstain",)
+
+
+def _done(path: str) -> set[tuple[str, str, str]]:
+    out = set()
+    for r in read_rows(path):
+        out.add((r["condition"], r["id"], r["method"]))
+    return out
+
+
+def _replacements(trace: dict) -> list[dict]:
+    """FOD's chosen replacements and the candidates it skipped, from its trace."""
+    out = []
+    for step in trace.get("steps", []):
+        chosen = step.get("chosen")
+        cands = step.get("candidates", [])
+        out.append({"cut": step.get("cut"), "chosen_by": step.get("chosen_by"),
+                    "chosen": cands[chosen]["text"] if chosen is not None and chosen < len(cands) else None,
+                    "chosen_degenerate": cands[chosen].get("degenerate") if chosen is not None and chosen < len(cands)
+                    else None,
+                    "candidates": [{"text": c["text"], "score": c["score"], "degenerate": c.get("degenerate"),
+                                    "pruned": c.get("pruned")} for c in cands]})
+    return out
+
+
+def run(args, items: list[ConflictItem], plan: list[tuple[str, str]]) -> None:
+    """Decode every (condition, method) of ``plan`` for every item not already in ``args.out``."""
+    from syncheck.scorer import Scorer
+
+    done = _done(args.out)
+    todo = [(it, cond, m) for it in items for cond, m in plan if (cond, it.id, m) not in done]
+    if not todo:
+        return
+    scorer = Scorer(args.model, dtype=args.dtype, aggregator=args.aggregator)
+    gens = build(scorer, sorted({m for _, m in plan}))
+    from syncheck.aggregators.thresholds import resolve_threshold
+
+    tau1 = resolve_threshold(scorer, "tau1", args.tau1)[0]
+    from tqdm import tqdm
+
+    with open(args.out, "a", encoding="utf-8") as out:
+        for it, cond, m in tqdm(todo, desc="answers"):
+            ctx = {"question": it.question, "context": it.context if cond == "swapped" else it.original_context}
+            t = time.perf_counter()
+            try:
+                res, error = generate_one(gens[m], m, ctx, args), None
+            except Exception as exc:  # one failed answer must not end the run: it is counted as an error
+                res, error = None, f"{type(exc).__name__}: {exc}"
+            dt = time.perf_counter() - t
+            row = {"condition": cond, "id": it.id, "method": m, "model": args.model, "seconds": dt, "error": error,
+                   "substitute": it.substitute, "original": it.original, "kind": it.kind, "tau1": tau1}
+            if res is not None:
+                tr = res.trace
+                row.update({"text": res.text, "abstained": bool(tr.get("abstained")) or not res.sentences,
+                            "sentences": [{"text": s.text, "score": s.score, "degenerate": s.degenerate}
+                                          for s in res.sentences],
+                            "stop": tr.get("stop"), "repairs": tr.get("repairs"),
+                            "backtracks": tr.get("backtracks"), "replacements": _replacements(tr),
+                            "skipped_non_answers": tr.get("skipped_non_answers")})
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.flush()
+
+
+def judged(row: dict, tau1: float | None = None) -> dict[str, float]:
+    """One answer's outcome: faithful / memory / neither / abstained (swapped) or accurate (original)."""
+    text = row.get("text") or ""
+    abstained = bool(row.get("abstained")) or row.get("error") is not None
+    if tau1 is not None and not abstained:  # the abstention baseline, read from greedy's sentences
+        abstained = any(s["score"] is not None and s["score"] < tau1 for s in row.get("sentences", []))
+    sub = not abstained and contains_answer(text, row["substitute"])
+    orig = not abstained and contains_answer(text, row["original"])
+    if row["condition"] == "original":
+        return {"accurate": float(orig), "abstained": float(abstained), "seconds": row["seconds"]}
+    return {"faithful": float(sub), "memory": float(orig), "neither": float(not (sub or orig or abstained)),
+            "abstained": float(abstained), "seconds": row["seconds"]}
+
+
+def outcomes(rows: list[dict], ids: list[str], tau1: float | None) -> dict[tuple[str, str], dict[str, dict]]:
+    """``{(condition, method): {id: outcome}}`` for the items ``ids``, with ``abstain`` derived from greedy."""
+    wanted = set(ids)
+    out: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in rows:
+        if r["id"] not in wanted:
+            continue
+        out.setdefault((r["condition"], r["method"]), {})[r["id"]] = judged(r)
+        if r["method"] == "greedy" and tau1 is not None:
+            out.setdefault((r["condition"], "abstain"), {})[r["id"]] = judged(r, tau1)
+    return out
+
+
+def _fmt(d: tuple[float, float, float]) -> str:
+    return f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]"
+
+
+def table(res: dict, condition: str, methods: list[str], measures: list[str]) -> list[str]:
+    """A markdown table: each measure's share per method, and its paired difference from greedy."""
+    base = res.get((condition, "greedy"), {})
+    lines = ["| method | n | " + " | ".join(measures) + " | s / answer | "
+             + " | ".join(f"{m} - greedy [95% CI]" for m in measures[:2]) + " |",
+             "| --- " * (3 + len(measures) + len(measures[:2])) + "|"]
+    for m in methods:
+        got = res.get((condition, m))
+        if not got:
+            continue
+        ids = [i for i in got if i in base] if m != "greedy" else list(got)
+        n = len(got)
+        shares = [sum(got[i][k] for i in got) / n for k in measures]
+        secs = sum(got[i]["seconds"] for i in got) / n
+        diffs = []
+        for k in measures[:2]:
+            if m == "greedy" or not ids:
+                diffs.append("")
+                continue
+            d = bootstrap_paired_difference([[base[i][k]] for i in ids], [[got[i][k]] for i in ids], n=2000)
+            diffs.append(_fmt(d))
+        speed = "" if m == "abstain" else f"{secs:.2f}"
+        lines.append(f"| {m} | {n} | " + " | ".join(f"{v:.3f}" for v in shares) + f" | {speed} | "
+                     + " | ".join(diffs) + " |")
+    return lines
+
+
+def replacement_counts(rows: list[dict], ids: set[str]) -> tuple[int, int, int]:
+    """(replacements chosen, of them questions or chit-chat, non-answer candidates skipped) over FOD's rows."""
+    chosen = bad = skipped = 0
+    for r in rows:
+        if r["id"] not in ids or r["method"] not in FOD_VARIANTS or r.get("error"):
+            continue
+        skipped += int(r.get("skipped_non_answers") or 0)
+        for rep in r.get("replacements") or []:
+            if rep["chosen"] is not None:
+                chosen += 1
+                bad += rep.get("chosen_degenerate") in ("asks", "off_topic", "question")
+    return chosen, bad, skipped
+
+
+#: Why FOD did not give the passage's answer, in the order they are tested (:func:`failure_class`).
+FAILURES = ("never flagged", "cut in the wrong place", "flagged, no candidate cleared tau2",
+            "a candidate cleared tau2, still wrong")
+
+
+def failure_class(row: dict) -> str:
+    """Why one of FOD's answers on the conflict does not give the substitute.
+
+    - *never flagged*: no sentence was flagged, so the greedy answer stands;
+    - *cut in the wrong place*: the original answer (or no answer) sits before the first cut, in text that was
+      kept: the sentence that went wrong passed, and a later one was flagged;
+    - *flagged, no candidate cleared tau2*: every candidate was pruned (the fallback, or the prefix, was kept);
+    - *a candidate cleared tau2, still wrong*: a replacement was chosen on its score and does not give it.
+    """
+    backtracks = row.get("backtracks") or []
+    if not backtracks:
+        return FAILURES[0]
+    kept = (row.get("text") or "")[: backtracks[0]["char"]]
+    if kept.strip() and (contains_answer(kept, row["original"]) or backtracks[0]["sentence_index"] > 0):
+        return FAILURES[1]
+    if not any(r.get("chosen_by") == "tau2" for r in row.get("replacements") or []):
+        return FAILURES[2]
+    return FAILURES[3]
+
+
+def failure_table(rows: list[dict], ids: set[str], methods: list[str]) -> list[str]:
+    """How many of each FOD variant's answers on the conflict miss the substitute, by :func:`failure_class`."""
+    lines = ["| method | missed | " + " | ".join(FAILURES) + " |", "| --- " * (2 + len(FAILURES)) + "|"]
+    for m in methods:
+        missed = [r for r in rows if r["method"] == m and r["condition"] == "swapped" and r["id"] in ids
+                  and not r.get("error") and not judged(r)["faithful"]]
+        if m not in FOD_VARIANTS or not missed:
+            continue
+        counts = [sum(failure_class(r) == f for r in missed) for f in FAILURES]
+        lines.append(f"| {m} | {len(missed)} | " + " | ".join(str(c) for c in counts) + " |")
+    return lines
+
+
+def report(args, items: list[ConflictItem]) -> str:
+    rows = [r for r in read_rows(args.out) if r.get("model", args.model) == args.model]
+    tau1 = _tau1(rows, args.tau1)
+    ids = [it.id for it in items]
+    res = outcomes(rows, ids, tau1)
+    methods = [m for m in ["greedy", "abstain", *[m for m in args.methods if m != "greedy"],
+                           *[m for m in args.ablations if m not in args.methods]] if (("swapped", m) in res)]
+    methods = list(dict.fromkeys(methods))
+    control = [m for m in dict.fromkeys(["greedy", "abstain", *args.control]) if ("original", m) in res]
+    chosen, bad, skipped = replacement_counts([r for r in rows if r["condition"] == "swapped"], set(ids))
+    commit = _commit()
+    lines = [
+        f"{len(items)} knowledge-conflict questions from HaluEval QA records {args.start} on "
+        f"({', '.join(f'{k} {v}' for k, v in kinds_summary(items).items())}); generator `{args.model}`, "
+        f"shipped aggregator, greedy phases greedy, candidates sampled at temperature {args.temperature} "
+        f"(seed {args.seed}), at most {args.max_new_tokens} new tokens. Measured {date.today().isoformat()} at "
+        f"commit {commit} on {platform.machine()} ({os.cpu_count()} CPUs).",
+        "",
+        "```bash",
+        _command(args),
+        "```",
+        "",
+        "### The conflict: the passage's answer against the model's memory",
+        "",
+        "faithful = the answer gives the passage's (swapped) answer; memory = it gives the original answer. "
+        f"`abstain` is greedy refusing below tau1 = {tau1}. Differences paired over records.",
+        "",
+        *table(res, "swapped", methods, ["faithful", "memory", "neither", "abstained"]),
+        "",
+        f"FOD's replacements in this table: {chosen} chosen, {bad} of them a question, an echo of the question or "
+        f"off the subject; {skipped} candidates skipped as non-answers.",
+        "",
+        "Why FOD's answers miss the passage's answer (`benchmarks.conflict_qa.failure_class`):",
+        "",
+        *failure_table(rows, set(ids), methods),
+        "",
+        "### The no-conflict control: the same records unswapped",
+        "",
+        "accurate = the answer gives HaluEval's right answer, which the passage holds.",
+        "",
+        *table(res, "original", control, ["accurate", "abstained"]),
+    ]
+    return "\n".join(lines)
+
+
+def _tau1(rows: list[dict], given: float | None) -> float | None:
+    """The abstention threshold: the one given, else the tuned ``tau1`` the run recorded."""
+    if given is not None:
+        return given
+    return next((r["tau1"] for r in rows if r.get("tau1") is not None), None)
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _command(args) -> str:
+    parts = ["--start", str(args.start), "--limit", str(args.limit),
+             "--model", args.model, "--out", args.out]
+    if list(args.methods) != list(DEFAULT_METHODS):
+        parts += ["--methods", ",".join(args.methods)]
+    if list(args.control) != list(DEFAULT_CONTROL):
+        parts += ["--control", ",".join(args.control)]
+    if args.ablations:
+        parts += ["--ablations", ",".join(args.ablations)]
+    if args.dtype:
+        parts += ["--dtype", args.dtype]
+    return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
+
+
+def _methods(text: str) -> list[str]:
+    from benchmarks.fod_table2 import METHODS
+
+    names = [m for m in text.split(",") if m]
+    bad = [m for m in names if m not in METHODS or m in DERIVED]
+    if bad:
+        raise SystemExit(f"unknown method(s) {bad}: choose from {[m for m in METHODS if m not in DERIVED]} "
+                         "(abstain is read from greedy's answers)")
+    return names
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", default="../shared/data/halueval", help="the HaluEval directory (holds qa.jsonl)")
+    ap.add_argument("--start", type=int, default=6000, help="first HaluEval QA record read")
+    ap.add_argument("--limit", type=int, default=300, help="conflict questions (fixed before the run)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the substitutes and of the sampled candidates")
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--dtype", default=None, help="model dtype (e.g. bfloat16 for Qwen2.5-Coder-1.5B)")
+    ap.add_argument("--aggregator", default="default")
+    ap.add_argument("--methods", type=_methods, default=list(DEFAULT_METHODS), help="comma-separated, on the conflict")
+    ap.add_argument("--control", type=_methods, default=list(DEFAULT_CONTROL), help="comma-separated, unswapped")
+    ap.add_argument("--ablations", type=_methods, default=[], help="more methods on the conflict (FOD's ablations)")
+    ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--max-sentences", type=int, default=8)
+    ap.add_argument("--num-samples", type=int, default=6)
+    ap.add_argument("--num-beams", type=int, default=2)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--tau1", type=float, default=None, help="the abstention baseline's threshold (default: tuned)")
+    ap.add_argument("--out", required=True, help="JSON lines, one per answer (resumed)")
+    ap.add_argument("--report", action="store_true", help="only print the tables from --out")
+    ap.add_argument("--write-results", action="store_true", help="also write the tables into benchmarks/RESULTS.md")
+    args = ap.parse_args(argv)
+    items = build_conflict_set(args.data_dir, args.start, args.limit, seed=args.seed)
+    if len(items) < args.limit:
+        print(f"note: only {len(items)} conflict questions from record {args.start} on", file=sys.stderr)
+    if not args.report:
+        plan = [("swapped", m) for m in dict.fromkeys([*args.methods, *args.ablations])]
+        plan += [("original", m) for m in args.control]
+        run(args, items, plan)
+    text = report(args, items)
+    print(text)
+    if args.write_results:
+        write_section(Path(__file__).with_name("RESULTS.md"), f"{SECTION} ({args.model})", text)
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""Knowledge-conflict QA built NQ-Swap-style (Longpre et al., 2021) from HaluEval QA: only the passage knows the answer.
+
+A record is kept when its ``right_answer`` occurs verbatim in its ``knowledge`` and is a year, another number, or a
+short name. Every occurrence of the answer in the passage is replaced by a *substitute*: the right answer of another
+record, of the same kind, absent from this passage. The faithful answer is the substitute; an answer that still gives
+the original was given from memory.
+
+Typing, offline and by surface form only (:func:`answer_kind`):
+
+- ``year``: four digits, 1000-2099;
+- ``number``: one number token (``$268``, ``2,586``, ``17%``), possibly followed by one lower-case word
+  (``"3 seasons"``); the substitute's trailing word must be the same;
+- ``name-1`` .. ``name-4``: 1-4 capitalised words, possibly joined by connectors ("of", "de", "van", ...), as
+  :func:`benchmarks.halueval.spans.span_shape` reads a name; the word count is part of the kind. Capitalisation
+  cannot tell a person from a city, so the question says what is asked (:func:`asked_for`): "who" asks for a
+  person, "where" for a place, "which county" for a county. A name's substitute is the answer to another question
+  that asks for the same thing with as many words ("Oneida County" -> "Wayne County", "Nate Dogg" -> "Amy Sanders"),
+  and only where fewer than :data:`MIN_TYPED_POOL` such answers exist, any name of as many words. A name that opens
+with an article ("The Magician") is a title and stays untyped. Adjectives of
+  nationality ("American") remain names to this rule.
+
+A record is dropped when its question already holds the answer ("Which magazine, The Atlantic or Reptiles?"), or
+the answer is quoted. A swap is dropped when, after it, any content word of the original answer still occurs in the passage ("Nixon"
+alone, later in the text), so the passage never gives the original answer away. The set is a pure function of the
+HaluEval file, the record range and the seed; the same records unswapped are the no-conflict control.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from benchmarks.halueval.spans import span_shape
+from features.lexical import preprocess
+
+#: Longest name kept, in words.
+MAX_NAME_WORDS = 4
+#: Fewest answers to questions that ask for the same thing before a name's substitute may come from any question.
+MIN_TYPED_POOL = 3
+_ASKED = re.compile(r"\b(?i:which|what)\s+(?:[A-Z][\w-]*\s+){0,2}(?P<noun>[a-z][\w-]*)")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s", re.I)
+_NOT_NOUNS = frozenset("is was are were did does do has had have can could will would the a an".split())
+_YES_NO = frozenset({"yes", "no"})
+_NUMBER_WORD = re.compile(r"^(?P<number>\$?\d(?:[\d,]*\d)?(?:\.\d+)?%?)(?: (?P<unit>[a-z]+))?$")
+
+
+@dataclass(frozen=True)
+class ConflictItem:
+    """One knowledge-conflict question: the passage with the answer swapped, and what each answer looks like."""
+
+    id: str
+    record: int
+    question: str
+    context: str  # the passage with every occurrence of ``original`` replaced by ``substitute``
+    original_context: str
+    original: str  # HaluEval's right answer: an answer that gives it answers from memory
+    substitute: str  # the faithful answer
+    kind: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def answer_kind(answer: str) -> str | None:
+    """``"year"``, ``"number:<unit>"``, ``"name-<words>"`` (see the module docstring), or ``None`` (not kept)."""
+    answer = answer.strip()
+    if not answer or answer.lower() in _YES_NO or not (answer[0].isalnum() or answer[0] == "$"):
+        return None
+    shape = span_shape(answer)
+    if shape == "Y":
+        return "year"
+    m = _NUMBER_WORD.match(answer)
+    if m and shape in ("N", "N w", "N s"):
+        return f"number:{m.group('unit') or ''}"
+    if shape == "name":
+        n = len(answer.split())
+        return f"name-{n}" if n <= MAX_NAME_WORDS else None
+    return None
+
+
+def asked_for(question: str) -> str | None:
+    """What a question asks for: ``"person"`` (who), ``"place"`` (where), the noun after which/what ("county",
+    "magazine"), or ``None``."""
+    if re.search(r"\bwho(?:m|se)?\b", question, re.I):
+        return "person"
+    if re.search(r"\bwhere\b", question, re.I):
+        return "place"
+    m = _ASKED.search(question)
+    if m and m.group("noun").lower() not in _NOT_NOUNS:
+        return m.group("noun").lower()
+    return None
+
+
+def _content_words(text: str) -> set[str]:
+    return set(preprocess(text))
+
+
+def swap(knowledge: str, original: str, substitute: str) -> str | None:
+    """``knowledge`` with every occurrence of ``original`` replaced by ``substitute``, or ``None`` when the result
+    still carries a content word of the original, or already carried the substitute."""
+    if substitute.lower() in knowledge.lower() or original not in knowledge:
+        return None
+    swapped = knowledge.replace(original, substitute)
+    left = _content_words(original) - _content_words(substitute)
+    if left & _content_words(swapped):
+        return None
+    return swapped
+
+
+def build_conflict_set(halueval_dir: str | Path, start: int, limit: int, seed: int = 0) -> list[ConflictItem]:
+    """The first ``limit`` conflict items from HaluEval QA records ``start`` on (records that cannot be swapped are
+    skipped). Substitutes come from the answers of records ``start`` .. ``start + 4 * limit`` of the same kind."""
+    path = Path(halueval_dir) / "qa.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: pass the HaluEval directory (e.g. ../shared/data/halueval)")
+    rows: list[tuple[int, dict, str]] = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if i < start:
+                continue
+            if i >= start + 4 * limit:
+                break
+            row = json.loads(line)
+            kind = answer_kind(row["right_answer"])
+            answer = row["right_answer"].strip()
+            if kind is not None and answer in row["knowledge"] and answer.lower() not in row["question"].lower():
+                rows.append((i, row, kind))
+    pool: dict[str, list[str]] = defaultdict(list)
+    typed = []
+    for i, row, kind in rows:
+        answer = row["right_answer"].strip()
+        # "The Magician" answers a "who" only in a relative clause ("the film who ..."): titles stay untyped
+        asked = asked_for(row["question"]) if kind.startswith("name") and not _ARTICLE.match(answer) else None
+        typed.append((i, row, kind, f"{kind}:{asked}" if asked else kind))
+        pool[kind].append(answer)
+        if asked:
+            pool[f"{kind}:{asked}"].append(answer)
+    out: list[ConflictItem] = []
+    for i, row, general, kind in typed:
+        if len(pool[kind]) <= MIN_TYPED_POOL:
+            kind = general
+        original = row["right_answer"].strip()
+        rng = random.Random(f"{seed}-conflict-{i}")
+        options = sorted({a for a in pool[kind] if a.lower() != original.lower()})
+        rng.shuffle(options)
+        for substitute in options[:20]:
+            swapped = swap(row["knowledge"], original, substitute)
+            if swapped is not None:
+                out.append(ConflictItem(f"conflict-{i}", i, row["question"], swapped, row["knowledge"], original,
+                                        substitute, kind))
+                break
+        if len(out) >= limit:
+            break
+    return out
+
+
+_NORMAL = re.compile(r"[^\w%$]+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation and thousands separators out, one space between words, padded with spaces."""
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", text.lower())
+    return " " + " ".join(_NORMAL.sub(" ", text).split()) + " "
+
+
+def contains_answer(text: str, answer: str) -> bool:
+    """Whether ``text`` gives ``answer``: the answer's normalised words occur in it as whole words."""
+    needle = normalise(answer)
+    return needle.strip() != "" and needle in normalise(text)
+
+
+def kinds_summary(items: list[ConflictItem]) -> dict[str, int]:
+    """How many items of each kind (``number:<unit>`` counted as ``number``)."""
+    counts: dict[str, int] = defaultdict(int)
+    for it in items:
+        counts[it.kind.split(":")[0]] += 1
+    return dict(sorted(counts.items()))
+
+
+__all__ = ["ConflictItem", "answer_kind", "asked_for", "build_conflict_set", "contains_answer", "kinds_summary", "normalise",
+           "swap"]

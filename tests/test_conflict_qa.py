@@ -1,0 +1,75 @@
+"""The knowledge-conflict QA set and its benchmark: typing, swapping, answer matching, and a run end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.conflict_set import answer_kind, asked_for, build_conflict_set, contains_answer, swap
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def test_answers_are_typed_by_their_surface_form():
+    assert answer_kind("1889") == "year"
+    assert answer_kind("2,586") == "number:" and answer_kind("3 seasons") == "number:seasons"
+    assert answer_kind("Delhi") == "name-1" and answer_kind("President Richard Nixon") == "name-3"
+    assert answer_kind("Bank of England") == "name-3" and answer_kind("Raiders of the Lost Ark") is None
+    for kept_out in ("yes", "no", "singing animal voices", '"Phantoms"', "The Very Long Name Of Five Six", ""):
+        assert answer_kind(kept_out) is None, kept_out
+
+
+def test_what_a_question_asks_for():
+    assert asked_for("Who directed the film?") == "person"
+    assert asked_for("Where was he born?") == "place"
+    assert asked_for("In which county was Joseph A. Griffo born?") == "county"
+    assert asked_for("Shinee contains which South Korean singer born in Gwangmyeong?") == "singer"
+    assert asked_for("What is the capital of France?") is None
+
+
+def test_a_swap_replaces_every_occurrence_and_leaves_no_trace_of_the_original():
+    text = "Richard Nixon won in 1968. Nixon resigned in 1974. In 1968 he was 55."
+    assert swap(text, "1968", "1952") == "Richard Nixon won in 1952. Nixon resigned in 1974. In 1952 he was 55."
+    assert swap(text, "Richard Nixon", "Gerald Ford") is None  # "Nixon" alone would still give the answer away
+    assert swap(text, "1968", "1974") is None  # the substitute is already in the passage
+    assert swap(text, "1999", "2001") is None  # not in the passage
+
+
+def test_answers_are_matched_as_whole_normalised_words():
+    assert contains_answer("It opened in 1,889 feet... no: in 1889.", "1889")
+    assert contains_answer("The population is 2586 people.", "2,586")
+    assert contains_answer("It was founded by richard nixon!", "Richard Nixon")
+    assert not contains_answer("It opened in 18890.", "1889")
+    assert not contains_answer("Nixonville is a town.", "Nixon")
+    assert not contains_answer("anything", "")
+
+
+@pytest.mark.skipif(not (DATA / "halueval" / "qa.jsonl").exists(), reason="needs ../shared/data (HaluEval)")
+def test_the_set_is_fixed_by_its_range_and_seed_and_never_gives_the_original_away():
+    a = build_conflict_set(DATA / "halueval", 6000, 40)
+    assert len(a) == 40 and [i.id for i in a] == [i.id for i in build_conflict_set(DATA / "halueval", 6000, 40)]
+    for it in a:
+        assert it.record >= 6000 and it.substitute in it.context and it.original in it.original_context
+        assert not contains_answer(it.context, it.original) and it.original.lower() not in it.question.lower()
+        assert it.kind.split(":")[0] == (answer_kind(it.substitute) or "").split(":")[0] or it.kind.startswith("name")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "halueval" / "qa.jsonl").exists(), reason="needs ../shared/data (HaluEval)")
+def test_conflict_benchmark_smoke(tmp_path):
+    """benchmarks.conflict_qa end to end with SmolLM2 on two questions, resumed on a second call."""
+    from benchmarks import conflict_qa
+
+    out = tmp_path / "c.jsonl"
+    args = ["--data-dir", str(DATA / "halueval"), "--start", "6000", "--limit", "2", "--methods", "greedy,adacad,fod",
+            "--control", "greedy", "--max-new-tokens", "12", "--out", str(out)]
+    text = conflict_qa.main(args)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 * 4 and all(r["error"] is None for r in rows)
+    assert {r["method"] for r in rows if r["condition"] == "swapped"} == {"greedy", "adacad", "fod"}
+    assert "| fod | 2 |" in text and "| abstain | 2 |" in text and "accurate" in text
+    assert "FOD's replacements in this table" in text and "python -m benchmarks.conflict_qa" in text
+    conflict_qa.main([*args, "--report"])  # resumes: nothing new is generated
+    assert len(out.read_text().splitlines()) == 8
