@@ -21,6 +21,11 @@ Usage::
     .venv/bin/python -m benchmarks.conflict_qa --start 6000 --limit 300 --out benchmarks/runs/conflict_smollm2.jsonl
     .venv/bin/python -m benchmarks.conflict_qa --start 6000 --limit 300 --out benchmarks/runs/conflict_smollm2.jsonl \\
         --report --write-results
+
+On 2 cores, two shards with one thread each finish sooner (seconds per answer are then those of one thread)::
+
+    for k in 1 2; do OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.conflict_qa --shard $k/2 \\
+        --out benchmarks/runs/conflict_smollm2.$k.jsonl & done; wait
 """
 
 from __future__ import annotations
@@ -49,9 +54,14 @@ DEFAULT_CONTROL = ("greedy", "cad", "adacad", "fod")
 DERIVED = ("abstain",)
 
 
+def run_rows(paths: str) -> list[dict]:
+    """The rows of one run file, or of several (comma-separated: the shards of one run)."""
+    return [r for path in paths.split(",") if path for r in read_rows(path)]
+
+
 def _done(path: str) -> set[tuple[str, str, str]]:
     out = set()
-    for r in read_rows(path):
+    for r in run_rows(path):
         out.add((r["condition"], r["id"], r["method"]))
     return out
 
@@ -220,7 +230,7 @@ def failure_table(rows: list[dict], ids: set[str], methods: list[str]) -> list[s
 
 
 def report(args, items: list[ConflictItem]) -> str:
-    rows = [r for r in read_rows(args.out) if r.get("model", args.model) == args.model]
+    rows = [r for r in run_rows(args.out) if r.get("model", args.model) == args.model]
     tau1 = _tau1(rows, args.tau1)
     ids = [it.id for it in items]
     res = outcomes(rows, ids, tau1)
@@ -233,7 +243,8 @@ def report(args, items: list[ConflictItem]) -> str:
     lines = [
         f"{len(items)} knowledge-conflict questions from HaluEval QA records {args.start} on "
         f"({', '.join(f'{k} {v}' for k, v in kinds_summary(items).items())}); generator `{args.model}`, "
-        f"shipped aggregator, greedy phases greedy, candidates sampled at temperature {args.temperature} "
+        f"shipped aggregator, candidates sampled at "
+        f"{'temperature ' + str(args.temperature) if args.temperature else 'each method' + chr(39) + 's own temperature'} "
         f"(seed {args.seed}), at most {args.max_new_tokens} new tokens. Measured {date.today().isoformat()} at "
         f"commit {commit} on {platform.machine()} ({os.cpu_count()} CPUs).",
         "",
@@ -281,13 +292,17 @@ def _commit() -> str:
 
 def _command(args) -> str:
     parts = ["--start", str(args.start), "--limit", str(args.limit),
-             "--model", args.model, "--out", args.out]
+             "--model", args.model, "--max-new-tokens", str(args.max_new_tokens), "--out", args.out]
     if list(args.methods) != list(DEFAULT_METHODS):
         parts += ["--methods", ",".join(args.methods)]
     if list(args.control) != list(DEFAULT_CONTROL):
         parts += ["--control", ",".join(args.control)]
     if args.ablations:
         parts += ["--ablations", ",".join(args.ablations)]
+    if args.shard != "1/1" or "," in args.out:
+        parts += ["--shard", "K/N"]
+    if args.title:
+        parts += ["--title", args.title]
     if args.dtype:
         parts += ["--dtype", args.dtype]
     return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
@@ -316,27 +331,39 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--methods", type=_methods, default=list(DEFAULT_METHODS), help="comma-separated, on the conflict")
     ap.add_argument("--control", type=_methods, default=list(DEFAULT_CONTROL), help="comma-separated, unswapped")
     ap.add_argument("--ablations", type=_methods, default=[], help="more methods on the conflict (FOD's ablations)")
-    ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--max-new-tokens", type=int, default=32, help="answers are short: the answer is in the first "
+                    "sentence or nowhere")
     ap.add_argument("--max-sentences", type=int, default=8)
     ap.add_argument("--num-samples", type=int, default=6)
     ap.add_argument("--num-beams", type=int, default=2)
-    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--temperature", type=float, default=None,
+                    help="the candidates' temperature (default: each method's own: FOD 0.7, reranking 1.0)")
     ap.add_argument("--tau1", type=float, default=None, help="the abstention baseline's threshold (default: tuned)")
-    ap.add_argument("--out", required=True, help="JSON lines, one per answer (resumed)")
+    ap.add_argument("--out", required=True,
+                    help="JSON lines, one per answer (resumed); for --report, several files comma-separated")
+    ap.add_argument("--shard", default="1/1",
+                    help="K/N: decode only every N-th question from the K-th (run N processes, each with its own --out "
+                         "and OMP_NUM_THREADS=1, then --report with the N files)")
     ap.add_argument("--report", action="store_true", help="only print the tables from --out")
     ap.add_argument("--write-results", action="store_true", help="also write the tables into benchmarks/RESULTS.md")
+    ap.add_argument("--title", default=None, help="the RESULTS.md section (default: 'FOD on knowledge-conflict QA "
+                    "(MODEL)')")
     args = ap.parse_args(argv)
     items = build_conflict_set(args.data_dir, args.start, args.limit, seed=args.seed)
     if len(items) < args.limit:
         print(f"note: only {len(items)} conflict questions from record {args.start} on", file=sys.stderr)
     if not args.report:
+        k, n = (int(v) for v in args.shard.split("/"))
+        if not 1 <= k <= n or "," in args.out:
+            raise SystemExit("--shard K/N needs 1 <= K <= N, and one --out file per shard")
         plan = [("swapped", m) for m in dict.fromkeys([*args.methods, *args.ablations])]
         plan += [("original", m) for m in args.control]
-        run(args, items, plan)
+        run(args, items[k - 1 :: n], plan)
     text = report(args, items)
     print(text)
     if args.write_results:
-        write_section(Path(__file__).with_name("RESULTS.md"), f"{SECTION} ({args.model})", text)
+        title = f"## {args.title}" if args.title else f"{SECTION} ({args.model})"
+        write_section(Path(__file__).with_name("RESULTS.md"), title, text)
     return text
 
 

@@ -11,8 +11,9 @@ Methods: greedy, abstain, rerank, CAD, AdaCAD, FOD backtrack-only, FOD as the pa
 sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
 token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
-``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-no-specifics``: no flag on an unsupported
-specific, ``fod-greedy-decode``: plain greedy phases, ``fod-t07``: candidates at temperature 0.7).
+``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-greedy-decode``: plain greedy phases instead of
+AdaCAD's tokens, ``fod-t10``: candidates at the paper's temperature 1.0 instead of 0.7, ``fod-specifics``: a
+sentence naming what the context lacks is flagged too, and their combinations).
 
 Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
 
@@ -69,9 +70,11 @@ FOD_VARIANTS = {
     "fod-beam": {"search": "beam"},
     "fod-cad": {"steer": "cad"},
     "fod-s12": {"num_samples": 12},
-    "fod-no-specifics": {"flag_specifics": False},
     "fod-greedy-decode": {"decode": "greedy"},
-    "fod-t07": {"temperature": 0.7},
+    "fod-t10": {"temperature": 1.0},
+    "fod-specifics": {"flag_specifics": True},
+    "fod-specifics-t10": {"flag_specifics": True, "temperature": 1.0},
+    "fod-specifics-t10-greedy-decode": {"flag_specifics": True, "temperature": 1.0, "decode": "greedy"},
 }
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
@@ -118,17 +121,16 @@ def generate_one(gen, method: str, ctx: dict, args):
     from syncheck.decoding import Decoding
 
     texts = {"question": ctx["question"], "context": ctx["context"], "max_sentences": args.max_sentences}
+    if method not in FOD_VARIANTS and method != "rerank":
+        return gen.generate(**texts, decoding=Decoding(max_new_tokens=args.max_new_tokens))
+    settings = {"num_samples": args.num_samples}
     if method in FOD_VARIANTS:
-        settings = {"num_samples": args.num_samples, "num_beams": args.num_beams, **FOD_VARIANTS[method]}
-        temperature = settings.pop("temperature", args.temperature)
-        sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=temperature, top_p=0.95,
-                           seed=args.seed)
-        return gen.generate(**texts, decoding=sampled, **settings)
-    sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=args.temperature, top_p=0.95,
+        settings.update(num_beams=args.num_beams, **FOD_VARIANTS[method])
+    # a variant's own temperature, else the one asked for, else the method's default
+    temperature = settings.pop("temperature", None) or args.temperature or gen.candidate_sampling.temperature
+    sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=temperature, top_p=0.95,
                        seed=args.seed)
-    if method == "rerank":
-        return gen.generate(**texts, num_samples=args.num_samples, decoding=sampled)
-    return gen.generate(**texts, decoding=Decoding(max_new_tokens=args.max_new_tokens))
+    return gen.generate(**texts, decoding=sampled, **settings)
 
 
 def _done(path: str) -> set[tuple[str, str, str]]:
@@ -361,7 +363,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-sentences", type=int, default=4)
     ap.add_argument("--num-samples", type=int, default=6)
     ap.add_argument("--num-beams", type=int, default=2)
-    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--temperature", type=float, default=None,
+                    help="the candidates' temperature (default: each method's own: FOD 0.7, reranking 1.0)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--out", required=True, help="answers, one JSON line per (task, record, method); resumed")

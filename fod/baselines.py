@@ -72,12 +72,13 @@ class RerankGenerator(FODGenerator):
     """Sample ``num_samples`` whole responses in one batch; return the best by mean sentence score."""
 
     method = "rerank"
+    candidate_sampling = CANDIDATE_SAMPLING
 
     def generate(self, *, question: str | None = None, context, num_samples: int = 6, max_sentences: int = 8,
                  decoding: DecodingLike = None) -> GenerationResult:
         """``decoding``: default :data:`~syncheck.decoding.CANDIDATE_SAMPLING`; stop strings end each candidate
         with its last sentence before them."""
-        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("reranking")
+        dec = Decoding.coerce(decoding, self.candidate_sampling).require_sampling("reranking")
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, _, warnings = self.monitor.start(question, context, dec.max_new_tokens)

@@ -64,8 +64,8 @@ def main() -> None:
 @click.option("--max-new-tokens", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-sentences", default=8, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sampled candidates (fod, rerank).")
-@click.option("--temperature", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Temperature of the sampled candidates (fod, rerank).")
+@click.option("--temperature", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Temperature of the sampled candidates. Default: the method's own (fod 0.7, rerank 1.0, the paper's).")
 @click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Top-p of the sampled candidates (fod, rerank).")
 @click.option("--stop", multiple=True, help="Stop string (repeatable): the answer ends before it.")
@@ -133,7 +133,7 @@ def _load_scorer(model: str, device: str | None, dtype: str, aggregator: str, ch
 
 
 def answerer(method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2: float | None, num_samples: int,
-             num_beams: int, alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float,
+             num_beams: int, alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float | None,
              top_p: float, stop: tuple[str, ...]) -> Callable[..., Any]:
     """The decoder of ``method``, built once: a function that answers ``(question=..., context=...)`` with it and
     returns its :class:`~fod.results.GenerationResult`.
@@ -147,6 +147,8 @@ def answerer(method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2
     cls = METHODS["fod" if method == "fod-bt" else method]
     decoder = cls(scorer, checker=checker, **_named(cls, threshold=tau1, alpha=alpha))
     samples = "num_samples" in inspect.signature(decoder.generate).parameters
+    if temperature is None and samples:
+        temperature = decoder.candidate_sampling.temperature
     decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(
         {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if samples else {}))
     settings = _named(decoder.generate, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,

@@ -54,7 +54,7 @@ from fod.candidates import Candidate, sample_candidates
 from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
 from fod.steering import STEERING, first_disagreement
 from syncheck.aggregators.thresholds import resolve_thresholds
-from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
+from syncheck.decoding import GREEDY, REPAIR_SAMPLING, Decoding, SettingsError
 from syncheck.featurize import Premise
 from syncheck.live.branching import ended_view
 from syncheck.live.state import Batch
@@ -147,6 +147,8 @@ class FODGenerator:
     """
 
     method = "fod"
+    #: the default sampling of the candidates (``decoding=`` overrides it)
+    candidate_sampling = REPAIR_SAMPLING
     #: benchmark/research hook: ``hook(event) -> True`` flags a greedy sentence whatever its score
     #: (``benchmarks.monitor_overhead --fod`` forces exactly one backtrack with it)
     flag_hook: Callable[[SentenceEvent], bool] | None = None
@@ -192,7 +194,7 @@ class FODGenerator:
         fallback: str = "tau1",
         max_repairs: int = 3,
         stop_degenerate: bool | Collection[str] = True,
-        flag_specifics: bool = True,
+        flag_specifics: bool = False,
         decode: str = "adacad",
     ) -> GenerationResult:
         """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
@@ -204,7 +206,8 @@ class FODGenerator:
         Args:
             decoding: token budget, sampling of the candidates, seed and stop strings
                 (:class:`~syncheck.decoding.Decoding`, ``GenerationConfig`` or dict); default
-                :data:`~syncheck.decoding.CANDIDATE_SAMPLING`. The greedy phases are greedy whatever it says.
+                :data:`~syncheck.decoding.REPAIR_SAMPLING` (temperature 0.7). The greedy phases are greedy (on the
+                ``decode`` contrast) whatever it says.
                 Stop strings end the answer with its last sentence before them.
             callback: called with an :class:`~fod.results.AcceptedSentence` for each sentence of the answer once it
                 can no longer be taken back (greedy sentences as soon as they pass, a repaired sentence once it is
@@ -224,11 +227,12 @@ class FODGenerator:
             decode: ``"adacad"`` (default): the greedy phases take exactly the tokens AdaCAD would (checked at each
                 sentence end against the deferred without-context pass, see :mod:`fod.steering`); ``"cad"``: those of
                 CAD (fixed alpha 0.5); ``"greedy"``: plain greedy. Needs the without-context pass (``kl=True``).
-            flag_specifics: a sentence with an unsupported specific (a number, date or name the context lacks,
+            flag_specifics: (off by default: on knowledge-conflict QA it added cost and no answers from the context)
+                a sentence with an unsupported specific (a number, date or name the context lacks,
                 :func:`features.specifics.unsupported_specifics_count`) is flagged whatever its score, and no
                 candidate with one is chosen: an answer given from the model's memory names what the context does not.
         """
-        dec = Decoding.coerce(decoding, CANDIDATE_SAMPLING).require_sampling("FOD")
+        dec = Decoding.coerce(decoding, self.candidate_sampling).require_sampling("FOD")
         tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
         if not 0 < num_beams <= num_samples:
             raise SettingsError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")

@@ -86,7 +86,7 @@ def test_one_row_per_question_in_order_with_the_error_only_on_the_bad_rows(scrip
 def test_every_method_answers_a_file(scripted, tmp_path, method):
     out = tmp_path / "a.jsonl"
     result = run("--input", write_jsonl(tmp_path / "q.jsonl", [QUESTIONS[0], QUESTIONS[2]]), "-o", out,
-                 "--method", method, "-S", "4")
+                 "--method", method, "-S", "4", "--temperature", "1.0")  # the candidates EXPECTED was sampled at
     assert result.exit_code == 0, result.output
     rows = read_rows(out)
     assert [(r["id"], r["error"], r["method"]) for r in rows] == [("a", None, method), ("c", None, method)]

@@ -373,12 +373,13 @@ def test_a_sentence_naming_what_the_context_lacks_is_flagged_whatever_its_score(
     unsupported specific, and a candidate naming London is never chosen (flag_specifics=False keeps it)."""
     script = answer_script({" London": 0.7, " Paris": 0.3})
     fod = make(script, score_fn=lambda text, features: 0.95)
-    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                       flag_specifics=True)
     assert res.trace["backtrack"]["text"] == "The answer is London." and res.trace["flag_specifics"] is True
     assert res.text == "The answer is Paris."
     assert all(c["unsupported"] == ("London" in c["text"]) for c in res.trace["steps"][0]["candidates"])
     kept = make(script, score_fn=lambda text, features: 0.95).generate(
-        question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none", flag_specifics=False)
+        question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")  # off by default
     assert kept.text == "The answer is London." and kept.trace["backtrack"] is None
 
 
@@ -418,7 +419,7 @@ def test_a_sentence_flagged_only_for_a_specific_is_kept_when_no_candidate_replac
     """Every candidate names London too: rather than dropping the answer (and abstaining), FOD keeps it."""
     fod = make(answer_script({" London": 1.0}), score_fn=lambda text, features: 0.95)
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
-                       cut="sentence")
+                       cut="sentence", flag_specifics=True)
     assert res.trace["backtrack"]["text"] == "The answer is London."
     assert res.trace["steps"][0]["chosen_by"] == "kept" and res.text == "The answer is London."
     assert res.trace["abstained"] is False and res.trace["stop"] == "eos"

@@ -99,7 +99,7 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
         samples = method != "monitor" and runner.decoders.samples(method)
         if samples and req.temperature == 0:
             raise ApiError(400, f"method {method!r} samples its candidate sentences: omit temperature (its default "
-                                "is 1.0) or give one above 0", param="temperature")
+                                "is 0.7) or give one above 0", param="temperature")
         decoding = req.candidate_decoding(max_tokens) if samples else req.decoding(max_tokens)
         chat = ChatJob(question, documents, decoding, req.syncheck, req.ignored_messages())
         job = scheduler.submit(lambda j: runner.task(j, chat))

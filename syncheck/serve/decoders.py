@@ -53,7 +53,7 @@ class AnswerDecoder(Protocol):
 
     Attributes:
         samples: the decoder samples (FOD's candidates): a request with ``temperature`` 0 is refused, and an
-            unset temperature / top-p means 1.0 / 0.95, the SynCheck paper's candidate sampling.
+            unset temperature / top-p means 0.7 / 0.95, FOD's candidate sampling.
     """
 
     samples: bool

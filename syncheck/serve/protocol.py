@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from syncheck.decoding import SEED_RANGE, Decoding
+from syncheck.decoding import REPAIR_SAMPLING, SEED_RANGE, Decoding
 from syncheck.records import lone_surrogate
 
 
@@ -142,11 +142,12 @@ class ChatRequest(BaseModel):
         )
 
     def candidate_decoding(self, default_tokens: int) -> Decoding:
-        """FOD's candidate sampling: the paper's temperature 1 / top-p 0.95 unless the request sets them."""
+        """FOD's candidate sampling (:data:`~syncheck.decoding.REPAIR_SAMPLING`: temperature 0.7, top-p 0.95)
+        unless the request sets them."""
         return Decoding(
             max_new_tokens=self.max_completion_tokens or self.max_tokens or default_tokens,
             do_sample=True,
-            temperature=self.temperature or 1.0,
+            temperature=self.temperature or REPAIR_SAMPLING.temperature,
             top_p=self.top_p if self.top_p is not None else 0.95,
             seed=self.seed,
             stop=tuple(self.stop or ()),
