@@ -335,24 +335,26 @@ class _Run:
         batch, row, dec = beam.batch, beam.row, self.dec
         if row.ended:
             return beam, None
-        while len(row.ids) < dec.max_new_tokens:
-            self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
+        while True:
+            at_budget = len(row.ids) >= dec.max_new_tokens
+            if not row.ended and not at_budget:  # (a row the contrast ended, or one at the budget, is finished)
+                self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
             stopped = bool(dec.stop) and dec.stop_position(row.text) is not None
-            final = row.ended or stopped
+            final = row.ended or stopped or len(row.ids) >= dec.max_new_tokens
             steered = self.steer_finished(batch, final)
             if steered is not None:  # the contrast chose another token inside the sentence: go on from there
                 batch, row = steered, steered.rows[0]
                 continue
             low = self.flagged(self.monitor.score_finished(batch, self.premise, final=final)[0])
             if low is not None:
+                if final and not row.ended and not stopped:
+                    self.trace["stop"] = "max_new_tokens"
                 return _Beam(batch), low
             self.accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
             if final or len(row.sentences) >= self.max_sentences:
-                self.trace["stop"] = ("eos" if row.ended else "stop") if final else "max_sentences"
+                self.trace["stop"] = ("eos" if row.ended else "stop" if stopped else "max_new_tokens") if final \
+                    else "max_sentences"
                 return _Beam(batch), None
-        low = self.flagged(self.monitor.score_finished(batch, self.premise, final=True)[0])
-        self.trace["stop"] = "max_new_tokens"
-        return _Beam(batch), low
 
     def steer_finished(self, batch: Batch, final: bool) -> Batch | None:
         """With ``decode`` a contrast: check the row's finished sentences against it, in the without-context flush
@@ -367,9 +369,7 @@ class _Run:
         hit = self.engine.flush_kl(batch, [pending[-1][2]], probe=probe)[0]
         if hit is None:
             return None
-        at, token = start + hit[0], hit[1]
-        if token in self.engine.eos_ids:
-            return None  # the contrast would end the answer here: the sentence is scored as it stands
+        at, token = start + hit[0], hit[1]  # an end-of-sequence token there ends the answer, as the contrast would
         new = self.engine.cut(batch, at)
         self.engine.step(new, torch.tensor([token], device=self.fod.scorer.lm.device))
         self.steered_upto = at + 1

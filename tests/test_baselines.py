@@ -170,24 +170,47 @@ def two_sentence_script(text, has_context):
     return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
 
 
-@pytest.mark.parametrize("script", [cad_script, two_sentence_script])
+@pytest.mark.parametrize("script, tokens", [(cad_script, 20), (two_sentence_script, 20), (two_sentence_script, 4)])
 @pytest.mark.parametrize("mode", ["adacad", "cad"])
-def test_fod_decodes_exactly_the_contrastive_decoders_tokens(script, mode):
+def test_fod_decodes_exactly_the_contrastive_decoders_tokens(script, tokens, mode):
     """FOD's greedy phases (decode='adacad' | 'cad') take the tokens the whole-answer decoder takes: greedy drafts
-    each sentence, and the contrast, checked at the sentence end, corrects it where it differs."""
+    each sentence, and the contrast, checked at the sentence end (or where the token budget cuts it), corrects it
+    where it differs."""
     from fod.baselines import AdaCADGenerator
     from fod.generator import FODGenerator
 
+    budget = Decoding(max_new_tokens=tokens)
     whole = (AdaCADGenerator if mode == "adacad" else CADGenerator)(scorer_for(script), checker=None)
-    want = whole.generate(question="Where?", context=CONTEXT, decoding=TOKENS_20).text
+    want = whole.generate(question="Where?", context=CONTEXT, decoding=budget, max_sentences=8).text
     fod = FODGenerator(scorer_for(script), checker=None)
-    got = fod.generate(question="Where?", context=CONTEXT, decoding=sampled(), tau1=0.0, tau2=0.0, decode=mode,
+    got = fod.generate(question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode=mode,
+                       decoding=Decoding(max_new_tokens=tokens, do_sample=True, top_p=1.0, seed=0),
                        stop_degenerate=False, flag_specifics=False)
     greedy = GreedyGenerator(scorer_for(script), checker=None).generate(question="Where?", context=CONTEXT,
-                                                                       decoding=TOKENS_20).text
+                                                                       decoding=budget).text
     assert got.text == want and want != greedy and got.trace["steered_tokens"] >= 1
     assert got.trace["backtrack"] is None  # nothing flagged: the contrast alone changed the answer
     plain = FODGenerator(scorer_for(script), checker=None).generate(
-        question="Where?", context=CONTEXT, decoding=sampled(), tau1=0.0, tau2=0.0, decode="greedy",
+        question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode="greedy",
+        decoding=Decoding(max_new_tokens=tokens, do_sample=True, top_p=1.0, seed=0),
         stop_degenerate=False, flag_specifics=False)
     assert plain.text == greedy and plain.trace["steered_tokens"] == 0
+
+
+def test_fod_ends_the_answer_where_the_contrast_would():
+    """Greedy goes on after "Paris."; the contrast ends the answer there: FOD ends it too, as CAD does."""
+    from fod.generator import FODGenerator
+
+    def script(text, has_context):
+        if text == "":
+            return {"Paris": 1.0}
+        if text == "Paris.":
+            return {"<eos>": 0.45, " Fine": 0.55} if has_context else {"<eos>": 0.05, " Fine": 0.95}
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+    want = CADGenerator(scorer_for(script), checker=None).generate(question="Where?", context=CONTEXT,
+                                                                   decoding=TOKENS_20).text
+    got = FODGenerator(scorer_for(script), checker=None).generate(
+        question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode="cad", decoding=sampled(),
+        stop_degenerate=False)
+    assert want == got.text == "Paris." and got.trace["stop"] == "eos" and got.trace["steered_tokens"] == 1
