@@ -1,7 +1,7 @@
 """What Provenance's final check reads on a HaluEval set: every signal of the scored answers, one by one.
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.check_signals --set summarization --start 600 --limit 200 \\
-        [--ragtruth ../shared/data/ragtruth/dev.jsonl] [--results-md benchmarks/RESULTS.md]
+        [--ragtruth PATH/TO/ragtruth/dev.jsonl] [--results-md benchmarks/RESULTS.md]
 
 Each answer is scored as ``syncheck check``'s default scores it (every chunk of its context joined into one premise,
 the question in the prompt, the default scorer with its final model), and the scored rows are cached as JSON lines

@@ -21,7 +21,7 @@ informativeness = sentences per answer and the abstention rate.
 
 Usage::
 
-    .venv/bin/python -m benchmarks.fod_faithfulness --data-dir ../shared/data/halueval --limit 20
+    .venv/bin/python -m benchmarks.fod_faithfulness --data-dir PATH/TO/halueval --limit 20
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ keeps its ``error``. ``--with-default`` adds the default check (``syncheck check
 answers, from ``benchmarks.check_signals``'s row cache under ``<work dir>/check-signals`` (scored where missing), and the
 mean of the two checks' probabilities: a fixed rule, fitted on nothing.
 Each figure is ROC AUC (label 1 = faithful) with a 95% bootstrap interval over records, beside response length and
-word overlap on the same rows and Provenance's published figures (seed 000, Table 3).
+word overlap on the same rows and the published figures of Provenance (Sankararaman et al., 2024), Table 3.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def evaluate(subset: str, rows: list[dict[str, Any]], default: dict[str, float] 
         auc, lo, hi = bootstrap_auroc(y, s, n=n_boot, groups=groups, seed=seed)
         lines.append(f"| {name} | {auc:.3f} [{lo:.2f}, {hi:.2f}] |")
     if PUBLISHED.get(subset) is not None:
-        lines.append(f"| reference: Provenance, seed 000, Table 3 (its NLI models, full set) | {PUBLISHED[subset]} |")
+        lines.append(f"| reference: Provenance (Sankararaman et al., 2024), Table 3 (its NLI models, full set) | "
+                     f"{PUBLISHED[subset]} |")
     return lines + [""]
 
 

@@ -16,13 +16,13 @@ sentence.
 
 Every timed run starts cold, as ``generate`` does: the engines' prompt prefix
 caches (:mod:`syncheck.live.prefix_cache`) are cleared before it, so no run
-skips its prefill because an earlier round used the same prompt. Before stop 39
-the monitors' runs after the first reused it, which flattered their ratios. The
-row "prompt prefix cached" runs the deferred monitor a second time on the same
-prompt without clearing: what a caller asking again over the same documents
-pays. One untimed round of every method comes first (``--warmup-rounds``), so
-that no method pays for the kernels, attention plans and memory pools built the
-first time a shape is met while another reuses them.
+skips its prefill because an earlier round used the same prompt (a reused
+prefill would flatter the monitors' ratios). The row "prompt prefix cached"
+runs the deferred monitor a second time on the same prompt without clearing:
+what a caller asking again over the same documents pays. One untimed round of
+every method comes first (``--warmup-rounds``), so that no method pays for the
+kernels, attention plans and memory pools built the first time a shape is met
+while another reuses them.
 
 With ``--lookback``, the monitor recording every head's lookback ratio (a second copy of the model, whose attention is switched to the
 recording wrapper) is timed too. With ``--fod``, FOD (S=6, K=2) and greedy

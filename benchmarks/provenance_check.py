@@ -1,17 +1,17 @@
 """Provenance's offline final check on records no one has tuned on: which premise, which sources, which statistic.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.provenance_check --halueval-dir ../shared/data/halueval \\
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.provenance_check --halueval-dir PATH/TO/halueval \\
         --start 2000 --limit 100 [--sets pairs,dialogue,summarization,ragtruth-qa] [--results-md benchmarks/RESULTS.md]
 
 Every row is :class:`syncheck.provenance.ProvenanceChecker` itself, with the ``syncheck`` support backend (SynCheck's
 own score of the answer given a premise, the offline default) and BM25 relevance; the variants differ in:
 
-- **premise**: ``each`` selected source on its own, supports combined by ``max`` (the paper's form, and the
-  default until now), or the selected sources ``joined`` in context order into one premise;
+- **premise**: ``each`` selected source on its own, supports combined by ``max`` (the paper's form), or the
+  selected sources ``joined`` in context order into one premise;
 - **selection**: TopP 0.9 (``syncheck check``'s default), TopK 3 (FOD's final check), or all chunks;
 - **query** that relevance ranks against: the question (the paper), or the question and the answer;
-- **statistic** of the scored pair: the least faithful sentence (``min``, the default until now), the learned
-  response verdict over the live sentence scores (``live_verdict``, issue 20), or the scorer's response score
+- **statistic** of the scored pair: the least faithful sentence (``min``), the learned response verdict over the
+  live sentence scores (``live_verdict``), or the scorer's response score
   (``verdict``: the verdict over the final, whole-answer sentence scores where the aggregator has a final model).
 
 Sets (label 1 = faithful), read from record ``--start`` on, so that no figure comes from a record any default was
@@ -24,8 +24,8 @@ benchmarks read from record 0):
 - **RAGTruth QA** (optional): the dev responses, which the default aggregator *was* trained on (so not unseen).
 
 Each figure is ROC AUC with a 95% bootstrap interval over records, beside response length and word overlap on the
-same rows and Provenance's published figures (seed 000, Table 3, with its NLI models). A scored (premise, question,
-answer) triple is scored once and shared by every variant that needs it.
+same rows and the published figures of Provenance (Sankararaman et al., 2024), Table 3, with its NLI models. A
+scored (premise, question, answer) triple is scored once and shared by every variant that needs it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ SECTION = "### Provenance's final check: the last `provenance_check` run"
 SETS = ("pairs", "dialogue", "summarization", "ragtruth-qa")
 SET_TITLES = {"pairs": "QA distractor pairs", "dialogue": "dialogue", "summarization": "summarization",
               "ragtruth-qa": "RAGTruth QA (trained on)"}
-#: Provenance (seed 000), Table 3, with its own relevance and NLI models on the full sets.
+#: Provenance (Sankararaman et al., 2024), Table 3, with its own relevance and NLI models on the full sets.
 PUBLISHED = {"pairs": None, "dialogue": 0.69, "summarization": 0.66, "ragtruth-qa": None}
 
 
@@ -71,8 +71,8 @@ class Variant:
 VARIANTS = tuple(
     Variant(premise, selection, query, statistic)
     for premise, selection, query in (
-        ("each", "TopP 0.9", "question"),  # `syncheck check`'s default until now
-        ("each", "TopK 3", "question"),  # FOD's final check until now
+        ("each", "TopP 0.9", "question"),  # the paper's form, TopP
+        ("each", "TopK 3", "question"),  # the paper's form, TopK
         ("each", "TopK 3", "question+answer"),
         ("joined", "TopK 3", "question"),
         ("joined", "TopK 3", "question+answer"),
@@ -148,7 +148,8 @@ def table(results: dict[str, dict[str, tuple]], sets: Sequence[str]) -> list[str
         passes = " / ".join(f"{results[s][row][3]:.1f}" for s in sets) if not row.startswith("baseline") else "-"
         lines.append(f"| {row} | " + " | ".join(cells) + f" | {passes} |")
     published = [f"{PUBLISHED[s]:.2f} (published)" if PUBLISHED[s] else "-" for s in sets]
-    lines.append("| reference: Provenance, seed 000, Table 3 (its NLI models, full sets) | " + " | ".join(published)
+    lines.append("| reference: Provenance (Sankararaman et al., 2024), Table 3 (its NLI models, full sets) | "
+                 + " | ".join(published)
                  + " | - |")
     return lines
 

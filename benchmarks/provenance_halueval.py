@@ -21,7 +21,7 @@ chunk any configuration selects, then each configuration is assembled with
 Time per example = relevance time per example + support time per pair x the
 configuration's mean number of sources.
 
-    .venv/bin/python -m benchmarks.provenance_halueval --data-dir ../shared/data/halueval --limit 200
+    .venv/bin/python -m benchmarks.provenance_halueval --data-dir PATH/TO/halueval --limit 200
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ PAPER_AUROC = {"qa": 0.74, "dialogue": 0.69, "summarization": 0.66}  # Table 3
 PAPER_ACCURACY = {"qa": 67.48, "dialogue": 62.97, "summarization": 62.27}  # Table 6
 SELECTIONS = (("TopP 0.9", None, 0.9), ("TopK 5", 5, 0.9))
 AGGREGATIONS = ("min", "max", "weighted")
-SECTION = "## Provenance (issue 4)"
+SECTION = "## Provenance on HaluEval with the offline backends"
 
 
 def best_threshold_accuracy(train_y, train_s, test_y, test_s) -> float:
@@ -154,7 +154,7 @@ def align_score_table(examples: list[Example], backends: dict, args, out: list[s
 
 
 def write_section(path: Path, body: str) -> None:
-    """Replace the body of the ``Provenance (issue 4)`` section of RESULTS.md (see :mod:`benchmarks.results_md`)."""
+    """Replace the body of the :data:`SECTION` section of RESULTS.md (see :mod:`benchmarks.results_md`)."""
     from benchmarks.results_md import write_section as write
 
     write(path, SECTION, body.strip())

@@ -1,7 +1,7 @@
 """Provenance's offline support backend, chosen by measurement on hard rows: distractor pairs and RAGTruth QA.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.provenance_offline --halueval-dir ../shared/data/halueval \\
-        --ragtruth ../shared/data/ragtruth/dev.jsonl [--pairs 200] [--ragtruth-limit 299] [--results-md benchmarks/RESULTS.md]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.provenance_offline --halueval-dir PATH/TO/halueval \\
+        --ragtruth PATH/TO/ragtruth/dev.jsonl [--pairs 200] [--ragtruth-limit 299] [--results-md benchmarks/RESULTS.md]
 
 Sets:
 
@@ -39,7 +39,7 @@ from syncheck.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision
 from syncheck.provenance import claim_prompt, combine, relevance_probabilities, select_top_k, select_top_p, split_context
 
-SECTION = "## Provenance: the offline support backend (issue 11)"
+SECTION = "## Provenance: the offline support backend"
 BACKENDS = ("lexical", "embedding", "llm-judge", "syncheck")
 SELECTIONS = (("TopP 0.9", None, 0.9), ("TopK 3", 3, 0.9))
 AGGREGATIONS = ("max", "weighted")

@@ -12,7 +12,7 @@ thing, low when the words are spread over the article or absent.
 Words are :func:`features.alignment.lexical.content_words` (lower-cased, stop
 words removed); context sentences are :func:`features.sentences.split_sentences`
 units (Punkt plus line breaks, so each line of a JSON record is one unit).
-Measured on RAGTruth dev (issue 20): 0.73 sentence AUROC alone on summaries,
+Measured on RAGTruth dev: 0.73 sentence AUROC alone on summaries,
 against 0.64 for word overlap.
 
 :func:`word_pair_support` asks the same at a finer grain: of each two
@@ -20,8 +20,8 @@ neighbouring content words of the sentence ("arrested" -> "march"), does one
 context sentence hold both? A sentence that binds a true fact to the wrong
 date, person or place keeps most of its words in one context sentence (high
 local support) but breaks the pair at the seam. Measured on RAGTruth dev
-(issue 20, stop 38): in the default recipe +0.011 to +0.014 summary sentence
-AUROC in each of three fold assignments, not adopted (benchmarks/RESULTS.md).
+(benchmarks/RESULTS.md): in the default recipe +0.011 to +0.014 summary sentence
+AUROC in each of three fold assignments, not adopted.
 
 Sign convention of both: ``+`` (more of the sentence held together by one
 context sentence = more faithful).

@@ -5,7 +5,7 @@ checks miss: the record says ``"RestaurantsReservations": false`` and the answer
 reservations"; ``"Ambience": {"classy": false}`` and the answer praises its "classy ambiance"; ``"WiFi": null``
 (unknown) and the answer says "WiFi available". Every word of such a sentence is in the context, so word overlap,
 the specifics check and a small model's likelihood all call it faithful. Reading RAGTruth's data-to-text errors,
-most of the hallucinated answers the final verdict trusted most were of this kind (issue 20).
+most of the hallucinated answers the final verdict trusted most were of this kind.
 
 What it reads:
 

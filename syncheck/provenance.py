@@ -1,4 +1,4 @@
-"""Provenance (Sankararaman et al., seed 000): check a final answer against its context chunks.
+"""Provenance (Sankararaman et al., 2024): check a final answer against its context chunks.
 
 Pipeline (Sections 3.1-3.3):
 

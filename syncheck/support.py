@@ -42,7 +42,7 @@ _SUMMARY_REQUEST = re.compile(r"\bsummar(?:y|ies|i[sz]e[sd]?|i[sz]ing|i[sz]ation
 #: Weight of an answer's mean ``local_support`` in the syncheck support of a summary (the rest is the verdict).
 #: Chosen as the largest of 0.25 / 0.5 / 0.75 that kept RAGTruth Summary's response AUROC at or above the verdict's
 #: (0.724 against 0.715; 0.75 gave 0.709), on HaluEval summarization records 600-649 (0.683 against the verdict's
-#: 0.570) and RAGTruth dev, before records 2000+ were read (benchmarks/RESULTS.md, stop 39). On summaries the
+#: 0.570) and RAGTruth dev, before records 2000+ were read (benchmarks/RESULTS.md). On summaries the
 #: likelihood signals read who wrote the text (HaluEval's hallucinated summaries are ChatGPT's fluent prose, its
 #: faithful ones journalists' highlights); the lexical support reads only whether one document sentence holds each
 #: answer sentence's words.

@@ -197,7 +197,7 @@ def test_benchmark_runs_end_to_end(tmp_path):
     from benchmarks.halueval.run import main
 
     results_md = tmp_path / "RESULTS.md"
-    results_md.write_text("# R\n\n## HaluEval: aggregators and baselines (issue 3)\n\n_pending_\n\n## Next\n\nkeep\n")
+    results_md.write_text("# R\n\n## HaluEval: aggregators and baselines\n\n_pending_\n\n## Next\n\nkeep\n")
     work = tmp_path / "work"
     summary = main([
         "--data-dir", str(DATA_DIR), "--work-dir", str(work), "--limit", "4", "--summarization-limit", "0",

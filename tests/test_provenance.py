@@ -326,7 +326,7 @@ def test_judge_check_benchmark_smoke(tmp_path):
     assert "`syncheck check --nli llm-judge:smollm2-135m --claim sentences`" in table
     assert "`syncheck check` default" in table
     assert "| mean of the default and the judge (`--claim paper`; equal weights, nothing fitted) |" in table
-    assert "| reference: Provenance, seed 000, Table 3 (its NLI models, full set) | 0.69 |" in table
+    assert "| reference: Provenance (Sankararaman et al., 2024), Table 3 (its NLI models, full set) | 0.69 |" in table
     cache = tmp_path / "cache" / "judge-check" / "dialogue-2000-llm-judge-smollm2-135m-float32-forms.jsonl"
     rows = [json.loads(line) for line in cache.read_text().splitlines()]
     assert len(rows) == 4  # both answers of each record, cached

@@ -5,7 +5,7 @@ grounding text, so it yields two :class:`Example` rows (label 1 = faithful,
 0 = hallucinated) that share ``record``. Splits are by record, so both outputs
 of one record always land on the same side.
 
-The data directory (e.g. ``../shared/data/halueval``) is always an argument:
+The data directory (HaluEval's ``qa.jsonl``, ``dialogue.jsonl``, ...) is always an argument:
 the data is never part of this repository.
 """
 
@@ -53,7 +53,7 @@ def load_subset(data_dir: str | Path, subset: str, limit: int | None = None) -> 
     fname, ctx_f, q_f, good_f, bad_f = _FIELDS[subset]
     path = Path(data_dir) / fname
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (e.g. ../shared/data/halueval)")
+        raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (the one holding qa.jsonl)")
     out: list[Example] = []
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f):

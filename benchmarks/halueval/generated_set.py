@@ -1,14 +1,14 @@
 """A training set of the monitored model's *own* generations, each sentence labelled by a judge.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.halueval.generated_set --data-dir ../shared/data/halueval \\
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.halueval.generated_set --data-dir PATH/TO/halueval \\
         -o generated.jsonl [--limit 60] [--samples 1] [--judge llm-judge:qwen2.5-coder-1.5b]
     .venv/bin/syncheck train generated.jsonl --kind lr -o my-aggregator
 
 Why: an aggregator trained on teacher-forced responses (the distractor pairs,
 the sentence-level set) learns "likely under the model = faithful"; the
 model's own greedy text is its most likely text, so such an aggregator scores
-every generated sentence near 1 and FOD never fires (benchmarks/RESULTS.md,
-issue 5). Live use needs labelled generations of the monitored model.
+every generated sentence near 1 and FOD never fires (benchmarks/RESULTS.md).
+Live use needs labelled generations of the monitored model.
 
 How each row is built, from the *train side* of HaluEval QA records (the hash
 split of :mod:`benchmarks.halueval.splits`, so no record of any benchmark's

@@ -70,7 +70,7 @@ def build_pairs(data_dir: str | Path, limit: int | None = None, seed: int = 0, s
     """Pairs from QA records ``start .. start + limit - 1`` (records without a usable pair are skipped)."""
     path = Path(data_dir) / "qa.jsonl"
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (e.g. ../shared/data/halueval)")
+        raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (the one holding qa.jsonl)")
     out: list[DistractorPair] = []
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f):

@@ -1,6 +1,6 @@
 """HaluEval benchmark: every faithfulness signal side by side, on the same test records.
 
-    python -m benchmarks.halueval.run --data-dir ../shared/data/halueval [--limit N]
+    python -m benchmarks.halueval.run --data-dir PATH/TO/halueval [--limit N]
         [--summarization-limit M] [--seed S] [--alignment SPEC] [--results-md benchmarks/RESULTS.md]
 
 Sets (see :mod:`benchmarks.halueval.sets`): QA distractor pairs (the primary,
@@ -28,8 +28,8 @@ from benchmarks.halueval.evaluate import Result, SetData, ablation_table, main_t
 from benchmarks.halueval.pipeline import BenchConfig, add_common_args, load_scored, split, syncheck_feature_names
 from benchmarks.halueval.sets import SETS, level
 
-SECTION = "## HaluEval: aggregators and baselines (issue 3)"
-#: Provenance (Sankararaman et al.), seed 000, Table 3: ROC AUC on raw HaluEval (published, not rerun here).
+SECTION = "## HaluEval: aggregators and baselines"
+#: Provenance (Sankararaman et al., 2024), Table 3: ROC AUC on raw HaluEval (published, not rerun here).
 PROVENANCE_PUBLISHED = {"qa": 0.74, "dialogue": 0.69, "summarization": 0.66}
 SET_TITLES = {"pairs": "QA distractor pairs", "sentences": "sentence-level", "qa": "raw QA", "dialogue": "raw dialogue",
               "summarization": "raw summarization"}
@@ -42,7 +42,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ablation-seeds", type=int, default=3, help="MLP seeds averaged in the ablation")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of each 95%% interval")
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets to run (default: all of {', '.join(SETS)})")
-    p.add_argument("--results-md", default=None, help="write the tables into this RESULTS.md's issue-3 section")
+    p.add_argument("--results-md", default=None, help="write the tables into --results-section of this RESULTS.md")
     p.add_argument("--results-section", default=SECTION, help="the heading whose body --results-md replaces (its title, at any level)")
     p.add_argument("--json", default=None, help="also write all figures as JSON here")
     return p.parse_args(argv)
@@ -94,7 +94,8 @@ def render_main(results: list[Result], sets: list[str], counts: dict[str, tuple[
             cells.append(f"{r.auc:.3f} [{r.lo:.2f}, {r.hi:.2f}]" if r else "—")
         lines.append(f"| {family} | {row} | " + " | ".join(cells) + " |")
     pub = [f"{PROVENANCE_PUBLISHED[s]:.2f} (published)" if s in PROVENANCE_PUBLISHED else "—" for s in sets]
-    lines.append("| reference | Provenance, seed 000, Table 3 (full sets, not rerun) | " + " | ".join(pub) + " |")
+    lines.append("| reference | Provenance (Sankararaman et al., 2024), Table 3 (full sets, not rerun) | "
+                 + " | ".join(pub) + " |")
     return "\n".join(lines)
 
 

@@ -133,7 +133,7 @@ def build_sentence_set(
         fname, q_field = SOURCES[subset]
         path = Path(data_dir) / fname
         if not path.exists():
-            raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (e.g. ../shared/data/halueval)")
+            raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (the one holding qa.jsonl)")
         with open(path, encoding="utf-8") as f:
             for i, line in enumerate(f):
                 if limit is not None and i >= limit:

@@ -62,7 +62,7 @@ def read_ragtruth(path: str | Path, tasks: Iterable[str] = TASKS, limit: int | N
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: pass --data PATH/TO/ragtruth/dev.jsonl (see ../shared/data/README.md)")
+        raise FileNotFoundError(f"{path} not found: pass --data PATH/TO/ragtruth/dev.jsonl (RAGTruth as JSON lines)")
     wanted = set(tasks)
     unknown = wanted - set(TASKS)
     if unknown:

@@ -38,8 +38,8 @@ from features.registry import feature_sign
 from syncheck.aggregators import make_aggregator
 from syncheck.probes import LinearProbe, fit_probe
 
-#: Seed 003, Table 1: sentence-level AUROC (QA, Summary, Data2txt) on RAGTruth's full test split, with each
-#: 7B model's own answers and features. Reference lines, not rerun here.
+#: SynCheck (Wu et al., 2024), Table 1: sentence-level AUROC (QA, Summary, Data2txt) on RAGTruth's full test split,
+#: with each 7B model's own answers and features. Reference lines, not rerun here.
 PAPER_TABLE1 = {
     "Llama-2-7B": {"AlignScore": (0.772, 0.768, 0.679), "MiniCheck": (0.788, 0.778, 0.813),
                    "FLARE (min token probability)": (0.631, 0.527, 0.532), "SynCheck-LR": (0.812, 0.753, 0.775),

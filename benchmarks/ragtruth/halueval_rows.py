@@ -1,9 +1,9 @@
 """Does training on HaluEval's summarization and dialogue answers help the sentence score on RAGTruth?
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.halueval_rows --data ../shared/data/ragtruth/dev.jsonl \\
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.halueval_rows --data PATH/TO/ragtruth/dev.jsonl \\
         --rows summarization-600 --rows dialogue-600 [--seeds 0,1]
 
-Issue 20 asks whether HaluEval's train sides help where they help RAGTruth's grouped CV. This trains the feature
+Do HaluEval's train sides help where they help RAGTruth's grouped CV? This trains the feature
 model (the default recipe's aggregator and parameters over its features, without the hidden-state probe, whose
 vectors ``check_signals`` does not cache) on RAGTruth's training folds, with and without the HaluEval answers added to every training fold, and
 prints RAGTruth sentence AUROC per task on the test folds (grouped by ``source_id``, mean over ``--seeds``). Each

@@ -39,7 +39,7 @@ from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragt
 from benchmarks.ragtruth.training import Rows
 from syncheck.folds import grouped_folds
 
-SECTION = "## Cross-model transfer: the portable default (issue 12)"
+SECTION = "## Cross-model transfer: the portable default"
 OUT = Path(__file__).resolve().parents[2] / "syncheck" / "data" / "aggregators" / "portable"
 
 

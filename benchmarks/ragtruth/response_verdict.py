@@ -1,6 +1,6 @@
 """Response-level verdict on RAGTruth: the learned verdict against min and mean of the sentence scores.
 
-    HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.response_verdict --data ../shared/data/ragtruth/dev.jsonl \\
+    HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.response_verdict --data PATH/TO/ragtruth/dev.jsonl \\
         [--results-md benchmarks/RESULTS.md] [--plot reliability.png] [--save syncheck/data/aggregators/default]
 
 Nested, grouped cross-validation by ``source_id`` (:func:`syncheck.folds.grouped_folds`):

@@ -1,6 +1,6 @@
 """RAGTruth benchmark: every faithfulness signal on real RAG answers, grouped 5-fold CV, per task.
 
-    HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.run --data ../shared/data/ragtruth/dev.jsonl \\
+    HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.run --data PATH/TO/ragtruth/dev.jsonl \\
         [--results-md benchmarks/RESULTS.md] [--json figures.json]
 
 Scores every response once with the scoring model (cached in ``--work-dir``;
@@ -46,7 +46,7 @@ from features.lexical import LEXICAL_FEATURE_SIGNS
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.folds import grouped_folds
 
-SECTION = "## RAGTruth: faithfulness on real RAG answers (issue 11)"
+SECTION = "## RAGTruth: faithfulness on real RAG answers"
 KIND_LABELS = {"lr": "LR", "xgb": "XGB", "mlp": "MLP"}
 STRING_BASELINES = {
     "lexical_precision": "lexical precision, stemmed (RAGulator)",
@@ -60,7 +60,7 @@ STRING_BASELINES = {
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.run", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL (see ../shared/data/README.md)")
+    p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL (its dev part)")
     p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench)")
     p.add_argument("--model", default="smollm2-135m", help="scoring model (alias, hub id, directory, .gguf)")
     p.add_argument("--limit", type=int, default=None, help="responses read per task (default: all)")
@@ -274,10 +274,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{command}` (features cached in the work dir; a rerun only evaluates).",
         "",
         f"Data: RAGTruth dev part ({len(table.records)} responses by six LLMs over {len(set(table.source.tolist()))} source "
-        "documents; `../shared/data/ragtruth/dev.jsonl`, never committed). Per task, sentences (unfaithful) / responses "
+        "documents; RAGTruth's `dev.jsonl`, never committed). Per task, sentences (unfaithful) / responses "
         "(unfaithful): " + "; ".join(f"{t} {c[0]} ({c[1]}) / {c[2]} ({c[3]})" for t, c in counts.items()) + ". "
-        "Sentence labels: unfaithful when the sentence overlaps an annotated span (seed 003, Appendix B); sentences "
-        "are syncheck's (Punkt plus line breaks). Summary and Data2txt records get the task's instruction as question.",
+        "Sentence labels: unfaithful when the sentence overlaps an annotated span (SynCheck, Wu et al., 2024, "
+        "Appendix B); sentences are syncheck's (Punkt plus line breaks). Summary and Data2txt records get the task's "
+        "instruction as question.",
         "",
         f"Protocol: {args.folds}-fold cross-validation grouped by `source_id` (no document on both sides), one model "
         "trained on the training folds of all three tasks and evaluated per task; probes are stacked (the aggregator "

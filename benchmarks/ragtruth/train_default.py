@@ -1,7 +1,7 @@
 """Retrain the default aggregator shipped in ``syncheck/data/aggregators/default/``.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.train_default --data ../shared/data/ragtruth/dev.jsonl \\
-        --halueval-dir ../shared/data/halueval --generated GEN.jsonl
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.train_default --data PATH/TO/ragtruth/dev.jsonl \\
+        --halueval-dir PATH/TO/halueval --generated GEN.jsonl
 
 The recipe is :mod:`syncheck.aggregators.recipe` (gradient-boosted trees over
 the default features, with the hidden-state probe stacked under them). The

@@ -1,6 +1,6 @@
 """AlignScore (Zha et al., 2023) from its official checkpoints: the ``align_score`` SynCheck uses.
 
-SynCheck (seed 003, Appendix A.1) computes each sentence's AlignScore against
+SynCheck (Wu et al., 2024, Appendix A.1) computes each sentence's AlignScore against
 the context with AlignScore-base. The official checkpoints
 (``AlignScore-base.ckpt`` / ``AlignScore-large.ckpt`` in the hub repository
 ``yzha/AlignScore``) are PyTorch-Lightning files whose ``state_dict`` holds:

@@ -1,4 +1,4 @@
-"""Relevance of context chunks to a query (Provenance's first stage, seed 000 Section 3.1).
+"""Relevance of context chunks to a query (Provenance's first stage, Sankararaman et al., 2024, Section 3.1).
 
 Every scorer implements :class:`RelevanceScorer`: ``score(query, chunks)``
 returns one raw relevance score per chunk (higher = more relevant) and carries

@@ -9,7 +9,7 @@ windows.
 
 Why the maximum: a claim is supported when *some* part of the context supports
 it; the other windows talking about something else is no evidence against it.
-RAGulator (seed 002) aggregates its 512-token windows this way (the minimum
+RAGulator (Poey et al., 2024) aggregates its 512-token windows this way (the minimum
 out-of-context probability over windows, i.e. the maximum in-context one, "as
 long as one of the generated sub-sequences is in-context"), and so does
 AlignScore over its premise chunks (max over chunks, then mean over claim

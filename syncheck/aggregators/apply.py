@@ -159,8 +159,8 @@ def resolve_response_aggregation(how: str | None, aggregator: Any) -> Any:
         return verdict
     if how == "learned":
         raise ValueError("response_aggregation='learned', but the aggregator has no response model (response.json "
-                         "beside its meta.json; `python -m benchmarks.ragtruth.response_verdict --save DIR` fits one): "
-                         "use 'min' or 'mean'")
+                         "beside its meta.json): use 'min' or 'mean', or fit an aggregator with one for the model "
+                         "(`syncheck calibrate --model M --data LABELLED.jsonl`)")
     return how or "min"
 
 

@@ -12,7 +12,7 @@ The final model is an ordinary saved aggregator whose feature names include ``re
 its mean over the response's sentences) beside the live features and probe scores. It is stored in a ``final/``
 directory beside the aggregator whose sentence features it reads, with its own ``response.json`` (the response
 verdict fitted on final scores), and restored by :func:`~syncheck.aggregators.load_aggregator` as
-``agg.final_model``. ``python -m benchmarks.ragtruth.response_verdict --relative --save DIR`` fits both.
+``agg.final_model``. ``syncheck calibrate`` fits both with the aggregator of a model.
 
 Offline scoring and the live monitor apply it to the same sentence features, so their final scores agree as their
 features do (tested).
@@ -33,8 +33,8 @@ from syncheck.aggregators.apply import expected_features, score_sentences
 
 #: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), besides the live recipe's
 #: features; ``benchmarks.ragtruth.response_verdict --relative`` and ``syncheck calibrate`` fit the final model with
-#: them (benchmarks/RESULTS.md, stop 33). The string checks the final model of stops 34-35 read on their own
-#: (``unsupported_specific_count``, ``contradicted_fields``) are in the live recipe since stop 35.
+#: them (benchmarks/RESULTS.md). The string checks ``unsupported_specific_count`` and ``contradicted_fields`` reach
+#: it as they are, among the live recipe's features.
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                            "local_support", "novel_bigram_share", "align_score")
 #: Directory of the final model beside an aggregator's ``meta.json``.

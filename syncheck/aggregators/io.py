@@ -90,8 +90,7 @@ def save_aggregator(
             :func:`load_aggregator` as ``agg.probes``).
 
     A ``response.json`` and a ``final/`` model already in ``path`` are removed: they were fitted on another
-    aggregator's sentence scores (refit them with ``python -m benchmarks.ragtruth.response_verdict [--relative]
-    --save DIR``).
+    aggregator's sentence scores (``syncheck calibrate`` fits an aggregator together with both).
     """
     if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
         raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")

@@ -5,7 +5,7 @@ benchmarks/RESULTS.md has the table and the ablation):
 
 - features: likelihood, entropy, KL and PMI (both passes), the three string
   checks (unsupported specifics, novel bigrams, local support) and the lexical
-  ``align_score``; ``local_support`` (issue 20: the share of the sentence held by
+  ``align_score``; ``local_support`` (the share of the sentence held by
   one context sentence) was added after reading the summary errors, +0.04-0.05
   summary AUROC in grouped CV on the cached RAGTruth features (RAGTruth rows
   only); the shipped artefact is retrained with it by
@@ -38,8 +38,8 @@ from __future__ import annotations
 #: Estimator kind and parameters of the default aggregator.
 DEFAULT_KIND = "xgb"
 DEFAULT_PARAMS = {"n_estimators": 300, "max_depth": 2, "learning_rate": 0.05, "subsample": 0.8}
-#: Scalar features it reads (all produced by ``Scorer()`` with its defaults). The last two joined in stop 35: with
-#: them the recipe scores 0.893 / 0.751 / 0.852 (QA / Summary / Data2txt) against 0.892 / 0.746 / 0.806 without,
+#: Scalar features it reads (all produced by ``Scorer()`` with its defaults). With the last two the recipe
+#: scores 0.893 / 0.751 / 0.852 (QA / Summary / Data2txt) against 0.892 / 0.746 / 0.806 without,
 #: grouped CV on RAGTruth rows, 3 fold seeds (``python -m benchmarks.ragtruth.feature_gain --feature
 #: unsupported_specific_count,contradicted_fields --seeds 0,1,2``; benchmarks/RESULTS.md).
 DEFAULT_FEATURES = (

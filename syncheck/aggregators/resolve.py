@@ -8,7 +8,7 @@ the CLI use unless told otherwise) picks, in order:
 2. an aggregator shipped for this model, found by fingerprint or by name: the
    default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
    model's (``syncheck/data/aggregators/<dir>``, as ``syncheck calibrate``
-   wrote it; none ships today);
+   wrote it: Qwen2.5-Coder-1.5B's ships in ``qwen2_5_coder_1_5b``);
 3. the shipped *portable* default (``syncheck/data/aggregators/portable``):
    features whose meaning does not depend on the architecture (probabilities,
    normalised entropies, KL and PMI in nats, the string checks, alignment),
@@ -171,8 +171,8 @@ def resolve_final_model(flag: bool | None, aggregator: Any, scorer: Any) -> Any 
     if final is None:
         if flag:
             raise ValueError("final_scores=True, but the aggregator has no final model (a final/ directory beside its "
-                             "meta.json; `python -m benchmarks.ragtruth.response_verdict --relative --save DIR` fits "
-                             "one): leave final_scores unset")
+                             "meta.json): leave final_scores unset, or fit an aggregator with one for the model "
+                             "(`syncheck calibrate --model M --data LABELLED.jsonl`)")
         return None
     names = expected_features(final)
     needed = [n for n in names if not n.startswith(RELATIVE_PREFIX)] + relative_bases(names)

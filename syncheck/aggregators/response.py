@@ -1,8 +1,8 @@
 """The learned response-level verdict: a response's sentence scores -> P(the whole response is faithful).
 
-``response_score`` was the minimum (or mean) of the sentence scores. The minimum punishes length: every extra
-sentence is one more draw that can come out low, so long faithful answers look as doubtful as short unfaithful
-ones. :class:`ResponseVerdict` learns the mapping instead, from response labels (RAGTruth's, in
+Without it, ``response_score`` is the minimum (or mean) of the sentence scores. The minimum punishes length: every
+extra sentence is one more draw that can come out low, so long faithful answers look as doubtful as short
+unfaithful ones. :class:`ResponseVerdict` learns the mapping instead, from response labels (RAGTruth's, in
 ``benchmarks.ragtruth.response_verdict``): logistic regression over a few statistics of the sentence scores
 (:data:`STATS`), standardised, its weights bounded by :data:`SIGNS` so that the verdict never rises when a sentence's
 score falls (an unconstrained fit put a negative weight on the minimum, collinear with the mean of the two
@@ -192,7 +192,8 @@ def response_model_from_state(state: Mapping[str, Any]) -> ResponseVerdict:
                          f"version {state.get('format_version')!r}); upgrade syncheck to read it")
     if list(state["stats"]) != list(STATS):
         raise ValueError(f"the response verdict was fitted on statistics {state['stats']}, this syncheck computes "
-                         f"{list(STATS)}; refit it (python -m benchmarks.ragtruth.response_verdict --save DIR)")
+                         f"{list(STATS)}; refit the aggregator with its verdict "
+                         "(`syncheck calibrate --model M --data LABELLED.jsonl`)")
     model = ResponseVerdict(**state["params"])
     model.classes_ = np.asarray(state["classes"])
     model.stat_mean_ = np.asarray(state["stat_mean"], dtype=np.float64)

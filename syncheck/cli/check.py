@@ -55,10 +55,9 @@ from syncheck.io import dumps_row, guard_row
                    "answer (the answer alone when there is no question). Default: question, the measured best.")
 @click.option("--task", default="auto", show_default=True, type=click.Choice(["auto", "qa", "summary"]),
               help="What the answers are. summary: summaries of their documents; the syncheck support then also leans "
-                   "on each answer's lexical support (half its weight): HaluEval summaries 0.584 against 0.415 (word "
-                   "overlap 0.703), RAGTruth summaries 0.724 against 0.715 (benchmarks/RESULTS.md). qa: answers to "
-                   "their questions. auto: a summary where the row has no question or its question asks for one "
-                   "(\"Summarize the document.\"), else qa.")
+                   "on each answer's lexical support (half its weight). qa: answers to their questions. auto: a "
+                   "summary where the row has no question or its question asks for one (\"Summarize the document.\"), "
+                   "else qa.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
 def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregation, device, dtype, batch_size,
