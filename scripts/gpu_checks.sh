@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The accelerator checks of issue 21, in one command: the `pytest -m cuda` group, then the speed benchmarks with a
+# The accelerator checks in one command: the `pytest -m cuda` group, then the speed benchmarks with a
 # random-weight model of a real shape (speed does not depend on weights; nothing is downloaded).
 #
 #   bash scripts/gpu_checks.sh tests      # the cuda group

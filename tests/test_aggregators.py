@@ -304,8 +304,8 @@ def test_cli_train_then_score_round_trip(tiny_dir, tmp_path):
 
 
 def test_cli_score_train_score_with_rows_that_carry_a_probe_output(tiny_dir, tmp_path):
-    """Issue 22, bug 1: rows scored with the default aggregator carry its probe's output (hidden_probe); `train`
-    took it as a feature, and the saved aggregator (no probe) could not score: a traceback."""
+    """Rows scored with the default aggregator carry its probe's output (hidden_probe): `train` must not take it as a
+    feature, or the saved aggregator (no probe) could not score them (it once failed with a traceback)."""
     from syncheck.cli import main
 
     runner = CliRunner()

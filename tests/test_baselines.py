@@ -50,7 +50,7 @@ def test_reranking_returns_the_sample_with_the_best_mean_score():
 
 
 def test_reranking_prefers_a_mean_score_of_zero_to_no_score():
-    """Issue 22, bug 6: ``mean_score or -inf`` ranked a mean of 0.0 with the empty candidates (no score)."""
+    """A regression: ``mean_score or -inf`` ranked a mean of 0.0 with the empty candidates (no score)."""
     scorer = scorer_for(table({"": {"Good": 0.5, "<eos>": 0.5}}))
     scorer.featurizer.score_fn = lambda text, features: 0.0
     picked_empty_first = 0

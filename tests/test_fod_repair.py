@@ -232,7 +232,7 @@ def test_judged_verdicts_of_another_dtype_are_judged_again(tmp_path):
 
 
 def test_beam_search_keeps_every_beam_within_the_token_budget():
-    """Issue 22, bug 2: the candidate budget came from the shortest beam, so a longer beam overran max_new_tokens."""
+    """A regression: the candidate budget came from the shortest beam, so a longer beam overran max_new_tokens."""
     def script(text, has_context):
         table = {"": {"Good": 1.0}, "Good.": {" London": 0.4, " Fine": 0.3, " The": 0.3}}
         if text in table:

@@ -1,4 +1,4 @@
-"""Fuzz the edges (issue 22): malformed and adversarial input never loses a row, never gets a 500 or a traceback.
+"""Fuzz the edges: malformed and adversarial input never loses a row, never gets a 500 or a traceback.
 
 ``syncheck score`` takes batches of hypothesis-made lines (random bytes, deep JSON, huge fields, wrong types, unpaired
 surrogates, NaN, ...), each batch in one run: every non-blank line gives exactly one row, in order, with an

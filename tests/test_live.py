@@ -88,7 +88,7 @@ def test_stopped_rows_keep_their_tokens_while_others_continue(tiny_lm):
 
 
 def test_rows_and_batches_are_written_only_by_their_own_methods():
-    """Issue 22: one writer. Outside syncheck/live/state.py no code assigns, or appends to, a Row's or a Batch's
+    """One writer. Outside syncheck/live/state.py no code assigns, or appends to, a Row's or a Batch's
     fields (fields whose names other classes share, ``text`` or ``ids``, are covered by code review only)."""
     import ast
     import dataclasses

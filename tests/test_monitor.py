@@ -37,7 +37,7 @@ def tiny_scorer(tiny_lm):
 
 
 def test_live_path_falls_back_to_output_hidden_states_like_the_offline_path(tiny_scorer, monkeypatch):
-    """Issue 22, bug 5: a model whose decoder layers cannot be hooked raised KeyError live (offline fell back)."""
+    """A regression: a model whose decoder layers cannot be hooked raised KeyError live (offline fell back)."""
     import syncheck.live.engine
     import syncheck.passes
 
@@ -199,7 +199,7 @@ def test_question_aware_alignment_is_the_same_offline_and_live(tiny_lm):
     assert align.claims[-1] == "It is tall."
 
 
-# ------------------------------------------------------------------ one argument convention (issue 14)
+# ------------------------------------------------------------------ one argument convention
 def test_public_text_functions_take_keywords_only(tiny_scorer):
     from fod.baselines import METHODS
     from syncheck.provenance import ProvenanceChecker

@@ -6,22 +6,22 @@ from benchmarks.results_md import replace_section, write_section
 
 
 def test_a_top_level_section_runs_to_the_next_one():
-    text = "# R\n\n## A (issue 1)\n\nold\n\n## Next\n\nkeep\n"
-    assert replace_section(text, "## A (issue 1)", "new\n") == "# R\n\n## A (issue 1)\n\nnew\n\n## Next\n\nkeep\n"
+    text = "# R\n\n## A (run 1)\n\nold\n\n## Next\n\nkeep\n"
+    assert replace_section(text, "## A (run 1)", "new\n") == "# R\n\n## A (run 1)\n\nnew\n\n## Next\n\nkeep\n"
 
 
 def test_a_nested_section_keeps_the_history_and_the_next_topic():
-    text = ("# R\n\n## Topic\n\n### A (issue 1)\n\nold\n\n### History\n\n#### A (issue 0)\n\nolder\n\n"
+    text = ("# R\n\n## Topic\n\n### A (run 1)\n\nold\n\n### History\n\n#### A (run 0)\n\nolder\n\n"
             "## Other topic\n\nkeep\n")
-    got = replace_section(text, "## A (issue 1)", "new\n\n### sub\n\nrow")
-    assert got == ("# R\n\n## Topic\n\n### A (issue 1)\n\nnew\n\n#### sub\n\nrow\n\n### History\n\n#### A (issue 0)\n\n"
+    got = replace_section(text, "## A (run 1)", "new\n\n### sub\n\nrow")
+    assert got == ("# R\n\n## Topic\n\n### A (run 1)\n\nnew\n\n#### sub\n\nrow\n\n### History\n\n#### A (run 0)\n\n"
                    "older\n\n## Other topic\n\nkeep\n")
 
 
 def test_a_section_in_a_history_stops_at_the_next_entry_and_demotes_its_headings():
-    text = "## T\n\n### History\n\n#### B (issue 4)\n\nold\n\n##### qa\n\nx\n\n#### B (issue 3)\n\nolder\n"
-    got = replace_section(text, "## B (issue 4)", "### qa\n\nnew")
-    assert got == "## T\n\n### History\n\n#### B (issue 4)\n\n##### qa\n\nnew\n\n#### B (issue 3)\n\nolder\n"
+    text = "## T\n\n### History\n\n#### B (run 4)\n\nold\n\n##### qa\n\nx\n\n#### B (run 3)\n\nolder\n"
+    got = replace_section(text, "## B (run 4)", "### qa\n\nnew")
+    assert got == "## T\n\n### History\n\n#### B (run 4)\n\n##### qa\n\nnew\n\n#### B (run 3)\n\nolder\n"
 
 
 def test_a_missing_section_is_appended_and_a_missing_file_created(tmp_path):
@@ -34,5 +34,5 @@ def test_a_missing_section_is_appended_and_a_missing_file_created(tmp_path):
 
 
 def test_a_title_must_match_whole():
-    text = "## A (issue 1) and more\n\nx\n\n## A (issue 1)\n\nold\n"
-    assert replace_section(text, "## A (issue 1)", "new") == "## A (issue 1) and more\n\nx\n\n## A (issue 1)\n\nnew\n"
+    text = "## A (run 1) and more\n\nx\n\n## A (run 1)\n\nold\n"
+    assert replace_section(text, "## A (run 1)", "new") == "## A (run 1) and more\n\nx\n\n## A (run 1)\n\nnew\n"

@@ -215,7 +215,7 @@ def test_real_smollm2_streams_scored_sentences_and_runs_fod(tmp_path_factory):
 
 
 def test_only_setting_errors_become_400_and_internal_failures_500():
-    """Issue 22, bug 4: every ValueError became a 400, internal invariant failures included."""
+    """A regression: every ValueError became a 400, internal invariant failures included."""
     from syncheck.decoding import Decoding, SettingsError
     from syncheck.serve.app import _server_error
 

@@ -119,7 +119,7 @@ EIFFEL = ("The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars
 
 @pytest.mark.slow
 def test_fod_repairs_the_two_sentence_eiffel_example(scorer):
-    """Issue 19: greedy invents "completed on 14 July 1889, marking the 100th anniversary"; FOD cuts before "on",
+    """Greedy invents "completed on 14 July 1889, marking the 100th anniversary"; FOD cuts before "on",
     keeps "The Eiffel Tower was completed", and neither abstains nor keeps the flagged sentence."""
     from fod.generator import FODGenerator
     from syncheck.scorer import Scorer
