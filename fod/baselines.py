@@ -169,11 +169,14 @@ class AdaCADGenerator(CADGenerator):
     """AdaCAD over the whole answer: greedy on the CAD contrast with ``alpha`` = JSD(with || without) at each step.
 
     Where the context changes nothing the contrast switches itself off (fluent function words); where it and the
-    model's memory disagree (a swapped entity), it weighs in. ``alpha`` is ignored.
+    model's memory disagree (a swapped entity), it weighs in. It takes no ``alpha``.
     """
 
     method = "adacad"
     steer = "adacad"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # no alpha: the CLI's --alpha does not list this method
+        super().__init__(*args, **kwargs)
 
 
 METHODS = {
