@@ -293,8 +293,9 @@ class MonitorRun:
             at = dec.stop_position(row.text, max(self._scanned - max(map(len, dec.stop)), 0))
             self._scanned = len(row.text)
             if at is not None:
-                earlier = self._drain()  # the cut never reaches into a sentence being flushed
-                row.truncate(max(_token_at(row.offsets, at), row.emitted_tokens))
+                cut = _token_at(row.offsets, at)
+                earlier = [*self._drain(), *self._score_before(cut)]  # the cut never reaches into a flushed sentence
+                row.truncate(max(cut, row.emitted_tokens))
                 return self._finish("stop", earlier)
         if self.tokens >= self.budget:
             return self._finish("forced" if self.forced_ids is not None else "max_new_tokens")
@@ -315,6 +316,14 @@ class MonitorRun:
             return []
         events = self._drain()
         self._scoring = self.monitor.start_scoring(self.batch, self.premise)
+        return events
+
+    def _score_before(self, cut: int) -> list[SentenceEvent]:
+        """Score, as finished, each pending sentence that ends before token ``cut``: with or without the
+        background worker, a sentence finished before a stop string keeps the features it had as it ended."""
+        events = []
+        while (pending := self.row.pending_sentences(final=False)) and pending[0][2] <= cut:
+            events += self.monitor.score_finished(self.batch, self.premise, first_only=True)[0]
         return events
 
     def _drain(self) -> list[SentenceEvent]:
