@@ -12,7 +12,7 @@ sentence-level backtrack, plain samples, beam search, no fallback), FOD with thi
 token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
 ``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-greedy-decode``: plain greedy phases instead of
-AdaCAD's tokens, ``fod-t10``: candidates at the paper's temperature 1.0 instead of 0.7, ``fod-specifics``: a
+AdaCAD's tokens, ``fod-cad-decode``: CAD's tokens (fixed alpha) instead of AdaCAD's, ``fod-t10``: candidates at the paper's temperature 1.0 instead of 0.7, ``fod-specifics``: a
 sentence naming what the context lacks is flagged too, and their combinations).
 
 Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
@@ -75,6 +75,8 @@ FOD_VARIANTS = {
     "fod-specifics": {"flag_specifics": True},
     "fod-specifics-t10": {"flag_specifics": True, "temperature": 1.0},
     "fod-specifics-t10-greedy-decode": {"flag_specifics": True, "temperature": 1.0, "decode": "greedy"},
+    "fod-cad-decode": {"decode": "cad"},
+    "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
 }
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
