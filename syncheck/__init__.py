@@ -9,7 +9,7 @@ Importing this package loads no model. Main entry points:
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "Scorer": "syncheck.scorer",

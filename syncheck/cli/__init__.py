@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import click
 
 from syncheck import __version__
@@ -15,8 +17,16 @@ from syncheck.cli.serve import serve
 from syncheck.cli.train import train
 
 
+def installed_version() -> str:
+    """The installed distribution's version (pyproject's), or ``syncheck.__version__`` when syncheck is not installed."""
+    try:
+        return metadata.version("syncheck")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
 @click.group(cls=CommandGroup)
-@click.version_option(__version__, prog_name="syncheck")
+@click.version_option(installed_version(), prog_name="syncheck", message="%(prog)s %(version)s")
 def main() -> None:
     """Score RAG responses sentence by sentence for faithfulness to their context."""
     quiet_transformers()
