@@ -66,6 +66,10 @@ from syncheck.scorer import Scorer
 SEARCHES = ("repair", "beam")
 #: What the greedy phases decode on: plain greedy, or exactly the tokens of AdaCAD / CAD (see :mod:`fod.steering`).
 DECODES = ("greedy", "adacad", "cad")
+#: With ``decode`` a contrast, the draft is also checked every this many tokens inside a long sentence (not only at
+#: its end), so a token the contrast would change wastes at most this many drafted tokens. The check is the
+#: without-context flush the sentence's scoring runs anyway, split in pieces: the tokens chosen are the same.
+CHECK_EVERY = 8
 CUTS = ("token", "sentence")
 FALLBACKS = ("tau1", "best", "prefix")
 
@@ -357,16 +361,19 @@ class _Run:
                 return _Beam(batch), None
 
     def steer_finished(self, batch: Batch, final: bool) -> Batch | None:
-        """With ``decode`` a contrast: check the row's finished sentences against it, in the without-context flush
-        that scoring runs anyway. Where it would have chosen another token, cut there, take that token and return
+        """With ``decode`` a contrast: check the row's finished sentences (or, inside a long sentence, its last
+        :data:`CHECK_EVERY` tokens) against it, in the without-context flush that scoring runs anyway. Where it would have chosen another token, cut there, take that token and return
         the new one-row batch; ``None`` when every token stands (or ``decode="greedy"``)."""
         row = batch.rows[0]
-        pending = row.pending_sentences(final) if self.decode != "greedy" else []
-        if not pending or self.trace["steered_tokens"] >= self.dec.max_new_tokens:
+        if self.decode == "greedy" or self.trace["steered_tokens"] >= self.dec.max_new_tokens:
+            return None
+        pending = row.pending_sentences(final)
+        end = pending[-1][2] if pending else len(row.ids) if len(row.ids) - row.kl_done >= CHECK_EVERY else None
+        if end is None:
             return None
         start, skip = row.kl_done, max(0, self.steered_upto - row.kl_done)
         probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, self.decode, skip)  # noqa: E731
-        hit = self.engine.flush_kl(batch, [pending[-1][2]], probe=probe)[0]
+        hit = self.engine.flush_kl(batch, [end], probe=probe)[0]
         if hit is None:
             return None
         at, token = start + hit[0], hit[1]  # an end-of-sequence token there ends the answer, as the contrast would

@@ -172,12 +172,16 @@ def two_sentence_script(text, has_context):
 
 @pytest.mark.parametrize("script, tokens", [(cad_script, 20), (two_sentence_script, 20), (two_sentence_script, 4)])
 @pytest.mark.parametrize("mode", ["adacad", "cad"])
-def test_fod_decodes_exactly_the_contrastive_decoders_tokens(script, tokens, mode):
+@pytest.mark.parametrize("check_every", [8, 2])
+def test_fod_decodes_exactly_the_contrastive_decoders_tokens(script, tokens, mode, check_every, monkeypatch):
     """FOD's greedy phases (decode='adacad' | 'cad') take the tokens the whole-answer decoder takes: greedy drafts
-    each sentence, and the contrast, checked at the sentence end (or where the token budget cuts it), corrects it
-    where it differs."""
+    each sentence, and the contrast, checked at the sentence end (or where the token budget cuts it, or every
+    ``CHECK_EVERY`` tokens inside a sentence), corrects it where it differs."""
+    import fod.generator
     from fod.baselines import AdaCADGenerator
     from fod.generator import FODGenerator
+
+    monkeypatch.setattr(fod.generator, "CHECK_EVERY", check_every)
 
     budget = Decoding(max_new_tokens=tokens)
     whole = (AdaCADGenerator if mode == "adacad" else CADGenerator)(scorer_for(script), checker=None)
