@@ -144,3 +144,24 @@ def test_halueval_rows_name_what_to_run_when_rows_are_missing_or_misnamed(tmp_pa
     with pytest.raises(SystemExit):
         main(["--rows", "summarization"])
     assert "SET-START, e.g. summarization-600" in capsys.readouterr().err
+
+
+def test_unseen_tables_put_each_score_beside_the_trivial_baselines():
+    """benchmarks.ragtruth.unseen: sentence and response AUROC per task, baselines on the same rows (no model)."""
+    from benchmarks.ragtruth.unseen import tables
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(40):
+        label = i % 2
+        sents = [{"text": "x" * int(rng.integers(5, 50)), "score": float(rng.random()),
+                  "final_score": float(rng.random()) * 0.5 + 0.5 * label, "label": label, "overlap": float(rng.random())}
+                 for _ in range(3)]
+        rows.append({"id": str(i), "source_id": f"s{i // 4}", "task": "QA", "label": label, "error": None,
+                     "response_score": sents[0]["final_score"], "words": int(rng.integers(10, 90)),
+                     "overlap": float(rng.random()), "sentences": sents})
+    rows.append({**rows[0], "id": "bad", "error": "boom", "sentences": []})
+    text = tables(rows, n_boot=50)
+    assert "40 of 41 responses scored" in text
+    qa = [line for line in text.splitlines() if line.startswith("| QA |")]
+    assert len(qa) == 2 and qa[1].count("|") == 10  # sentence row, response row with its paired difference
