@@ -32,19 +32,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shlex
-import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 from benchmarks.conflict_set import ConflictItem, build_conflict_set, contains_answer, kinds_summary
 from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, build, generate_one, read_rows
-from benchmarks.results_md import write_section
+from benchmarks.results_md import measured_line, write_section
 
 SECTION = "## FOD on knowledge-conflict QA"
 CONDITIONS = ("swapped", "original")
@@ -239,14 +235,12 @@ def report(args, items: list[ConflictItem]) -> str:
     methods = list(dict.fromkeys(methods))
     control = [m for m in dict.fromkeys(["greedy", "abstain", *args.control]) if ("original", m) in res]
     chosen, bad, skipped = replacement_counts([r for r in rows if r["condition"] == "swapped"], set(ids))
-    commit = _commit()
     lines = [
         f"{len(items)} knowledge-conflict questions from HaluEval QA records {args.start} on "
         f"({', '.join(f'{k} {v}' for k, v in kinds_summary(items).items())}); generator `{args.model}`, "
         f"shipped aggregator, candidates sampled at "
         f"{'temperature ' + str(args.temperature) if args.temperature else 'each method' + chr(39) + 's own temperature'} "
-        f"(seed {args.seed}), at most {args.max_new_tokens} new tokens. Measured {date.today().isoformat()} at "
-        f"commit {commit} on {platform.machine()} ({os.cpu_count()} CPUs).",
+        f"(seed {args.seed}), at most {args.max_new_tokens} new tokens. {measured_line()}",
         "",
         "```bash",
         _command(args),
@@ -280,14 +274,6 @@ def _tau1(rows: list[dict], given: float | None) -> float | None:
     if given is not None:
         return given
     return next((r["tau1"] for r in rows if r.get("tau1") is not None), None)
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _command(args) -> str:

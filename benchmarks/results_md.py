@@ -9,7 +9,11 @@ section and move down with it. A section not found is appended at the end of the
 
 from __future__ import annotations
 
+import os
+import platform
 import re
+import subprocess
+from datetime import date
 from pathlib import Path
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$", re.M)
@@ -44,3 +48,18 @@ def write_section(path: Path, section: str, body: str) -> None:
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
     path.write_text(replace_section(text, section, body), encoding="utf-8")
+
+
+def git_commit() -> str:
+    """The checkout's short commit (``"unknown"`` outside git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def measured_line() -> str:
+    """``Measured <date> at commit <commit> on <machine> (<n> CPUs).``: what every results section states."""
+    return f"Measured {date.today().isoformat()} at commit {git_commit()} on {platform.machine()} ({os.cpu_count()} CPUs)."
+

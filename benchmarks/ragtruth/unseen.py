@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -33,6 +32,7 @@ import torch
 from tqdm import tqdm
 
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth
+from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision as word_overlap
 from syncheck.stats import bootstrap_auroc
 
@@ -138,14 +138,6 @@ def tables(rows: Sequence[dict], n_boot: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv: Sequence[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="../shared/data/ragtruth/dev_extra.jsonl", help="RAGTruth JSON lines")
@@ -165,12 +157,8 @@ def main(argv: Sequence[str] | None = None) -> str:
 
     scorer = Scorer(args.model, dtype=args.dtype)
     rows = score_rows(records, scorer, Path(args.out))
-    import datetime
-    import platform
-
     head = (f"{len(records)} RAGTruth responses of `{Path(args.data).name}`, scored by `{args.model}` ({args.dtype}) "
-            f"with its shipped defaults (aggregator: {scorer.aggregator_source}). Measured "
-            f"{datetime.date.today().isoformat()} at commit {_commit()} on {platform.machine()}.\n\n"
+            f"with its shipped defaults (aggregator: {scorer.aggregator_source}). {measured_line()}\n\n"
             f"```bash\n.venv/bin/python -m benchmarks.ragtruth.unseen --data {args.data} --out {args.out}\n```\n\n")
     text = head + tables(rows, args.bootstrap)
     print(text)
