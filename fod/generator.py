@@ -199,7 +199,7 @@ class FODGenerator:
         max_repairs: int = 3,
         stop_degenerate: bool | Collection[str] = True,
         flag_specifics: bool = False,
-        decode: str = "adacad",
+        decode: str = "cad",
     ) -> GenerationResult:
         """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
 
@@ -228,9 +228,12 @@ class FODGenerator:
                 (``("repeat", "no_content")``). A candidate that does not answer (:data:`features.degeneracy.NON_ANSWERS`:
                 a question, an echo of the question, off the subject) is never chosen, whatever this says; the trace
                 counts them in ``skipped_non_answers``.
-            decode: ``"adacad"`` (default): the greedy phases take exactly the tokens AdaCAD would (checked at each
-                sentence end against the deferred without-context pass, see :mod:`fod.steering`); ``"cad"``: those of
-                CAD (fixed alpha 0.5); ``"greedy"``: plain greedy. Needs the without-context pass (``kl=True``).
+            decode: ``"cad"`` (default): the greedy phases take exactly the tokens CAD would (fixed alpha 0.5;
+                checked at each sentence end, and every :data:`CHECK_EVERY` tokens inside a sentence, against the
+                deferred without-context pass, see :mod:`fod.steering`); ``"adacad"``: those of AdaCAD (alpha from
+                the two distributions' divergence); ``"greedy"``: plain greedy. Needs the without-context pass
+                (``kl=True``). CAD's tokens were chosen on knowledge-conflict QA (RESULTS.md, "FOD on
+                knowledge-conflict QA").
             flag_specifics: (off by default: on knowledge-conflict QA it added cost and no answers from the context)
                 a sentence with an unsupported specific (a number, date or name the context lacks,
                 :func:`features.specifics.unsupported_specifics_count`) is flagged whatever its score, and no

@@ -11,9 +11,10 @@ divergence between the two distributions (base 2, so in ``[0, 1]``): where the
 context changes nothing (function words), the contrast switches itself off and
 fluency is kept; where the context and the model's memory disagree, it weighs in.
 
-FOD's greedy phases decode exactly AdaCAD's tokens without paying for a without-context forward per token
-(``decode="adacad"``): they decode greedily, and at each sentence end, where the deferred without-context pass runs
-anyway, :func:`first_disagreement` finds the first token the contrast would have chosen differently; the answer is
+FOD's greedy phases decode exactly CAD's tokens (``decode="cad"``, the default; or AdaCAD's, ``decode="adacad"``)
+without paying for a without-context forward per token: they decode greedily, and at each sentence end (and every
+few tokens inside a long sentence), where the deferred without-context pass runs anyway, :func:`first_disagreement`
+finds the first token the contrast would have chosen differently; the answer is
 cut there, that token is taken, and decoding goes on (a draft checked by the target, as in speculative decoding).
 
 Only the choice of the token is steered: the token's features (its probability,
