@@ -259,13 +259,11 @@ def report(args, items: list[ConflictItem]) -> str:
         "Why FOD's answers miss the passage's answer (`benchmarks.conflict_qa.failure_class`):",
         "",
         *failure_table(rows, set(ids), methods),
-        "",
-        "### The no-conflict control: the same records unswapped",
-        "",
-        "accurate = the answer gives HaluEval's right answer, which the passage holds.",
-        "",
-        *table(res, "original", control, ["accurate", "abstained"]),
     ]
+    if control:
+        lines += ["", "### The no-conflict control: the same records unswapped", "",
+                  "accurate = the answer gives HaluEval's right answer, which the passage holds.", "",
+                  *table(res, "original", control, ["accurate", "abstained"])]
     return "\n".join(lines)
 
 
