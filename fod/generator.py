@@ -32,10 +32,11 @@
    answer's first (a loop after good sentences ends the answer there).
    Otherwise the answer ends with its faithful prefix, before the flagged
    sentence. Only when that prefix is empty does FOD abstain
-   (:data:`fod.results.ABSTAIN_TEXT`, ``trace["abstained"]``).
+   (:data:`fod.results.ABSTAIN_TEXT`, ``trace.abstained``).
 
 ``backtrack_only=True`` is the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
-The result carries a trace of every decision; ``trace["stop"]`` always says why the answer ended.
+The result carries a trace of every decision (:class:`fod.trace.FODTrace`); ``trace.stop`` (a
+:class:`~fod.trace.StopReason`) always says why the answer ended.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from features.specifics import unsupported_specific_offsets, unsupported_specifi
 from fod.candidates import Candidate, sample_candidates
 from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
 from fod.steering import STEERING, first_disagreement
+from fod.trace import FODTrace, StopReason
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import GREEDY, REPAIR_SAMPLING, Decoding, SettingsError
 from syncheck.featurize import Premise
@@ -258,10 +260,8 @@ class FODGenerator:
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
-        trace: dict[str, Any] = {"tau1": tau1, "tau2": tau2, "thresholds_from": source, "num_samples": num_samples,
-                                 "num_beams": num_beams, "search": search, "cut": cut, "steer": steer,
-                                 "fallback": fallback, "backtrack": None, "backtracks": [], "steps": [], "repairs": 0}
-        trace.update(flag_specifics=flag_specifics, skipped_non_answers=0, decode=decode, steered_tokens=0)
+        trace = FODTrace(tau1, tau2, source, num_samples, num_beams, search, cut, steer, fallback, flag_specifics,
+                         decode)
         accept = _Acceptor(callback)
         settings = RunSettings(tau1, tau2, num_samples, num_beams, max_sentences, cut, steer, fallback,
                                degenerate_kinds, flag_specifics, decode)
@@ -272,27 +272,27 @@ class FODGenerator:
             if flagged is None:
                 break
             run.record_backtrack(beam, flagged)
-            if backtrack_only or trace["repairs"] >= max_repairs:
-                trace["stop"] = "backtrack-only" if backtrack_only else "max_repairs"
+            if backtrack_only or trace.repairs >= max_repairs:
+                trace.stop = StopReason.BACKTRACK_ONLY if backtrack_only else StopReason.MAX_REPAIRS
                 beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
                 break
-            trace["repairs"] += 1
+            trace.repairs += 1
             if search == "beam":
                 beam = run.beam_search(beam, flagged)
                 break
             repaired = run.repair(beam, flagged)
             if repaired is None:
-                trace["stop"] = "all candidates pruned"
+                trace.stop = StopReason.ALL_PRUNED
                 beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
                 break
             beam = repaired
             accept.emit(beam.row.text, cut_at_stop(beam.row.text, list(beam.row.sentences), dec))
             if beam.row.ended:
-                trace["stop"] = "eos"
+                trace.stop = StopReason.EOS
                 break
         row = beam.row
         sentences = cut_at_stop(row.text, list(row.sentences), dec)
-        trace["abstained"] = not sentences
+        trace.abstained = not sentences
         text = row.text[: sentences[-1].end] if sentences else ABSTAIN_TEXT
         accept.emit(row.text, sentences)
         method = "fod-bt" if backtrack_only else "fod"
@@ -355,12 +355,12 @@ class _Run:
             low = self.flagged(self.monitor.score_finished(batch, self.premise, final=final)[0])
             if low is not None:
                 if final and not row.ended and not stopped:
-                    self.trace["stop"] = "max_new_tokens"
+                    self.trace.stop = StopReason.MAX_NEW_TOKENS
                 return _Beam(batch), low
             self.accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
             if final or len(row.sentences) >= self.max_sentences:
-                self.trace["stop"] = ("eos" if row.ended else "stop" if stopped else "max_new_tokens") if final \
-                    else "max_sentences"
+                self.trace.stop = (StopReason.EOS if row.ended else StopReason.STOP if stopped
+                                   else StopReason.MAX_NEW_TOKENS) if final else StopReason.MAX_SENTENCES
                 return _Beam(batch), None
 
     def steer_finished(self, batch: Batch, final: bool) -> Batch | None:
@@ -368,7 +368,7 @@ class _Run:
         :data:`CHECK_EVERY` tokens) against it, in the without-context flush that scoring runs anyway. Where it would have chosen another token, cut there, take that token and return
         the new one-row batch; ``None`` when every token stands (or ``decode="greedy"``)."""
         row = batch.rows[0]
-        if self.decode == "greedy" or self.trace["steered_tokens"] >= self.dec.max_new_tokens:
+        if self.decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens:
             return None
         pending = row.pending_sentences(final)
         end = pending[-1][2] if pending else len(row.ids) if len(row.ids) - row.kl_done >= CHECK_EVERY else None
@@ -383,15 +383,15 @@ class _Run:
         new = self.engine.cut(batch, at)
         self.engine.step(new, torch.tensor([token], device=self.fod.scorer.lm.device))
         self.steered_upto = at + 1
-        self.trace["steered_tokens"] += 1
+        self.trace.steered_tokens += 1
         return new
 
     def record_backtrack(self, beam: _Beam, ev: SentenceEvent) -> None:
         entry = {"sentence_index": ev.index, "token": ev.tokens[0], "char": ev.sentence.start,
                  "text": ev.sentence.text, "score": ev.sentence.score, "degenerate": ev.sentence.degenerate}
-        self.trace["backtracks"].append(entry)
-        if self.trace["backtrack"] is None:
-            self.trace["backtrack"] = entry
+        self.trace.backtracks.append(entry)
+        if self.trace.backtrack is None:
+            self.trace.backtrack = entry
 
     def cut_point(self, beam: _Beam, ev: SentenceEvent) -> int:
         """Where to cut the flagged sentence: its start, or (``cut="token"``) where it leaves the context."""
@@ -428,7 +428,7 @@ class _Run:
         batch, cands = sample_candidates(self.monitor, [base], [self.num_samples], self.premise, self.dec,
                                          self.generator, max_tokens=budget, steer=self.steer, ban=ban)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
-        self.trace["skipped_non_answers"] += sum(c.degenerate in NON_ANSWERS for c in cands)
+        self.trace.skipped_non_answers += sum(c.degenerate in NON_ANSWERS for c in cands)
         return batch, cands, step
 
     def _describe(self, c: Candidate) -> dict:
@@ -468,9 +468,9 @@ class _Run:
         step["chosen"] = choice.index if choice is not None else None
         if choice is None and self._kept_as_is(ev):
             step["chosen_by"] = "kept"
-            self.trace["steps"].append(step)
+            self.trace.steps.append(step)
             return beam
-        self.trace["steps"].append(step)
+        self.trace.steps.append(step)
         return self._take(batch, choice) if choice is not None else None
 
     def _kept_as_is(self, ev: SentenceEvent) -> bool:
@@ -503,20 +503,20 @@ class _Run:
             kept = survivors[: self.num_beams]
             step["kept"] = [{"text": k[1].row.text[: k[1].row.sentences[-1].end] if k[1].row.sentences else "",
                              "mean_score": k[0], "ended": k[2]} for k in kept]
-            self.trace["steps"].append(step)
+            self.trace.steps.append(step)
             if not kept:
-                self.trace["stop"] = "all candidates pruned"
+                self.trace.stop = StopReason.ALL_PRUNED
                 return beams[0] if beams else _Beam(self.engine.cut(start_beam.batch, ev.tokens[0]))
             ended = [k for k in kept if k[2]]
             if ended:
-                self.trace["stop"] = "beam ended"
+                self.trace.stop = StopReason.BEAM_ENDED
                 return ended[0][1]
             beams = [k[1] for k in kept]
             # every beam must stay within the token budget: the longest one sets what the next step may add
             longest = max(len(b.row.ids) for b in beams)
             if any(len(b.row.sentences) >= self.max_sentences for b in beams) or longest >= self.dec.max_new_tokens:
                 full = any(len(b.row.sentences) >= self.max_sentences for b in beams)
-                self.trace["stop"] = "max_sentences" if full else "max_new_tokens"
+                self.trace.stop = StopReason.MAX_SENTENCES if full else StopReason.MAX_NEW_TOKENS
                 return beams[0]
             budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - longest)
             step = {"candidates": []}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fod.trace import FODTrace
 from syncheck.results import ScoredSentence
 
 #: Text returned by the abstention baseline when it refuses.
@@ -35,7 +37,8 @@ class GenerationResult:
         text: the answer.
         sentences: its sentences with ``features`` and ``score``.
         method: ``fod``, ``fod-bt``, ``greedy``, ``abstain``, ``rerank`` or ``cad``.
-        trace: what the method did (backtracks, candidates, pruning, beams kept).
+        trace: what the method did: FOD's :class:`~fod.trace.FODTrace` (backtracks, candidates, pruning, beams
+            kept, why it stopped; it reads as a mapping too), a dict of the baselines' few facts.
         final_check: the Provenance result for the answer (``to_json()`` form), or ``None``.
         warnings: e.g. context truncation.
         response_score: the answer's response score (``Scorer.finish_response``, which also sets each sentence's
@@ -45,7 +48,7 @@ class GenerationResult:
     text: str
     sentences: list[ScoredSentence]
     method: str
-    trace: dict[str, Any] = field(default_factory=dict)
+    trace: Mapping[str, Any] = field(default_factory=dict)
     final_check: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     response_score: float | None = None
@@ -66,7 +69,7 @@ class GenerationResult:
             ],
             "response_score": self.response_score,
             "method": self.method,
-            "trace": self.trace,
+            "trace": self.trace.to_json() if isinstance(self.trace, FODTrace) else self.trace,
             "final_check": self.final_check,
             "warnings": self.warnings,
         }

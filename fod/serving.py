@@ -6,11 +6,13 @@ Registered in ``pyproject.toml`` under the ``syncheck.decoders`` entry-point gro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fod.baselines import AbstainGenerator
 from fod.generator import FODGenerator
 from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
+from fod.trace import StopReason
 from syncheck.results import ScoredSentence
 from syncheck.serve.decoders import AnswerSink, DecodedAnswer
 
@@ -70,8 +72,8 @@ def answer(res: GenerationResult) -> DecodedAnswer:
 
 def jsonable(value: Any) -> Any:
     """``value`` with every scored sentence as its JSON form and every key a string."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, Mapping):  # a dict, or FOD's trace
+        return {str(k): jsonable(str(v) if isinstance(v, StopReason) else v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, ScoredSentence):

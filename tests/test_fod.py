@@ -38,6 +38,19 @@ def test_no_backtrack_when_every_greedy_sentence_passes_tau1():
     assert res.trace["backtrack"] is None and res.trace["steps"] == [] and res.trace["abstained"] is False
 
 
+def test_the_trace_is_a_dataclass_that_reads_as_a_mapping_and_serialises_its_stop_reason():
+    import json
+
+    from fod.trace import FODTrace, StopReason
+
+    res = make_fod({**START, "Good.": {" Fine": 1.0}}).generate(question="Q?", context=CONTEXT, decoding=sampled())
+    assert isinstance(res.trace, FODTrace) and res.trace.stop is StopReason.EOS and res.trace["stop"] == "eos"
+    assert dict(res.trace)["repairs"] == res.trace.repairs == 0 and "decode" in res.trace
+    assert json.loads(json.dumps(res.to_json()))["trace"]["stop"] == "eos"
+    with pytest.raises(KeyError):
+        res.trace["no such key"]
+
+
 def test_backtrack_then_recovery_by_beam_search():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.3, " Meh": 0.2}})
     res = fod.generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3))
