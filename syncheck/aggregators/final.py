@@ -23,13 +23,13 @@ features do (tested).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from features.relative import relative_by_response, relative_to_response
 from syncheck.aggregators.apply import expected_features, score_sentences
+from syncheck.aggregators.io import FINAL_DIR, load_final_model  # the files: io.py reads and writes them
 
 #: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), besides the live recipe's
 #: features; ``benchmarks.ragtruth.response_verdict --relative`` and ``syncheck calibrate`` fit the final model with
@@ -37,8 +37,6 @@ from syncheck.aggregators.apply import expected_features, score_sentences
 #: it as they are, among the live recipe's features.
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                            "local_support", "novel_bigram_share", "align_score")
-#: Directory of the final model beside an aggregator's ``meta.json``.
-FINAL_DIR = "final"
 #: Prefix of a feature read relative to its response's mean.
 RELATIVE_PREFIX = "rel:"
 
@@ -77,14 +75,6 @@ def final_sentence_scores(model: Any, features: Sequence[Mapping[str, float]]) -
     if not features:
         return np.zeros(0, dtype=np.float64)
     return score_sentences(model, with_relative(features, relative_bases(expected_features(model))))
-
-
-def load_final_model(path: str | Path) -> Any | None:
-    """The final model stored in ``path/final`` (``None`` when there is none)."""
-    from syncheck.aggregators.io import META_FILE, load_aggregator
-
-    final = Path(path) / FINAL_DIR
-    return load_aggregator(final) if (final / META_FILE).is_file() else None
 
 
 __all__ = ["FINAL_DIR", "FINAL_RELATIVE_FEATURES", "RELATIVE_PREFIX", "final_sentence_scores",

@@ -34,7 +34,6 @@ import numpy as np
 
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
-from syncheck.aggregators.final import FINAL_DIR, load_final_model
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
 from syncheck.aggregators.response import RESPONSE_FILE, load_response_model
@@ -46,6 +45,8 @@ FORMAT = "syncheck-aggregator"
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
 PROBES_FILE = "probes.safetensors"
+#: Directory of the final model beside an aggregator's ``meta.json`` (:mod:`syncheck.aggregators.final`).
+FINAL_DIR = "final"
 
 #: kind -> estimator class.
 KINDS: dict[str, type[BaseAggregator]] = {"lr": LogisticAggregator, "xgb": XGBAggregator, "mlp": MLPAggregator}
@@ -204,6 +205,12 @@ def load_aggregator(path: str | Path) -> BaseAggregator:
     agg.response_model = load_response_model(path)
     agg.final_model = load_final_model(path)
     return agg
+
+
+def load_final_model(path: str | Path) -> BaseAggregator | None:
+    """The final model stored in ``path/final`` (``None`` when there is none)."""
+    final = Path(path) / FINAL_DIR
+    return load_aggregator(final) if (final / META_FILE).is_file() else None
 
 
 def load_probes(path: Path, meta: Mapping[str, Any]) -> list["LinearProbe"]:

@@ -16,13 +16,10 @@ features are the ones the synchronous flush gives (tested).
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from syncheck.live.deferred_kl import Flush, plan_flush, run_flush
+from syncheck.live.deferred_kl import Flush, FlushEngine, plan_flush, run_flush
 from syncheck.live.state import Batch
-
-if TYPE_CHECKING:
-    from syncheck.live.engine import LiveEngine
 
 
 class FlushInFlight:
@@ -47,7 +44,7 @@ class BackgroundFlusher:
     measured slower, and the server flushes between steps (:class:`~syncheck.serve.generation.ChatRunner`).
     """
 
-    def __init__(self, engine: "LiveEngine") -> None:
+    def __init__(self, engine: FlushEngine) -> None:
         self.engine = engine
         self._worker: ThreadPoolExecutor | None = None
 

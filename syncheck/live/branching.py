@@ -3,23 +3,19 @@
 Nothing before a cut is recomputed: both KV caches are cropped at a flushed sentence boundary (see
 :mod:`syncheck.live.deferred_kl`), where the row kept the next-token distributions that resume decoding. FOD
 backtracks and samples its candidates with these; :class:`~syncheck.live.engine.LiveEngine` exposes them as
-methods. Caches are ``(B, heads, L, head_dim)`` per layer; ``V`` is the vocabulary.
+methods, and cuts back to any token, which feeds the model (:meth:`~syncheck.live.engine.LiveEngine.cut`). Caches are ``(B, heads, L, head_dim)`` per layer; ``V`` is the vocabulary.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
-from features.model_cache import cache_kwargs, returned_cache
 from syncheck.kv import expand, gather_left_padded, select_rows
 from syncheck.live.state import Batch
-
-if TYPE_CHECKING:
-    from syncheck.live.engine import LiveEngine
 
 
 def select(batch: Batch, i: int, length: int) -> Batch:
@@ -46,40 +42,6 @@ def select(batch: Batch, i: int, length: int) -> Batch:
     return Batch([new], with_cache, without, with_next.unsqueeze(0), batch.prompt, batch.prompt_len_without,
                  context_span=batch.context_span,
                  next_lookback=lookback_next[None] if lookback_next is not None else None)
-
-
-@torch.inference_mode()
-def cut(engine: "LiveEngine", batch: Batch, length: int) -> Batch:
-    """Cut a one-row batch back to any response token ``length``, not only a sentence boundary.
-
-    Both caches are cut at the last flushed boundary ``b <= length`` (as :func:`select`); the tokens
-    ``[b, length)`` are then fed to the with-context cache in one forward, which gives the distribution
-    that resumes decoding at ``length``. Their statistics (log-probabilities, entropies, hidden states,
-    lookback ratios) are copied from the row, not recomputed; their without-context pass stays deferred,
-    as for any unflushed token. Returns a one-row batch.
-    """
-    if len(batch) != 1:
-        raise ValueError("cut() takes a one-row batch")
-    row = batch.rows[0]
-    if not 0 <= length <= len(row.ids):
-        raise ValueError(f"cannot cut a row of {len(row.ids)} tokens at {length}")
-    b = max(k for k in row.boundaries if k <= length)
-    new = select(batch, 0, b)
-    if length == b:
-        return new
-    if batch.context_span is not None:  # lookback is recorded: replay token by token (records the ratios)
-        for tok in row.ids[b:length]:
-            engine.step(new, torch.tensor([tok], device=engine.lm.device))
-        return new
-    toks = row.ids[b:length]
-    dev = engine.lm.device
-    pos = torch.arange(batch.prompt_len + b, batch.prompt_len + length, device=dev)[None]
-    out = engine.lm.model(input_ids=torch.tensor([toks], device=dev), position_ids=pos,
-                          use_cache=True, **cache_kwargs(engine.lm.model, new.with_cache))
-    logp = torch.log_softmax(out.logits[0].float(), -1)  # (length - b, V): predicting tokens b + 1 .. length
-    new.rows[0].extend_to(row, length, [new.next_logp[0]] + list(logp[:-1]))
-    new.fed_with(returned_cache(out), logp[-1:].clone())
-    return new
 
 
 def merge(batches: Sequence[Batch], copies: Sequence[int] | None = None) -> Batch:
@@ -136,4 +98,4 @@ def ended_view(batch: Batch, i: int) -> Batch:
                  batch.prompt, batch.prompt_len_without)
 
 
-__all__ = ["cut", "ended_view", "gather", "merge", "select"]
+__all__ = ["ended_view", "gather", "merge", "select"]

@@ -13,7 +13,7 @@ Shapes: ``B`` rows, ``V`` the vocabulary, ``k`` a row's newly flushed tokens, ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -22,9 +22,16 @@ from features.context_influence import contrastive_kl
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.kv import cache_length, padding_mask
 from syncheck.live.state import Batch
+from syncheck.models import LoadedModel
 
-if TYPE_CHECKING:
-    from syncheck.live.engine import LiveEngine
+
+class FlushEngine(Protocol):
+    """What the deferred pass reads of its engine (:class:`~syncheck.live.engine.LiveEngine`): the model, whether
+    the without-context pass runs, and the token that pads a row."""
+
+    lm: LoadedModel
+    kl: bool
+    pad_id: int
 
 
 #: ``probe(with_logp (k, V), without_logp (k, V), chosen (k,))``: what a caller reads off one row's flushed tokens
@@ -32,7 +39,7 @@ Probe = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Any]
 
 
 @torch.inference_mode()
-def flush_kl(engine: "LiveEngine", batch: Batch, ends: Sequence[int], probe: Probe | None = None) -> list[Any]:
+def flush_kl(engine: FlushEngine, batch: Batch, ends: Sequence[int], probe: Probe | None = None) -> list[Any]:
     """KL for each row's tokens ``[kl_done, ends[i])``, all rows in one teacher-forced forward.
 
     Each row's new tokens are right-padded to the longest; causal attention
@@ -95,7 +102,7 @@ class FlushResult:
 
 
 @torch.inference_mode()
-def plan_flush(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> Flush:
+def plan_flush(engine: FlushEngine, batch: Batch, ends: Sequence[int]) -> Flush:
     """The flush of each row's tokens ``[kl_done, ends[i])``; nothing is changed until :meth:`Flush.apply`."""
     n = [end - row.kl_done for row, end in zip(batch.rows, ends)]
     boundaries = [with_next(batch, i, k) if k > 0 else None for i, k in enumerate(n)]
@@ -122,7 +129,7 @@ def plan_flush(engine: "LiveEngine", batch: Batch, ends: Sequence[int]) -> Flush
 
 
 @torch.inference_mode()
-def run_flush(engine: "LiveEngine", flush: Flush, probe: Probe | None = None) -> FlushResult | None:
+def run_flush(engine: FlushEngine, flush: Flush, probe: Probe | None = None) -> FlushResult | None:
     """The flush's forward on the without-context cache, and each row's KL and log-probs without the context
     (``None`` when there is nothing to feed); with ``probe``, its answer per row."""
     if flush.feed is None:
@@ -162,4 +169,4 @@ def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.nda
     return batch.next_logp[i], (batch.next_lookback[i] if batch.next_lookback is not None else None)
 
 
-__all__ = ["Flush", "FlushResult", "Probe", "flush_kl", "plan_flush", "run_flush", "with_next"]
+__all__ = ["Flush", "FlushEngine", "FlushResult", "Probe", "flush_kl", "plan_flush", "run_flush", "with_next"]

@@ -3,7 +3,8 @@
 :class:`LiveEngine` is what the monitor, the pool, FOD and the baselines decode with. This module holds the
 with-context side; the deferred without-context pass is :mod:`syncheck.live.deferred_kl`, cache branching
 :mod:`syncheck.live.branching` (the engine's :meth:`~LiveEngine.flush_kl`, :meth:`~LiveEngine.select`,
-:meth:`~LiveEngine.cut`, :meth:`~LiveEngine.merge` ... call them), and the rows' state :mod:`syncheck.live.state`.
+:meth:`~LiveEngine.merge` ... call them; :meth:`~LiveEngine.cut` feeds the model itself), and the rows' state
+:mod:`syncheck.live.state`.
 Shapes: ``B`` rows, ``V`` the vocabulary, ``n_layers * H`` the attention heads.
 """
 
@@ -280,9 +281,38 @@ class LiveEngine:
             raise ValueError("backtrack() takes a one-row batch")
         return branching.select(batch, 0, length)
 
+    @torch.inference_mode()
     def cut(self, batch: Batch, length: int) -> Batch:
-        """Cut a one-row batch back to any response token ``length`` (:func:`syncheck.live.branching.cut`)."""
-        return branching.cut(self, batch, length)
+        """Cut a one-row batch back to any response token ``length``, not only a sentence boundary.
+
+        Both caches are cut at the last flushed boundary ``b <= length`` (as :meth:`select`); the tokens
+        ``[b, length)`` are then fed to the with-context cache in one forward, which gives the distribution
+        that resumes decoding at ``length``. Their statistics (log-probabilities, entropies, hidden states,
+        lookback ratios) are copied from the row, not recomputed; their without-context pass stays deferred,
+        as for any unflushed token. Returns a one-row batch.
+        """
+        if len(batch) != 1:
+            raise ValueError("cut() takes a one-row batch")
+        row = batch.rows[0]
+        if not 0 <= length <= len(row.ids):
+            raise ValueError(f"cannot cut a row of {len(row.ids)} tokens at {length}")
+        b = max(k for k in row.boundaries if k <= length)
+        new = branching.select(batch, 0, b)
+        if length == b:
+            return new
+        if batch.context_span is not None:  # lookback is recorded: replay token by token (records the ratios)
+            for tok in row.ids[b:length]:
+                self.step(new, torch.tensor([tok], device=self.lm.device))
+            return new
+        toks = row.ids[b:length]
+        dev = self.lm.device
+        pos = torch.arange(batch.prompt_len + b, batch.prompt_len + length, device=dev)[None]
+        out = self.lm.model(input_ids=torch.tensor([toks], device=dev), position_ids=pos,
+                            use_cache=True, **cache_kwargs(self.lm.model, new.with_cache))
+        logp = torch.log_softmax(out.logits[0].float(), -1)  # (length - b, V): predicting tokens b + 1 .. length
+        new.rows[0].extend_to(row, length, [new.next_logp[0]] + list(logp[:-1]))
+        new.fed_with(returned_cache(out), logp[-1:].clone())
+        return new
 
     def gather(self, parts: Sequence[tuple[Batch, int]]) -> Batch:
         """One batch of rows taken from batches of one prompt (:func:`syncheck.live.branching.gather`)."""
