@@ -51,8 +51,8 @@ def pmi_negative_share(pmi: np.ndarray) -> float:
 
 
 #: A token below this with-context probability whose PMI is at most :data:`UNGROUNDED_MAX_PMI` is where a
-#: sentence leaves its context (FOD's token-level backtrack). Hand-set, measured by ablation in
-#: ``benchmarks/fod_table2.py``.
+#: sentence leaves its context (FOD's token-level backtrack). Hand-set, measured by ablation
+#: (RESULTS.md in the source repository).
 UNGROUNDED_MAX_PROB = 0.3
 UNGROUNDED_MAX_PMI = 0.0
 

@@ -20,7 +20,7 @@ neighbouring content words of the sentence ("arrested" -> "march"), does one
 context sentence hold both? A sentence that binds a true fact to the wrong
 date, person or place keeps most of its words in one context sentence (high
 local support) but breaks the pair at the seam. Measured on RAGTruth dev
-(benchmarks/RESULTS.md): in the default recipe +0.011 to +0.014 summary sentence
+(RESULTS.md in the source repository): in the default recipe +0.011 to +0.014 summary sentence
 AUROC in each of three fold assignments, not adopted.
 
 Sign convention of both: ``+`` (more of the sentence held together by one

@@ -2,7 +2,7 @@
 
 Everything that names features reads this table: the scorer's list of what it produces
 (:attr:`syncheck.scorer.Scorer.feature_names`), the hints when an aggregator wants a feature a scorer lacks, the
-probes' inputs, ``syncheck train``'s choice of features, and the benchmarks' signs (as lm-polygraph declares
+probes' inputs, ``syncheck train``'s choice of features, and the measurements' signs (as lm-polygraph declares
 what each statistic depends on).
 
 Sign convention: ``+1`` when a higher value means the sentence is *more* faithful to the context, ``-1`` when it

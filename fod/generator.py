@@ -155,8 +155,8 @@ class FODGenerator:
     method = "fod"
     #: the default sampling of the candidates (``decoding=`` overrides it)
     candidate_sampling = REPAIR_SAMPLING
-    #: benchmark/research hook: ``hook(event) -> True`` flags a greedy sentence whatever its score
-    #: (``benchmarks.monitor_overhead --fod`` forces exactly one backtrack with it)
+    #: measurement/research hook: ``hook(event) -> True`` flags a greedy sentence whatever its score
+    #: (the overhead measurement forces exactly one backtrack with it)
     flag_hook: Callable[[SentenceEvent], bool] | None = None
 
     def __init__(

@@ -319,9 +319,8 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
 def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str],
                      vectors: dict[str, np.ndarray], kind: str, params: dict[str, Any], tau: float, seed: int,
                      out: Path, config: dict[str, Any], data: str, progress: bool) -> list[dict]:
-    """Fit and write the final (whole-answer) model into ``out/final`` (:mod:`syncheck.aggregators.final`), as
-    ``benchmarks.ragtruth.response_verdict --relative --save`` does for the shipped default: the recipe over the live
-    features, their ``rel:`` forms and the out-of-fold probe score; then its verdict over the records'
+    """Fit and write the final (whole-answer) model into ``out/final`` (:mod:`syncheck.aggregators.final`), as the
+    shipped default's was fitted: the recipe over the live features, their ``rel:`` forms and the out-of-fold probe score; then its verdict over the records'
     out-of-fold final scores. Returns the held-out report rows (sentence and response, prefixed ``final: ``)."""
     from syncheck.aggregators import save_aggregator
     from syncheck.aggregators.final import FINAL_DIR, relative_bases, relative_columns

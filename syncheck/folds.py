@@ -1,6 +1,6 @@
 """Grouped out-of-fold scores: every row scored by a model that never saw its group.
 
-The one place syncheck (and its benchmarks) cuts labelled rows into
+The one place syncheck (and its measurements) cuts labelled rows into
 cross-validation folds. A *group* is what must never be split between the
 training and the test side of a fold: a source document, a record, a response.
 Folds come from scikit-learn's ``GroupKFold(shuffle=True, random_state=seed)``:

@@ -45,19 +45,18 @@ PREMISES = ("each", "joined")
 #: What the relevance scorer ranks the chunks against: the question (the paper), or the question followed by the
 #: answer (the answer alone when there is no question, as for a summary).
 QUERIES = ("question", "question+answer")
-#: Offline defaults, chosen by measurement (benchmarks/provenance_halueval.py, benchmarks/provenance_offline.py and
-#: benchmarks/provenance_check.py, see benchmarks/RESULTS.md): BM25 relevance; SynCheck's own score as the support
+#: Offline defaults, chosen by measurement (HaluEval and RAGTruth; see RESULTS.md in the source repository): BM25 relevance; SynCheck's own score as the support
 #: model, the only offline backend above chance on the length-controlled QA distractor pairs, where both answers
 #: occur in the context (0.76 with max; lexical 0.49, MiniLM 0.53, SmolLM2 yes/no judge 0.51), and the best on
 #: RAGTruth QA (0.72 vs 0.47-0.56); max aggregation where sources are checked one by one (``premise="each"``).
 DEFAULT_RELEVANCE = "bm25"
 DEFAULT_NLI = "syncheck"
 DEFAULT_AGGREGATION = "max"
-#: One premise, the selected sources joined (benchmarks/provenance_check.py, HaluEval records 2000+ that no default
+#: One premise, the selected sources joined (HaluEval records 2000+ that no default
 #: was chosen on, and RAGTruth QA): as good as ``each`` where contexts are a sentence or two (distractor pairs,
 #: dialogue), better on RAGTruth QA with TopK 3 and on summaries, and one scoring pass instead of one per source.
 DEFAULT_PREMISE = "joined"
-#: The question alone: adding the answer to the relevance query measured no better (benchmarks/RESULTS.md).
+#: The question alone: adding the answer to the relevance query measured no better (RESULTS.md in the source repository).
 DEFAULT_QUERY = "question"
 #: Every chunk (TopP 1.0), joined: level with TopK 3 and TopP 0.9 on HaluEval's short contexts, and on RAGTruth QA
 #: the setting the score is trained in (0.90 against 0.71 for the 3 most relevant sources; in-sample figures).
@@ -67,7 +66,7 @@ PAPER_RELEVANCE = "cross-encoder:mixedbread-ai/mxbai-rerank-base-v1"
 PAPER_NLI = "nli:vectara/hallucination_evaluation_model"
 #: Sources the automatic final check reads (TopK), joined into one premise (one teacher-forced pass of the answer
 #: with the ``syncheck`` support backend); TopK 3 measured as well as TopP 0.9 on the distractor pairs (0.78 vs 0.76
-#: AUROC) at about a quarter of TopP's cost on RAGTruth QA (benchmarks/RESULTS.md, Provenance).
+#: AUROC) at about a quarter of TopP's cost on RAGTruth QA (RESULTS.md in the source repository, Provenance).
 FINAL_CHECK_TOP_K = 3
 
 _PARAGRAPHS = re.compile(r"\n\s*\n")
@@ -268,7 +267,7 @@ class ProvenanceChecker:
             ``"answer"``: the answer alone. The template's words ("answer",
             "question") are never in the context, which drags word-overlap
             support down most for short answers: with ``lexical`` support
-            ``"answer"`` measured much better on HaluEval (benchmarks/RESULTS.md).
+            ``"answer"`` measured much better on HaluEval.
             ``"sentences"``: each sentence of the answer is a claim, the answer's support
             being its least supported sentence's (measured worse than the whole answer
             with the Qwen judge on summaries). A backend that reads the question itself

@@ -1,4 +1,4 @@
-"""Statistics shared by `syncheck calibrate` and the benchmarks: ROC AUC with a (cluster) bootstrap interval."""
+"""Statistics shared by `syncheck calibrate` and the measurements: ROC AUC with a (cluster) bootstrap interval."""
 
 from __future__ import annotations
 

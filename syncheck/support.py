@@ -31,7 +31,7 @@ STATISTICS = ("min", "verdict", "live_verdict")
 #: How an answer becomes the claim a support backend that reads no question checks: ``paper``, Provenance's
 #: "The answer to question Q is A."; ``answer``, the answer alone; ``sentences``, each sentence of the answer on its
 #: own, the answer's support being its least supported sentence's (with the Qwen judge on HaluEval summaries 0.510
-#: against 0.678 for the whole summary: a sentence read alone loses its referents; benchmarks/RESULTS.md).
+#: against 0.678 for the whole summary: a sentence read alone loses its referents; RESULTS.md in the source repository).
 CLAIMS = ("paper", "answer", "sentences")
 #: What the checked answers are (``syncheck check --task``): ``qa``, answers to a question; ``summary``, summaries of
 #: their documents, whose support also leans on the lexical support (:data:`SUMMARY_LEXICAL_WEIGHT`); ``auto``
@@ -42,7 +42,7 @@ _SUMMARY_REQUEST = re.compile(r"\bsummar(?:y|ies|i[sz]e[sd]?|i[sz]ing|i[sz]ation
 #: Weight of an answer's mean ``local_support`` in the syncheck support of a summary (the rest is the verdict).
 #: Chosen as the largest of 0.25 / 0.5 / 0.75 that kept RAGTruth Summary's response AUROC at or above the verdict's
 #: (0.724 against 0.715; 0.75 gave 0.709), on HaluEval summarization records 600-649 (0.683 against the verdict's
-#: 0.570) and RAGTruth dev, before records 2000+ were read (benchmarks/RESULTS.md). On summaries the
+#: 0.570) and RAGTruth dev, before records 2000+ were read (RESULTS.md in the source repository). On summaries the
 #: likelihood signals read who wrote the text (HaluEval's hallucinated summaries are ChatGPT's fluent prose, its
 #: faithful ones journalists' highlights); the lexical support reads only whether one document sentence holds each
 #: answer sentence's words.
@@ -119,7 +119,7 @@ class SynCheckSupport:
         device, dtype: for the scorer built here.
         statistic: the response score a pair gets: ``"verdict"`` (default: the scorer's own response score, its
             learned verdict where the aggregator has one; equal or better than ``min`` on every set measured,
-            benchmarks/provenance_check.py; over the final, whole-answer sentence scores where the scorer has a final
+            RESULTS.md in the source repository; over the final, whole-answer sentence scores where the scorer has a final
             model), ``"live_verdict"`` (the aggregator's verdict over the live sentence scores, as before final
             scores existed) or ``"min"`` (the least faithful sentence's live score).
     """
@@ -196,7 +196,7 @@ class MeanSupport:
     Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (equal
     weights, nothing fitted). Two checks that read different things make errors of different kinds: on HaluEval's QA
     distractor pairs (records 2000+) the mean of the default support and the Qwen judge scored 0.80, where each alone
-    scored 0.70 and 0.78 (benchmarks/judge_check.py).
+    scored 0.70 and 0.78 (RESULTS.md in the source repository).
 
     Args:
         members: the backends (each with ``score(premises, claims, batch_size)``), at least two.

@@ -32,9 +32,9 @@ from syncheck.aggregators.apply import expected_features, score_sentences
 from syncheck.aggregators.io import FINAL_DIR, load_final_model  # the files: io.py reads and writes them
 
 #: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), besides the live recipe's
-#: features; ``benchmarks.ragtruth.response_verdict --relative`` and ``syncheck calibrate`` fit the final model with
-#: them (benchmarks/RESULTS.md). The string checks ``unsupported_specific_count`` and ``contradicted_fields`` reach
-#: it as they are, among the live recipe's features.
+#: features; ``syncheck calibrate`` fits the final model with them (RESULTS.md in the source repository). The string
+#: checks ``unsupported_specific_count`` and ``contradicted_fields`` reach it as they are, among the live recipe's
+#: features.
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",
                            "local_support", "novel_bigram_share", "align_score")
 #: Prefix of a feature read relative to its response's mean.

@@ -1,15 +1,14 @@
 """The recipe of the shipped default aggregator: which features, which probe, which estimator.
 
-Chosen on RAGTruth dev by grouped cross-validation (``python -m benchmarks.ragtruth.run``;
-benchmarks/RESULTS.md has the table and the ablation):
+Chosen on RAGTruth dev by grouped cross-validation (RESULTS.md in the source repository has the
+table and the ablation):
 
 - features: likelihood, entropy, KL and PMI (both passes), the three string
   checks (unsupported specifics, novel bigrams, local support) and the lexical
   ``align_score``; ``local_support`` (the share of the sentence held by
   one context sentence) was added after reading the summary errors, +0.04-0.05
   summary AUROC in grouped CV on the cached RAGTruth features (RAGTruth rows
-  only); the shipped artefact is retrained with it by
-  ``python -m benchmarks.ragtruth.train_default``;
+  only); the shipped artefact is retrained with it;
   no LID (below chance on RAGTruth and it hurt every aggregator) and no
   lookback ratio (+0.005 mean AUROC, within the fold-to-fold spread, for a
   per-token cost in the live monitor: opt in with ``Scorer(lookback=True)``);
@@ -27,7 +26,7 @@ keeps only features whose meaning does not depend on the architecture:
 probabilities, entropies normalised by log(vocabulary size), KL and PMI in
 nats, the string checks and the alignment score. It leaves out the probe, LID
 and per-head attention features. Its estimator was chosen by the cross-model
-transfer table (``python -m benchmarks.ragtruth.portable``): logistic
+transfer table (RESULTS.md in the source repository): logistic
 regression transferred between model families better than boosted trees
 (mean sentence AUROC 0.73 against 0.72 when trained on one family and tested
 on the other), and equalled them when trained on both.
@@ -40,8 +39,7 @@ DEFAULT_KIND = "xgb"
 DEFAULT_PARAMS = {"n_estimators": 300, "max_depth": 2, "learning_rate": 0.05, "subsample": 0.8}
 #: Scalar features it reads (all produced by ``Scorer()`` with its defaults). With the last two the recipe
 #: scores 0.893 / 0.751 / 0.852 (QA / Summary / Data2txt) against 0.892 / 0.746 / 0.806 without,
-#: grouped CV on RAGTruth rows, 3 fold seeds (``python -m benchmarks.ragtruth.feature_gain --feature
-#: unsupported_specific_count,contradicted_fields --seeds 0,1,2``; benchmarks/RESULTS.md).
+#: grouped CV on RAGTruth rows, 3 fold seeds (RESULTS.md in the source repository).
 DEFAULT_FEATURES = (
     "min_prob", "mean_prob", "max_entropy", "mean_entropy",
     "mean_contrastive_kl", "large_kl_pos", "pmi_min", "pmi_mean", "pmi_negative_share",

@@ -2,11 +2,11 @@
 
 Without it, ``response_score`` is the minimum (or mean) of the sentence scores. The minimum punishes length: every
 extra sentence is one more draw that can come out low, so long faithful answers look as doubtful as short
-unfaithful ones. :class:`ResponseVerdict` learns the mapping instead, from response labels (RAGTruth's, in
-``benchmarks.ragtruth.response_verdict``): logistic regression over a few statistics of the sentence scores
+unfaithful ones. :class:`ResponseVerdict` learns the mapping instead, from response labels (RAGTruth's for the
+shipped aggregators; ``syncheck calibrate`` fits one on yours): logistic regression over a few statistics of the sentence scores
 (:data:`STATS`), standardised, its weights bounded by :data:`SIGNS` so that the verdict never rises when a sentence's
 score falls (an unconstrained fit put a negative weight on the minimum, collinear with the mean of the two
-lowest, and did). Logistic regression's probability is close to calibrated (the benchmark prints the
+lowest, and did). Logistic regression's probability is close to calibrated (RESULTS.md in the source repository has the
 reliability table); its weights are a handful of floats, saved as JSON (:func:`save_response_model`) beside the
 aggregator whose sentence scores it reads, and restored by :func:`syncheck.aggregators.load_aggregator` as
 ``agg.response_model``.

@@ -19,12 +19,12 @@ from syncheck.io import dumps_row, guard_row
               help="Output JSONL (one row per input line, same order). Default: standard output.")
 @click.option("--relevance", default=None,
               help="Relevance scorer: bm25, minilm, cross-encoder[:<hub id or dir>] (paper: mxbai-rerank-base-v1). "
-                   "Default: bm25 (the best offline one measured, benchmarks/RESULTS.md).")
+                   "Default: bm25 (the best offline one measured).")
 @click.option("--nli", default=None,
               help="Support scorer: syncheck[:<model>] (SynCheck's own score of the answer given each source), embedding, "
                    "lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several joined by + "
                    "(the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b). "
-                   "Default: syncheck (the best offline one measured, benchmarks/RESULTS.md; "
+                   "Default: syncheck (the best offline one measured; "
                    "paper: nli:vectara/hallucination_evaluation_model).")
 @preset_option
 @click.option("--model", default=None,
@@ -34,7 +34,7 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--top-k", default=None, type=click.IntRange(min=1), help="Keep the K most relevant chunks (TopK).")
 @click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k). "
-                   "1.0 keeps every chunk: the measured best with the joined premise (benchmarks/RESULTS.md).")
+                   "1.0 keeps every chunk: the measured best with the joined premise.")
 @click.option("--aggregation", default="max", show_default=True, type=click.Choice(["min", "max", "weighted"]),
               help="How the sources' supports combine into the answer's factuality.")
 @device_option
@@ -49,7 +49,7 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--premise", default=None, type=click.Choice(["each", "joined"]),
               help="each: every selected source is checked on its own and --aggregation combines them (the paper); "
                    "joined: the selected sources, in context order, are one premise, checked once. "
-                   "Default: joined, the measured best (benchmarks/RESULTS.md, Provenance).")
+                   "Default: joined, the measured best.")
 @click.option("--query", default=None, type=click.Choice(["question", "question+answer"]),
               help="What relevance ranks the chunks against: the question (the paper) or the question and the "
                    "answer (the answer alone when there is no question). Default: question, the measured best.")

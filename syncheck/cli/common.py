@@ -28,7 +28,7 @@ dtype_option = click.option(
 #: --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins. ``nli`` is read by ``syncheck
 #: check`` alone: with ``quality`` its support is the mean of the default ``syncheck`` support and Qwen as a yes/no
 #: judge (:data:`QUALITY_CHECK_SUPPORT`), the best check measured on HaluEval records no default was chosen on
-#: (benchmarks/judge_check.py); an explicit ``--nli`` still wins.
+#: (RESULTS.md in the source repository); an explicit ``--nli`` still wins.
 QUALITY_CHECK_SUPPORT = "syncheck+llm-judge:qwen2.5-coder-1.5b"
 PRESETS = {"default": {"model": "smollm2-135m", "dtype": "float32"},
            "quality": {"model": "qwen2.5-coder-1.5b", "dtype": "auto", "nli": QUALITY_CHECK_SUPPORT}}

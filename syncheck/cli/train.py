@@ -13,7 +13,7 @@ rows themselves. Either way a row holds
 Rows of SCORED with an ``error``, and rows without a label, are skipped (and counted).
 
 ``--tune-decoding`` (for SCORED rows that are the monitored model's own
-answers, e.g. from ``benchmarks.halueval.generated_set``): also choose FOD's
+answers, e.g. written by ``fod generate --method greedy``): also choose FOD's
 ``tau1``/``tau2`` for this aggregator from out-of-fold scores (5 folds grouped
 by each row's ``record`` field, else its ``id``) and store them in meta.json;
 ``fod`` then uses them when not given thresholds.

@@ -99,7 +99,7 @@ class ChatRunner:
 
         self.scorer = scorer
         # the without-context flushes run between the pool's decode steps: a worker thread beside batched steps
-        # measured 15-20% fewer tokens/s at concurrency 4 and 8 on 2 CPU cores (benchmarks/RESULTS.md, "The
+        # measured 15-20% fewer tokens/s at concurrency 4 and 8 on 2 CPU cores (RESULTS.md in the source repository, "The
         # without-context pass beside decoding"); it pays for single streams only
         self.monitor = Monitor(scorer, background_kl=False)
         #: batches the decode steps of the running ``monitor`` streams (the scheduler's ``batch_step``)

@@ -1,4 +1,4 @@
-"""``syncheck serve`` in a child process on loopback: for tests, benchmarks and apps that want a local endpoint.
+"""``syncheck serve`` in a child process on loopback: for tests, measurements and apps that want a local endpoint.
 
 >>> from syncheck.serve.process import ServerProcess
 >>> with ServerProcess("smollm2-135m") as server:                 # doctest: +SKIP

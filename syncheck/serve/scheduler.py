@@ -20,7 +20,7 @@ and a ``Retry-After``.
 Why one thread and not a thread per request: on CPU, PyTorch's OpenMP pool
 is fast only in the thread that first ran it. A second thread running
 forwards took 1.7x as long for the same tokens (2 cores;
-``python -m benchmarks.serve_costs``), even with nothing else running. ``syncheck
+RESULTS.md in the source repository), even with nothing else running. ``syncheck
 serve`` therefore runs the model thread on the main thread (the one that
 loaded the model) and the HTTP server on another.
 """
