@@ -85,7 +85,9 @@ def bootstrap_paired_difference(base: list[list[float]], other: list[list[float]
     every = np.arange(len(base))
     diff = pooled(other, every) - pooled(base, every)
     rng = np.random.default_rng(seed)
-    stats = [pooled(other, idx) - pooled(base, idx) for idx in (rng.integers(0, len(base), len(base)) for _ in range(n))]
+    stats = [
+        pooled(other, idx) - pooled(base, idx) for idx in (rng.integers(0, len(base), len(base)) for _ in range(n))
+    ]
     stats = [d for d in stats if np.isfinite(d)]
     if not stats or not np.isfinite(diff):
         return float("nan"), float("nan"), float("nan")
@@ -142,10 +144,13 @@ def run_method(gen, name: str, question: str, context: str, args) -> object:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default="../shared/data/halueval")
-    ap.add_argument("--limit", type=int, default=20, help="QA records read (records without a usable answer span are skipped)")
-    ap.add_argument("--start", type=int, default=4000, help="first QA record (away from the records the default aggregator trains on)")
+    ap.add_argument("--limit", type=int, default=20, help="QA records read (records without a usable answer span are "
+                                                          "skipped)")
+    ap.add_argument("--start", type=int, default=4000, help="first QA record (away from the records the default "
+                                                            "aggregator trains on)")
     ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--judge", default="embedding", help="alignment scorer spec judging support (see make_alignment_scorer)")
+    ap.add_argument("--judge", default="embedding", help="alignment scorer spec judging support (see "
+                                                         "make_alignment_scorer)")
     ap.add_argument("--judge-with-question", action="store_true",
                     help="the judge checks 'Question: Q / Answer: sentence' instead of the sentence alone")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
@@ -157,8 +162,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-samples", type=int, default=6)
     ap.add_argument("--num-beams", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of FOD's and reranking's samples")
-    ap.add_argument("--out", default=None, help="also write one JSON line per answer (text, sentences, judgements, trace)")
+    ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of FOD's and reranking's "
+                                                                   "samples")
+    ap.add_argument("--out", default=None, help="also write one JSON line per answer (text, sentences, judgements, "
+                                                "trace)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -215,10 +222,14 @@ def main(argv: list[str] | None = None) -> dict:
     from syncheck.aggregators.thresholds import resolve_thresholds
 
     tau1, tau2, tau_from = resolve_thresholds(scorer, args.tau1, args.tau2)
-    print(f"tau1={tau1} tau2={tau2} ({tau_from}) S={args.num_samples} K={args.num_beams} temperature={args.temperature}")
-    print(f"model={args.model} judge={args.judge}{' (question-aware)' if args.judge_with_question else ''} torch={torch.__version__} cpu={platform.machine()} "
+    print(
+        f"tau1={tau1} tau2={tau2} ({tau_from}) S={args.num_samples} K={args.num_beams} temperature={args.temperature}"
+    )
+    print(f"model={args.model} judge={args.judge}{' (question-aware)' if args.judge_with_question else ''} "
+          f"torch={torch.__version__} cpu={platform.machine()} "
           f"records={len(pairs)} (counterfactual {sum(c is not None for c in cf)}) wall={wall / 60:.1f} min\n")
-    print("| setting | method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | sentences / answer | abstained "
+    print("| setting | method | faithful sentences [95% CI] | vs greedy, paired [95% CI] | sentences / answer | "
+          "abstained "
           "| backtracked | answer has context entity | answer has memorised entity | s / answer |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     summary = {}
@@ -236,7 +247,8 @@ def main(argv: list[str] | None = None) -> dict:
                 d, dlo, dhi = bootstrap_paired_difference(base["supported"], r["supported"], seed=args.seed)
                 vs = f"{d:+.3f} [{dlo:+.3f}, {dhi:+.3f}]"
             print(f"| {setting} | {m} | {f:.3f} [{lo:.3f}, {hi:.3f}] | {vs} | {np.mean(r['n_sentences']):.2f} | "
-                  f"{np.mean(r['abstained']):.2f} | {bt} | {np.mean(r['entity']):.2f} | {mem} | {np.mean(r['seconds']):.1f} |")
+                  f"{np.mean(r['abstained']):.2f} | {bt} | {np.mean(r['entity']):.2f} | {mem} | "
+                  f"{np.mean(r['seconds']):.1f} |")
             summary[(setting, m)] = {"faithful": f, "ci": (lo, hi), "sentences": float(np.mean(r["n_sentences"])),
                                      "abstained": float(np.mean(r["abstained"])), "entity": float(np.mean(r["entity"]))}
     return summary

@@ -4,7 +4,8 @@ A seeded sample of sentences per task, half with an annotated unfaithful span an
 sentences are rare, about 1 in 12, so a plain random sample of 20 held 3 and measured nothing). AUROC does not
 depend on the class balance; accuracy is given per class (the judge's recall of faithful and of unfaithful
 sentences at its 0.5 cut, the cut ``fod_table2`` counts a sentence as supported at) and as their mean, the
-balanced accuracy. Sentences of one source document are resampled together in the bootstrap. The judge is asked exactly as ``benchmarks.fod_table2`` asks it: question-aware on QA ("Question: Q /
+balanced accuracy. Sentences of one source document are resampled together in the bootstrap. The judge is asked exactly
+as ``benchmarks.fod_table2`` asks it: question-aware on QA ("Question: Q /
 Answer: sentence"), the sentence alone on Summary and Data2txt. Word overlap (share of the sentence's content words
 in the context) stands beside it on the same sentences. Verdicts are cached in ``--judged`` (the same file format as
 ``fod_table2``), so reruns resume.

@@ -15,7 +15,8 @@ score does on HaluEval, whose faithful answers were written by people and whose 
 Rows are cached as JSON lines under ``<work dir>/judge-check`` (``--work-dir``, default the syncheck cache), one
 file per set, first record, judge, dtype and window: a rerun checks only what is missing, and a row that failed
 keeps its ``error``. ``--with-default`` adds the default check (``syncheck check`` with no options) on the same
-answers, from ``benchmarks.check_signals``'s row cache under ``<work dir>/check-signals`` (scored where missing), and the
+answers, from ``benchmarks.check_signals``'s row cache under ``<work dir>/check-signals`` (scored where missing), and
+the
 mean of the two checks' probabilities: a fixed rule, fitted on nothing.
 Each figure is ROC AUC (label 1 = faithful) with a 95% bootstrap interval over records, beside response length and
 word overlap on the same rows and the published figures of Provenance (Sankararaman et al., 2024), Table 3.

@@ -24,7 +24,8 @@ every method comes first (``--warmup-rounds``), so that no method pays for the
 kernels, attention plans and memory pools built the first time a shape is met
 while another reuses them.
 
-With ``--lookback``, the monitor recording every head's lookback ratio (a second copy of the model, whose attention is switched to the
+With ``--lookback``, the monitor recording every head's lookback ratio (a second copy of the model, whose attention is
+switched to the
 recording wrapper) is timed too. With ``--fod``, FOD (S=6, K=2) and greedy
 FOD-interface generation are timed the same way, and FOD forced to backtrack once at the first sentence (a flag
 hook), which then repairs that sentence and decodes the rest greedily: the cost of one repair.
@@ -142,8 +143,9 @@ def main(argv: list[str] | None = None) -> dict:
     OTHER = ("monitor (deferred KL, flushed between steps)" if other.background is None
              else "monitor (deferred KL, flushed beside decoding)")
     _ENGINES[:] = [deferred.engine, lockstep.engine, other.engine]
-    times: dict[str, list[float]] = {"generate": [], "monitor (deferred KL)": [], OTHER: [], "monitor (lockstep KL)": [],
-                                     WARM: []}
+    times: dict[str, list[float]] = {
+        "generate": [], "monitor (deferred KL)": [], OTHER: [], "monitor (lockstep KL)": [], WARM: [],
+    }
     # kernels, attention plans and the allocator's pools are built the first time a shape is met (on CPU as on an
     # accelerator): whichever method met a shape first would pay for it, so untimed rounds of every method come first
     warmup = args.warmup_rounds
@@ -161,7 +163,8 @@ def main(argv: list[str] | None = None) -> dict:
         _ENGINES.extend([fod.engine, greedy.engine, forced.engine])
         forced.flag_hook = lambda ev: ev.index == 0  # backtrack once, at the first sentence, then repair and go on
         sampled = {"max_new_tokens": args.tokens, "do_sample": True, "top_p": 0.95, "seed": 0}
-        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6, forced to backtrack at the first sentence": []})
+        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6, forced to backtrack at the first "
+                                                                       "sentence": []})
         backtracked = []
     budget = {"max_new_tokens": args.tokens}
     prompt_tokens = []
@@ -217,13 +220,16 @@ def main(argv: list[str] | None = None) -> dict:
             one_round(q, ids, keep=True)
 
     base = sum(times["generate"])
-    device = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
+    device = (
+        torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
+    )
     print(f"model={lm.name} dtype={args.dtype} device={device} torch={torch.__version__} "
           f"prompt tokens={statistics.mean(prompt_tokens):.0f} new tokens={statistics.mean(tokens):.0f} "
           f"({args.prompts} prompts x {args.rounds} interleaved rounds)\n")
     if not all(agree):
         print(f"note: the monitors picked the same tokens in {sum(agree)} of {len(agree)} runs ({args.dtype} "
-              f"rounding of near-ties; every run had the same max_new_tokens, so a run whose tokens differ may stop at a "
+              "rounding of near-ties; every run had the same max_new_tokens, so a run whose tokens differ may stop "
+              "at a "
               f"different length)\n")
     print("| run | total s | tokens/s | vs generate | per round |")
     print("| --- | --- | --- | --- | --- |")
@@ -255,7 +261,8 @@ def main(argv: list[str] | None = None) -> dict:
 
         tau1, tau2, src = resolve_thresholds(scorer)
         summary.update(tau1=tau1, tau2=tau2)
-        print(f"\nFOD (S=6, K=2, tau1={tau1}, tau2={tau2} from {src}) / greedy: {r:.2f}x (backtracked in {sum(backtracked)} of {len(backtracked)} runs)")
+        print(f"\nFOD (S=6, K=2, tau1={tau1}, tau2={tau2} from {src}) / greedy: {r:.2f}x (backtracked in "
+              f"{sum(backtracked)} of {len(backtracked)} runs)")
         print(f"FOD (S=6) forced to backtrack once, at the first sentence, then repair and go on / greedy: {w:.2f}x")
     return summary
 

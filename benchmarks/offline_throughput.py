@@ -45,7 +45,6 @@ def main(argv: list[str] | None = None) -> dict:
     import warnings
 
     from benchmarks.random_shape import random_model, synchronize
-
     from syncheck.lid_reference import bundled_records, load_or_build
     from syncheck.models import load_model
     from syncheck.passes import encode_record
@@ -90,7 +89,9 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {}
     for name, ts in times.items():
         med = statistics.median(ts)
-        summary[name] = {"seconds": med, "responses_per_s": n / med, "tokens_per_s": resp_tokens / med, "ratio": med / base}
+        summary[name] = {
+            "seconds": med, "responses_per_s": n / med, "tokens_per_s": resp_tokens / med, "ratio": med / base,
+        }
         print(f"| {name} | {med:.2f} | {n / med:.2f} | {resp_tokens / med:.0f} | {med / base:.2f}x |")
     return summary
 

@@ -52,7 +52,6 @@ def main(argv: list[str] | None = None) -> dict:
     from syncheck.cli.common import PRESETS
     from syncheck.lid_reference import bundled_records
     from syncheck.monitor import Monitor
-    from syncheck.scorer import Scorer
 
     names = [p for p in args.presets.split(",") if p]
     unknown = set(names) - set(PRESETS)
@@ -100,7 +99,10 @@ def main(argv: list[str] | None = None) -> dict:
         summary[n] = {"offline_s": statistics.median(offline[n]), "offline_x": statistics.median(off_ratio),
                       "live_tokens_per_s": statistics.median(live[n]), "live_x": statistics.median(live_ratio),
                       "aggregator": scorers[n].aggregator_source, "tokens": tokens[n]}
-        spread = (lambda r: f" ({min(r):.1f}-{max(r):.1f})" if len(r) > 1 else "")
+
+        def spread(r):
+            return f" ({min(r):.1f}-{max(r):.1f})" if len(r) > 1 else ""
+
         dtype = str(scorers[n].lm.model.dtype).removeprefix("torch.")  # what "auto" resolved to on this machine
         weights = ", random weights" if args.random_weights else ""
         print(f"| {n} | {PRESETS[n]['model']}{weights}, {dtype} | {scorers[n].aggregator_source} "

@@ -184,12 +184,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, tuple]]:
         print(f"{SET_TITLES[name]}: {sizes[name][0]} answers", file=sys.stderr, flush=True)
         results[name] = evaluate(examples, variants, scorer, args.bootstrap, args.seed)
     cmd = "python -m benchmarks.provenance_check " + " ".join(argv if argv is not None else sys.argv[1:])
-    body = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{cmd}` ({time.perf_counter() - t0:.0f} s on "
-            f"{platform.machine()}, {len(scorer.cache)} distinct pairs scored by {args.model or DEFAULT_MODEL}). "
-            f"HaluEval records {args.start}-{args.start + args.limit - 1}; "
-            + "; ".join(f"{SET_TITLES[s]}: {n} answers ({k} faithful) from {g} records" for s, (n, k, g) in sizes.items())
-            + ". Relevance: BM25. Support: `syncheck` (the answer scored with the premise as its context and the "
-            "question in the prompt). AUROC [95% CI over records], label 1 = faithful.", ""]
+    body = [
+        f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{cmd}` ({time.perf_counter() - t0:.0f} s on "
+        f"{platform.machine()}, {len(scorer.cache)} distinct pairs scored by {args.model or DEFAULT_MODEL}). "
+        f"HaluEval records {args.start}-{args.start + args.limit - 1}; "
+        + "; ".join(f"{SET_TITLES[s]}: {n} answers ({k} faithful) from {g} records" for s, (n, k, g) in sizes.items())
+        + ". Relevance: BM25. Support: `syncheck` (the answer scored with the premise as its context and the "
+        "question in the prompt). AUROC [95% CI over records], label 1 = faithful.",
+        "",
+    ]
     md = "\n".join(body + table(results, sets)) + "\n"
     publish(md, args.results_md, SECTION)
     return results

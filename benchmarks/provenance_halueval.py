@@ -37,13 +37,20 @@ from typing import Sequence
 import numpy as np
 
 from benchmarks.halueval.data import SUBSETS, Example, load_subset, split_by_record
-from syncheck.stats import bootstrap_auroc
-from syncheck.alignment import make_alignment_scorer
 from features.alignment.embedding import EmbeddingScorer, SentenceEncoder
 from features.alignment.lexical import lexical_precision
 from features.alignment.relevance import BiEncoderRelevance, make_relevance_scorer
 from features.sentences import split_sentences
-from syncheck.provenance import claim_prompt, combine, relevance_probabilities, select_top_k, select_top_p, split_context
+from syncheck.alignment import make_alignment_scorer
+from syncheck.provenance import (
+    claim_prompt,
+    combine,
+    relevance_probabilities,
+    select_top_k,
+    select_top_p,
+    split_context,
+)
+from syncheck.stats import bootstrap_auroc
 
 PAPER_AUROC = {"qa": 0.74, "dialogue": 0.69, "summarization": 0.66}  # Table 3
 PAPER_ACCURACY = {"qa": 67.48, "dialogue": 62.97, "summarization": 62.27}  # Table 6
@@ -61,7 +68,9 @@ def best_threshold_accuracy(train_y, train_s, test_y, test_s) -> float:
     return float(((np.asarray(test_s) >= t) == np.asarray(test_y)).mean() * 100)
 
 
-def metric_cells(train: list[int], test: list[int], labels: np.ndarray, scores: np.ndarray, n_boot: int, seed: int) -> str:
+def metric_cells(
+    train: list[int], test: list[int], labels: np.ndarray, scores: np.ndarray, n_boot: int, seed: int
+) -> str:
     if len(set(labels[test].tolist())) < 2 or not train:
         return f"{len(test)} | n/a (too few test or training rows) | n/a"
     auc, lo, hi = bootstrap_auroc(labels[test], scores[test], n=n_boot, seed=seed)
@@ -93,7 +102,9 @@ def provenance_subset(subset: str, examples: list[Example], args, relevance: dic
         "word overlap (response vs context)": np.array([lexical_precision(e.context, e.response) for e in examples]),
     }
     out.append(f"\n### {subset} (paper: AUROC {PAPER_AUROC[subset]:.2f}, accuracy {PAPER_ACCURACY[subset]:.2f})\n")
-    out.append("| relevance | support | selection | aggregation | n test | AUROC [95% CI] | accuracy % | ms / example |")
+    out.append(
+        "| relevance | support | selection | aggregation | n test | AUROC [95% CI] | accuracy % | ms / example |"
+    )
     out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows_by_n: dict[int, list[int]] = {}
     for nname, (scorer, limit) in nli.items():
@@ -115,7 +126,9 @@ def provenance_subset(subset: str, examples: list[Example], args, relevance: dic
                 n_src = np.mean([len(selected[(rname, sel)][i]) for i in idx])
                 ms = (rel_time[rname] + per_pair * n_src) * 1000
                 for agg in AGGREGATIONS:
-                    fact = np.array([combine(probs[rname][i], support[i], top_k=k, top_p=tp, aggregation=agg)[0] for i in idx])
+                    fact = np.array(
+                        [combine(probs[rname][i], support[i], top_k=k, top_p=tp, aggregation=agg)[0] for i in idx]
+                    )
                     cells = metric_cells(train, test, labels[idx], fact, args.bootstrap, args.seed)
                     out.append(f"| {rname} | {nname} | {sel} | {agg} | {cells} | {ms:.1f} |")
         print(f"[{subset}] {nname}: {len(need)} pairs, {per_pair * 1000:.1f} ms/pair", file=sys.stderr, flush=True)
@@ -123,8 +136,12 @@ def provenance_subset(subset: str, examples: list[Example], args, relevance: dic
         train = [k for k, i in enumerate(idx) if examples[i].id in train_ids]
         test = [k for k, i in enumerate(idx) if examples[i].id not in train_ids]
         for bname, b in baselines.items():
-            out.append(f"| baseline | {bname} | - | - | {metric_cells(train, test, labels[idx], b[idx], args.bootstrap, args.seed)} | - |")
-    sizes = {s: np.mean([len(x) for x in selected[("bm25" if "bm25" in relevance else next(iter(relevance)), s)]]) for s, _, _ in SELECTIONS}
+            out.append(f"| baseline | {bname} | - | - | "
+                       f"{metric_cells(train, test, labels[idx], b[idx], args.bootstrap, args.seed)} | - |")
+    sizes = {
+        s: np.mean([len(x) for x in selected[("bm25" if "bm25" in relevance else next(iter(relevance)), s)]])
+        for s, _, _ in SELECTIONS
+    }
     out.append(f"\nChunks per context: {np.mean([len(c) for c in chunks]):.1f} (mean); sources kept: "
                + ", ".join(f"{s} {v:.1f}" for s, v in sizes.items()) + ".")
 
@@ -132,7 +149,8 @@ def provenance_subset(subset: str, examples: list[Example], args, relevance: dic
 def align_score_table(examples: list[Example], backends: dict, args, out: list[str]) -> None:
     """``align_score`` alone on QA: sentence and response level AUROC, time per pair."""
     out.append("\n### align_score alone on HaluEval QA (SynCheck feature, all records, no split)\n")
-    out.append("| backend | responses | sentences | sentence-level AUROC [95% CI] | response-level AUROC [95% CI] | ms / pair |")
+    out.append("| backend | responses | sentences | sentence-level AUROC [95% CI] | response-level AUROC [95% CI] | ms "
+               "/ pair |")
     out.append("| --- | --- | --- | --- | --- | --- |")
     for name, (scorer, limit) in backends.items():
         ex = [e for e in examples if e.record < limit]
@@ -149,8 +167,11 @@ def align_score_table(examples: list[Example], backends: dict, args, out: list[s
         out.append(f"| {name} | {len(ex)} | {len(sents)} | {fmt(s_auc)} | {fmt(r_auc)} | {per_pair * 1000:.1f} |")
         print(f"[align_score] {name}: {len(sents)} pairs, {per_pair * 1000:.1f} ms/pair", file=sys.stderr, flush=True)
     ex = [e for e in examples]
-    length = bootstrap_auroc([e.label for e in ex], [-len(e.response.split()) for e in ex], n=args.bootstrap, seed=args.seed)
-    out.append(f"| baseline: response length | {len(ex)} | - | - | {length[0]:.3f} [{length[1]:.3f}, {length[2]:.3f}] | - |")
+    length = bootstrap_auroc(
+        [e.label for e in ex], [-len(e.response.split()) for e in ex], n=args.bootstrap, seed=args.seed
+    )
+    out.append(f"| baseline: response length | {len(ex)} | - | - | {length[0]:.3f} [{length[1]:.3f}, {length[2]:.3f}] "
+               "| - |")
 
 
 def write_section(path: Path, body: str) -> None:
@@ -167,7 +188,8 @@ def parse_args(argv: Sequence[str] | None):
     p.add_argument("--llm-limit", type=int, default=30, help="records per subset for the (slow) LLM judge")
     p.add_argument("--llm-subsets", default="qa,dialogue",
                    help="subsets the LLM judge runs on (summarization has ~37 chunks per document: ~1 min per example)")
-    p.add_argument("--align-limit", type=int, default=None, help="QA records for the align_score table (default --limit; 0 skips)")
+    p.add_argument("--align-limit", type=int, default=None, help="QA records for the align_score table (default "
+                                                                 "--limit; 0 skips)")
     p.add_argument("--subsets", default=",".join(SUBSETS))
     p.add_argument("--relevance", default="minilm,bm25")
     p.add_argument("--nli", default="embedding,lexical,llm-judge")
@@ -186,7 +208,9 @@ def main(argv: Sequence[str] | None = None) -> str:
     names = args.relevance.split(",") + args.nli.split(",")
     # one MiniLM (with its embedding cache) for MiniLM relevance and embedding support
     encoder = SentenceEncoder() if "minilm" in names or "embedding" in names else None
-    relevance = {n: BiEncoderRelevance(encoder) if n == "minilm" else make_relevance_scorer(n) for n in args.relevance.split(",")}
+    relevance = {
+        n: BiEncoderRelevance(encoder) if n == "minilm" else make_relevance_scorer(n) for n in args.relevance.split(",")
+    }
     nli = {}
     for name in args.nli.split(","):
         scorer = EmbeddingScorer(encoder) if name == "embedding" else make_alignment_scorer(name)
@@ -205,7 +229,9 @@ def main(argv: Sequence[str] | None = None) -> str:
     align_limit = args.limit if args.align_limit is None else args.align_limit
     if align_limit:
         qa = load_subset(args.data_dir, "qa", align_limit)
-        backends = {name: (sc, args.llm_limit if name.startswith("llm-judge") else align_limit) for name, (sc, _) in nli.items()}
+        backends = {
+            name: (sc, args.llm_limit if name.startswith("llm-judge") else align_limit) for name, (sc, _) in nli.items()
+        }
         align_score_table(qa, backends, args, out)
     cmd = "python -m benchmarks.provenance_halueval " + " ".join(sys.argv[1:] if argv is None else argv)
     out.append(

@@ -35,9 +35,16 @@ from typing import Sequence
 
 import numpy as np
 
-from syncheck.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision
-from syncheck.provenance import claim_prompt, combine, relevance_probabilities, select_top_k, select_top_p, split_context
+from syncheck.provenance import (
+    claim_prompt,
+    combine,
+    relevance_probabilities,
+    select_top_k,
+    select_top_p,
+    split_context,
+)
+from syncheck.stats import bootstrap_auroc
 
 SECTION = "## Provenance: the offline support backend"
 BACKENDS = ("lexical", "embedding", "llm-judge", "syncheck")
@@ -85,7 +92,9 @@ def evaluate_set(examples: list[Example], backends: Sequence[str], n_boot: int, 
 
     relevance = make_relevance_scorer("bm25")
     chunks = [split_context(e.context) for e in examples]
-    probs = [relevance_probabilities(relevance.score(e.question, c), relevance.temperature) for e, c in zip(examples, chunks)]
+    probs = [
+        relevance_probabilities(relevance.score(e.question, c), relevance.temperature) for e, c in zip(examples, chunks)
+    ]
     needed = [sorted(set(select_top_p(p, 0.9).tolist()) | set(select_top_k(p, 3).tolist())) for p in probs]
     y = np.asarray([e.label for e in examples])
     groups = [e.group for e in examples]
@@ -112,8 +121,10 @@ def evaluate_set(examples: list[Example], backends: Sequence[str], n_boot: int, 
                 lines.append(f"| {name} | {sel} | {how} | {auc:.3f} [{lo:.3f}, {hi:.3f}] | "
                              f"{1000 * per_pair * np.mean(n_src):.0f} |")
         print(lines[-1], file=sys.stderr, flush=True)
-    for label, score in (("response length (shorter = faithful)", [-len(e.response) for e in examples]),
-                         ("word overlap (response vs context)", [lexical_precision(e.context, e.response) for e in examples])):
+    for label, score in (
+        ("response length (shorter = faithful)", [-len(e.response) for e in examples]),
+        ("word overlap (response vs context)", [lexical_precision(e.context, e.response) for e in examples]),
+    ):
         auc, lo, hi = bootstrap_auroc(y, score, n=n_boot, groups=groups, seed=seed)
         lines.append(f"| baseline: {label} | - | - | {auc:.3f} [{lo:.3f}, {hi:.3f}] | - |")
     return lines
@@ -159,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[str]]:
         sets["RAGTruth QA"] = ragtruth_examples(args.ragtruth, args.ragtruth_limit)
     out = {name: evaluate_set(ex, backends, args.bootstrap, args.seed) for name, ex in sets.items()}
     cmd = "python -m benchmarks.provenance_offline " + " ".join(argv if argv is not None else sys.argv[1:])
-    body = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{cmd}` ({time.perf_counter() - t0:.0f} s on {platform.machine()}, "
+    body = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{cmd}` ({time.perf_counter() - t0:.0f} s on "
+            f"{platform.machine()}, "
             "2 CPU threads). Relevance: BM25. Claim: \"The answer to question Q is A.\" (the paper's), except "
             "`syncheck`, which puts the question in its prompt and scores the answer itself. Label 1 = faithful."]
     for name, lines in out.items():

@@ -61,5 +61,7 @@ def git_commit() -> str:
 
 def measured_line() -> str:
     """``Measured <date> at commit <commit> on <machine> (<n> CPUs).``: what every results section states."""
-    return f"Measured {date.today().isoformat()} at commit {git_commit()} on {platform.machine()} ({os.cpu_count()} CPUs)."
+    return (
+        f"Measured {date.today().isoformat()} at commit {git_commit()} on {platform.machine()} ({os.cpu_count()} CPUs)."
+    )
 

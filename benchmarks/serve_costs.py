@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"| {name} | {sec:.2f} | {sec / base:.2f} |")
 
     split = pooled_split(args.model, 64, args.streams)
-    print(f"\n{args.streams} pooled generations of up to 64 tokens: {split['tokens']} tokens in {split['total']:.2f} s, "
+    print(f"\n{args.streams} pooled generations of up to 64 tokens: {split['tokens']} tokens in "
+          f"{split['total']:.2f} s, "
           f"{split['sequential'] / split['total']:.2f}x the same generations one after another "
           f"({split['sequential']:.2f} s)")
     print("| phase | seconds | share |")

@@ -15,7 +15,8 @@ alike. Each ratio is taken within its round, and the table prints the median ove
 
 Usage::
 
-    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8] [--rounds 3] [--with-fod]
+    .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
+    [--rounds 3] [--with-fod]
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
@@ -36,7 +37,8 @@ from typing import Any
 
 DOCUMENTS = [
     "The Kestrel Navigation canal opened in 1794 and linked the wool mills of Kestrelford to the port of Aldmouth, "
-    "32 km to the south. It was engineered by Josiah Marlowe, who designed its eleven locks and the 240 m Brindle tunnel.",
+    "32 km to the south. It was engineered by Josiah Marlowe, who designed its eleven locks and the 240 m Brindle "
+    "tunnel.",
     "After the railway reached Kestrelford in 1852 the canal lost most of its traffic; the last commercial barge "
     "unloaded in 1931. Volunteers restored the locks between 1978 and 1989.",
     "About 40,000 people visit each year, most of them between May and September, when trip boats run from the "

@@ -17,7 +17,8 @@ with PyTorch's threads for the same cores.
 
 Usage::
 
-    .venv/bin/python -m benchmarks.serve_profile [--model smollm2-135m] [--requests 8] [--tokens 64] [--rate 200] [--concurrency 1]
+    .venv/bin/python -m benchmarks.serve_profile [--model smollm2-135m] [--requests 8] [--tokens 64] [--rate 200]
+    [--concurrency 1]
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ less (``-``).  The names of sentence features follow Table 4 of the SynCheck
 paper (Wu et al., 2024).
 """
 
-from features.stats import TokenStats, SENTENCE_FEATURE_SIGNS
 from features.sentence_features import sentence_features, sentence_vectors
+from features.stats import SENTENCE_FEATURE_SIGNS, TokenStats
 
 __all__ = ["TokenStats", "SENTENCE_FEATURE_SIGNS", "sentence_features", "sentence_vectors"]

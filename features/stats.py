@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from features.registry import feature_sign, signs
+from features.registry import feature_sign, signs  # noqa: F401 (feature_sign: re-exported)
 
 #: Sign convention of each feature the scorer and its probes produce: +1 when a higher value means the sentence
 #: is *more* faithful to the context, -1 when it means *less* (from :mod:`features.registry`, the one list;

@@ -42,9 +42,12 @@ YES = frozenset({"yes", "true", "free", "paid", "y", "1"})
 GENERIC = frozenset({"restaurants", "restaurant", "business", "good", "for", "has", "is", "by", "only", "the", "of",
                      "allowed", "accepts", "offers", "info", "attributes", "a", "an", "and", "or", "in"})
 #: Words that negate a clause.
-NEGATIONS = frozenset({"not", "no", "never", "without", "lack", "lacks", "lacking", "neither", "nor", "cannot",
-                       "unavailable", "unknown", "none", "if", "whether", "doesn't", "don't", "isn't", "aren't", "wasn't",
-                       "won't"})
+NEGATIONS = frozenset(
+    {
+        "not", "no", "never", "without", "lack", "lacks", "lacking", "neither", "nor", "cannot", "unavailable",
+        "unknown", "none", "if", "whether", "doesn't", "don't", "isn't", "aren't", "wasn't", "won't",
+    }
+)
 #: Letters of a word compared (a prefix): ``touristy`` ~ ``touristic``, ``reservations`` ~ ``reservation``.
 STEM = 5
 #: A parent term matches on fewer letters (``ambience`` ~ ``ambiance``).

@@ -39,7 +39,9 @@ class GreedyGenerator(FODGenerator):
         sentences = gen.sentences[:max_sentences]
         text = gen.text[: sentences[-1].end] if sentences else ""
         trace = {"stop": gen.stop_reason, "tokens": len(gen.token_ids)}
-        return self._finish(GenerationResult(text, sentences, self.method, trace, warnings=gen.warnings), question, context)
+        return self._finish(
+            GenerationResult(text, sentences, self.method, trace, warnings=gen.warnings), question, context
+        )
 
 
 class AbstainGenerator(GreedyGenerator):

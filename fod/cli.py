@@ -14,8 +14,17 @@ import click
 
 from fod import __version__
 from fod.baselines import METHODS
-from syncheck.cli.common import (CommandGroup, count_lines, device_option, dtype_option, model_option, preset_option,
-                                 read_records, resume_point, write_rows)
+from syncheck.cli.common import (
+    CommandGroup,
+    count_lines,
+    device_option,
+    dtype_option,
+    model_option,
+    preset_option,
+    read_records,
+    resume_point,
+    write_rows,
+)
 from syncheck.records import has_text
 
 #: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and fod-bt (FOD that only backtracks)
@@ -65,7 +74,8 @@ def main() -> None:
 @click.option("--max-sentences", default=8, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sampled candidates (fod, rerank).")
 @click.option("--temperature", default=None, type=click.FloatRange(min=0, min_open=True),
-              help="Temperature of the sampled candidates. Default: the method's own (fod 0.7, rerank 1.0, the paper's).")
+              help="Temperature of the sampled candidates. Default: the method's own (fod 0.7, rerank 1.0, the "
+                   "paper's).")
 @click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Top-p of the sampled candidates (fod, rerank).")
 @click.option("--stop", multiple=True, help="Stop string (repeatable): the answer ends before it.")
@@ -132,9 +142,11 @@ def _load_scorer(model: str, device: str | None, dtype: str, aggregator: str, ch
     return scorer, ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
 
 
-def answerer(method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2: float | None, num_samples: int,
-             num_beams: int, alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float | None,
-             top_p: float, stop: tuple[str, ...]) -> Callable[..., Any]:
+def answerer(
+    method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2: float | None, num_samples: int, num_beams: int,
+    alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float | None, top_p: float,
+    stop: tuple[str, ...],
+) -> Callable[..., Any]:
     """The decoder of ``method``, built once: a function that answers ``(question=..., context=...)`` with it and
     returns its :class:`~fod.results.GenerationResult`.
 

@@ -170,7 +170,8 @@ class FODGenerator:
     ) -> None:
         if isinstance(model, Scorer) and (scorer_kwargs or tokenizer is not None):
             raise TypeError(
-                f"{type(self).__name__} got a ready Scorer and Scorer settings {sorted(scorer_kwargs) or ['tokenizer']}: "
+                f"{type(self).__name__} got a ready Scorer and Scorer settings "
+                f"{sorted(scorer_kwargs) or ['tokenizer']}: "
                 "configure the Scorer itself, and give decoding settings (max_new_tokens, temperature, top_p, seed, "
                 "stop) to generate(decoding=...)"
             )
@@ -227,7 +228,8 @@ class FODGenerator:
             stop_degenerate: a degenerate sentence (a repeat, the question again, no content, talk about the prompt,
                 a question, off the subject) is flagged too: ``True`` for every kind in
                 :data:`features.degeneracy.REASONS`, ``False`` for none, or the kinds to flag
-                (``("repeat", "no_content")``). A candidate that does not answer (:data:`features.degeneracy.NON_ANSWERS`:
+                (``("repeat", "no_content")``). A candidate that does not answer
+                (:data:`features.degeneracy.NON_ANSWERS`:
                 a question, an echo of the question, off the subject) is never chosen, whatever this says; the trace
                 counts them in ``skipped_non_answers``.
             decode: ``"cad"`` (default): the greedy phases take exactly the tokens CAD would (fixed alpha 0.5;
@@ -365,7 +367,8 @@ class _Run:
 
     def steer_finished(self, batch: Batch, final: bool) -> Batch | None:
         """With ``decode`` a contrast: check the row's finished sentences (or, inside a long sentence, its last
-        :data:`CHECK_EVERY` tokens) against it, in the without-context flush that scoring runs anyway. Where it would have chosen another token, cut there, take that token and return
+        :data:`CHECK_EVERY` tokens) against it, in the without-context flush that scoring runs anyway. Where it would
+        have chosen another token, cut there, take that token and return
         the new one-row batch; ``None`` when every token stands (or ``decode="greedy"``)."""
         row = batch.rows[0]
         if self.decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens:
@@ -462,7 +465,11 @@ class _Run:
         fall_back = not ev.sentence.degenerate or ev.index == 0
         if choice is None and self.fallback != "prefix" and fall_back:
             floor = self.tau1 if self.fallback == "tau1" else ev.sentence.score
-            usable = [c for c in cands if self._usable(c) and c.score >= floor and (self.fallback == "tau1" or c.score > floor)]
+            usable = [
+                c
+                for c in cands
+                if self._usable(c) and c.score >= floor and (self.fallback == "tau1" or c.score > floor)
+            ]
             choice = max(usable, key=lambda c: c.score, default=None)
             step["chosen_by"] = f"fallback:{self.fallback}" if choice is not None else None
         step["chosen"] = choice.index if choice is not None else None
@@ -520,8 +527,10 @@ class _Run:
                 return beams[0]
             budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - longest)
             step = {"candidates": []}
-            batch, cands = sample_candidates(self.monitor, [b.batch for b in beams], _spread(self.num_samples, len(beams)),
-                                             self.premise, self.dec, self.generator, max_tokens=budget, steer=self.steer)
+            batch, cands = sample_candidates(
+                self.monitor, [b.batch for b in beams], _spread(self.num_samples, len(beams)), self.premise, self.dec,
+                self.generator, max_tokens=budget, steer=self.steer,
+            )
             step["candidates"] = [self._describe(c) for c in cands]
 
 

@@ -2,7 +2,8 @@
 
 :func:`features.alignment.make_alignment_scorer` builds every backend, but
 ``features/`` cannot load a causal LM by syncheck's model names (it is the
-bottom layer and never imports ``syncheck``); this wrapper gives it :func:`syncheck.models.load_model` (aliases, GGUF files, the cache,
+bottom layer and never imports ``syncheck``); this wrapper gives it :func:`syncheck.models.load_model` (aliases, GGUF
+files, the cache,
 ``HF_HUB_OFFLINE``) for ``llm-judge[:MODEL]``.
 """
 

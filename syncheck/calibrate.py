@@ -146,7 +146,8 @@ def calibrate(
     table = _sentence_rows(records, rows, names, skipped)
     if len(set(table["y"].tolist())) < 2:
         raise ValueError(f"all {len(table['y'])} labelled sentences carry label {int(table['y'][0])}: calibration "
-                         "needs faithful and unfaithful sentences: add records with hallucinated sentences (spans, or label 0) and "
+                         "needs faithful and unfaithful sentences: add records with hallucinated sentences (spans, or "
+                         "label 0) and "
                          "clean ones (label 1)")
     params = DEFAULT_PARAMS if kind == DEFAULT_KIND else {}
     probe = LinearProbe("hidden_probe", layers=list(scorer.featurizer.vector_layers))
@@ -165,7 +166,8 @@ def calibrate(
     }
     config = scorer_config(scorer)
     decoding = _decoding_from(table["y"], oof, "out-of-fold scores of the labelled sentences (5 folds grouped by "
-                                                "source document): answers written by the data's authors, not this model")
+                                                "source document): answers written by the data's authors, not this "
+                                                "model")
     save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
                     probes=model_fit.probes)
     if generations > 0:
@@ -250,10 +252,12 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
             record.append(k)
     if not y:
         raise ValueError("no labelled sentence could be scored: " + "; ".join(skipped[:3]))
-    return {"X": np.asarray(X, dtype=np.float64), "hidden": np.stack(H).astype(np.float64),
-            "y": np.asarray(y, dtype=np.int64), "groups": np.asarray(groups), "chars": np.asarray(chars, dtype=np.float64),
-            "overlap": np.asarray(overlap, dtype=np.float64), "task": np.asarray(task),
-            "record": np.asarray(record, dtype=np.int64)}
+    return {
+        "X": np.asarray(X, dtype=np.float64), "hidden": np.stack(H).astype(np.float64),
+        "y": np.asarray(y, dtype=np.int64), "groups": np.asarray(groups), "chars": np.asarray(chars, dtype=np.float64),
+        "overlap": np.asarray(overlap, dtype=np.float64), "task": np.asarray(task),
+        "record": np.asarray(record, dtype=np.int64),
+    }
 
 
 def _heldout_report(table: dict[str, np.ndarray], oof: np.ndarray, names: Sequence[str], seed: int) -> list[dict]:
@@ -320,7 +324,8 @@ def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str],
                      vectors: dict[str, np.ndarray], kind: str, params: dict[str, Any], tau: float, seed: int,
                      out: Path, config: dict[str, Any], data: str, progress: bool) -> list[dict]:
     """Fit and write the final (whole-answer) model into ``out/final`` (:mod:`syncheck.aggregators.final`), as the
-    shipped default's was fitted: the recipe over the live features, their ``rel:`` forms and the out-of-fold probe score; then its verdict over the records'
+    shipped default's was fitted: the recipe over the live features, their ``rel:`` forms and the out-of-fold probe
+    score; then its verdict over the records'
     out-of-fold final scores. Returns the held-out report rows (sentence and response, prefixed ``final: ``)."""
     from syncheck.aggregators import save_aggregator
     from syncheck.aggregators.final import FINAL_DIR, relative_bases, relative_columns
@@ -371,8 +376,8 @@ def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledReco
     import warnings
 
     from syncheck.alignment import make_alignment_scorer
-    from syncheck.featurize import alignment_claim
     from syncheck.decoding import Decoding
+    from syncheck.featurize import alignment_claim
     from syncheck.monitor import Monitor
     from syncheck.prompts import format_context
     from syncheck.scorer import Scorer

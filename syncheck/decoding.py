@@ -30,7 +30,6 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-
 #: the seeds the sampler takes (``torch.Generator.manual_seed``'s range)
 SEED_RANGE = (-(2**63), 2**64 - 1)
 
@@ -66,7 +65,8 @@ class Decoding:
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise SettingsError(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
         if self.temperature <= 0:
-            raise SettingsError(f"temperature must be > 0, got {self.temperature}; use do_sample=False for greedy decoding")
+            raise SettingsError(f"temperature must be > 0, got {self.temperature}; use do_sample=False for greedy "
+                                "decoding")
         if not 0 < self.top_p <= 1:
             raise SettingsError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
@@ -137,7 +137,8 @@ class Decoding:
         """``self``, or a ``ValueError`` when it is greedy: ``who`` samples candidates, and greedy ones would all be
         the same (a ``GenerationConfig`` is greedy unless it sets ``do_sample=True``)."""
         if not self.do_sample:
-            raise SettingsError(f"{who} samples its candidates, and greedy decoding would make them all identical: give "
+            raise SettingsError(f"{who} samples its candidates, and greedy decoding would make them all identical: "
+                                "give "
                              "decoding with do_sample=True (a dict of settings keeps it on; a GenerationConfig needs "
                              "do_sample=True)")
         return self

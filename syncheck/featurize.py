@@ -21,12 +21,12 @@ from features.context_influence import LARGE_KL_THRESHOLD
 from features.degeneracy import degeneracy
 from features.locality import local_support, word_pair_support
 from features.novelty import novel_ngram_share
+from features.registry import names_needing
 from features.sentence_features import sentence_features, sentence_vectors
 from features.sentences import Span
-from features.registry import names_needing
 from features.specifics import unsupported_specifics_count
-from features.structured import contradicted_fields
 from features.stats import TokenStats
+from features.structured import contradicted_fields
 from syncheck.lid_reference import LIDReference
 from syncheck.probes import LinearProbe
 from syncheck.results import ScoredSentence

@@ -118,7 +118,8 @@ def parse_label_list(value: Any, where: str = "sentence_labels") -> tuple[int, .
 
 def _spans(value: Any, where: str) -> tuple[tuple[int, int], ...]:
     if not isinstance(value, list):
-        raise LabelError(f"{where}: spans must be a list of {{\"start\": int, \"end\": int}}, got {type(value).__name__}")
+        raise LabelError(f"{where}: spans must be a list of {{\"start\": int, \"end\": int}}, got "
+                         f"{type(value).__name__}")
     out = []
     for span in value:
         try:

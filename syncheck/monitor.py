@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 import torch
-
-from syncheck.featurize import Premise, SentenceItem, mark_degenerate
 from transformers import GenerationConfig
 
 from syncheck.decoding import GREEDY, Decoding
+from syncheck.featurize import Premise, SentenceItem, mark_degenerate
 from syncheck.live.background import BackgroundFlusher, FlushInFlight
 from syncheck.live.engine import LiveEngine
 from syncheck.live.state import Batch
@@ -369,7 +368,9 @@ def _pending(batch: Batch, finals: Sequence[bool], first_only: bool) -> tuple[li
     return pending, [p[-1][2] if p else row.kl_done for p, row in zip(pending, batch.rows)]
 
 
-def _calling_back(steps: Iterator[MonitorStep], callback: Callable[[SentenceEvent], None] | None) -> Iterator[MonitorStep]:
+def _calling_back(
+    steps: Iterator[MonitorStep], callback: Callable[[SentenceEvent], None] | None
+) -> Iterator[MonitorStep]:
     for step in steps:
         if callback is not None:
             for ev in step.events:

@@ -74,7 +74,9 @@ def decode_text(tokenizer, ids: Sequence[int]) -> str:
     return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
-def decode_offsets(tokenizer, ids: Sequence[int], start: int = 0, prefix: np.ndarray | None = None) -> tuple[str, np.ndarray]:
+def decode_offsets(
+    tokenizer, ids: Sequence[int], start: int = 0, prefix: np.ndarray | None = None
+) -> tuple[str, np.ndarray]:
     """Decoded text of ``ids`` and each token's character span, by decoding growing prefixes.
 
     A token that ends inside a multi-byte character (its prefix decodes to a
@@ -319,7 +321,9 @@ def token_stats(
                 kl=contrastive_kl(w.logits, wo.logits).cpu().numpy() if wo is not None else None,
                 hidden={k: v.cpu().numpy() for k, v in w.hidden.items()},
                 logprob_without=token_logprobs(wo.logits, target).cpu().numpy() if wo is not None else None,
-                lookback=lookback_ratios(w.lookback.cpu().numpy()).astype(np.float32) if w.lookback is not None else None,
+                lookback=lookback_ratios(w.lookback.cpu().numpy()).astype(np.float32)
+                if w.lookback is not None
+                else None,
             )
         )
     return stats

@@ -45,7 +45,8 @@ PREMISES = ("each", "joined")
 #: What the relevance scorer ranks the chunks against: the question (the paper), or the question followed by the
 #: answer (the answer alone when there is no question, as for a summary).
 QUERIES = ("question", "question+answer")
-#: Offline defaults, chosen by measurement (HaluEval and RAGTruth; see RESULTS.md in the source repository): BM25 relevance; SynCheck's own score as the support
+#: Offline defaults, chosen by measurement (HaluEval and RAGTruth; see RESULTS.md in the source repository): BM25
+#: relevance; SynCheck's own score as the support
 #: model, the only offline backend above chance on the length-controlled QA distractor pairs, where both answers
 #: occur in the context (0.76 with max; lexical 0.49, MiniLM 0.53, SmolLM2 yes/no judge 0.51), and the best on
 #: RAGTruth QA (0.72 vs 0.47-0.56); max aggregation where sources are checked one by one (``premise="each"``).
@@ -56,7 +57,8 @@ DEFAULT_AGGREGATION = "max"
 #: was chosen on, and RAGTruth QA): as good as ``each`` where contexts are a sentence or two (distractor pairs,
 #: dialogue), better on RAGTruth QA with TopK 3 and on summaries, and one scoring pass instead of one per source.
 DEFAULT_PREMISE = "joined"
-#: The question alone: adding the answer to the relevance query measured no better (RESULTS.md in the source repository).
+#: The question alone: adding the answer to the relevance query measured no better (RESULTS.md in the source
+#: repository).
 DEFAULT_QUERY = "question"
 #: Every chunk (TopP 1.0), joined: level with TopK 3 and TopP 0.9 on HaluEval's short contexts, and on RAGTruth QA
 #: the setting the score is trained in (0.90 against 0.71 for the 3 most relevant sources; in-sample figures).
@@ -73,7 +75,8 @@ _PARAGRAPHS = re.compile(r"\n\s*\n")
 
 
 def split_context(context: str | Sequence[str]) -> list[str]:
-    """Context chunks: a list is kept as is (blank chunks dropped); a string is split into paragraphs, then sentences."""
+    """Context chunks: a list is kept as is (blank chunks dropped); a string is split into paragraphs, then
+    sentences."""
     if not isinstance(context, str):
         return [c.strip() for c in context if c and c.strip()]
     chunks = []
@@ -83,7 +86,8 @@ def split_context(context: str | Sequence[str]) -> list[str]:
 
 
 def relevance_query(question: str | None, answer: str, query: str = "question") -> str | None:
-    """The text chunks are ranked against: ``question``, or ``question + " " + answer`` (``query="question+answer"``)."""
+    """The text chunks are ranked against: ``question``, or ``question + " " + answer``
+    (``query="question+answer"``)."""
     if query not in QUERIES:
         raise ValueError(f"unknown relevance query {query!r}; use one of {QUERIES}")
     if query == "question":

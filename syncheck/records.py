@@ -70,7 +70,8 @@ def _parse_record(obj: Any, line_no: int | None, to_answer: bool) -> Record:
     if "response" not in obj and not to_answer:
         raise RecordError(f"{where}missing 'response': add the text to score as \"response\": \"...\"")
     if "context" not in obj:
-        raise RecordError(f"{where}missing 'context': add the retrieved text as \"context\": \"...\" or [\"chunk\", ...]")
+        raise RecordError(f"{where}missing 'context': add the retrieved text as \"context\": \"...\" or "
+                          "[\"chunk\", ...]")
     response, context, question = "" if to_answer else obj["response"], obj["context"], obj.get("question")
     if not isinstance(response, str):
         raise RecordError(f"{where}'response' must be a string, got {type(response).__name__}")

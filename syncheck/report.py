@@ -33,8 +33,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from syncheck.records import load_json
 from syncheck.labels import LabelError, parse_label
+from syncheck.records import load_json
 from syncheck.stats import bootstrap_auroc
 
 SCORE_SOURCES: dict[str, str] = {
@@ -166,7 +166,13 @@ def _chunks(row: dict[str, Any], inp: dict[str, Any]) -> list[ChunkView]:
     ctx = inp.get("context", row.get("context"))
     if ctx is None:
         return []
-    texts = [ctx] if isinstance(ctx, str) else [c if isinstance(c, str) else json.dumps(c) for c in ctx] if isinstance(ctx, list) else [str(ctx)]
+    texts = (
+        [ctx]
+        if isinstance(ctx, str)
+        else [c if isinstance(c, str) else json.dumps(c) for c in ctx]
+        if isinstance(ctx, list)
+        else [str(ctx)]
+    )
     chunks = [ChunkView(i, t) for i, t in enumerate(texts)]
     best = row.get("best_source")
     for src in row.get("sources") or []:
@@ -179,7 +185,9 @@ def _chunks(row: dict[str, Any], inp: dict[str, Any]) -> list[ChunkView]:
     return chunks
 
 
-def build_row(n: int, row: dict[str, Any], inp: dict[str, Any], source: str, label: tuple[int, str | None] | None) -> RowView:
+def build_row(
+    n: int, row: dict[str, Any], inp: dict[str, Any], source: str, label: tuple[int, str | None] | None
+) -> RowView:
     view = RowView(n=n, id=row.get("id"), error=row.get("error"), warnings=[str(w) for w in row.get("warnings") or []])
     if not row:
         view.error = "this line of the scored file is not a JSON object"
@@ -215,7 +223,9 @@ def build_row(n: int, row: dict[str, Any], inp: dict[str, Any], source: str, lab
         if _number(row.get(key)) is not None:
             view.badges.append((name, _fmt(row[key])))
     if label is not None:
-        view.badges.append(("label", ("1 faithful" if label[0] else "0 hallucinated") + (f" · {label[1]}" if label[1] else "")))
+        view.badges.append(
+            ("label", ("1 faithful" if label[0] else "0 hallucinated") + (f" · {label[1]}" if label[1] else ""))
+        )
     view.context = _chunks(row, inp)
     return view
 
@@ -334,33 +344,49 @@ def build_report(
 
     if inputs is not None:
         if len(inputs) != len(scored):
-            raise ValueError(f"the input has {len(inputs)} rows but the scored file {len(scored)}; pass the input that was scored")
+            raise ValueError(f"the input has {len(inputs)} rows but the scored file {len(scored)}; pass the input that "
+                             "was scored")
         for n, (r, i) in enumerate(zip(scored, inputs), 1):
             rid, iid = r.get("id"), i.get("id")
             if not r.get("error") and isinstance(iid, (str, int, float)) and rid != iid:  # error rows may lack ids
-                raise ValueError(f"row {n}: scored id {json.dumps(rid)} but input id {json.dumps(iid)}; pass the input that was scored")
+                raise ValueError(f"row {n}: scored id {json.dumps(rid)} but input id {json.dumps(iid)}; pass the input "
+                                 "that was scored")
     inputs = inputs or [{} for _ in scored]
     source = score_source(scored)
-    value_name = next((k for k in ("response_score", "factuality") if any(_number(r.get(k)) is not None for r in scored)),
-                      f"lowest sentence {source}")
+    value_name = next(
+        (k for k in ("response_score", "factuality") if any(_number(r.get(k)) is not None for r in scored)),
+        f"lowest sentence {source}",
+    )
     views, groups = [], {}
     for n, (row, inp) in enumerate(zip(scored, inputs), 1):
         lab = (labels or {}).get(str(row.get("id")))
         if lab is None and ("label" in row or "label" in inp):
             try:
-                lab = (parse_label(row.get("label", inp.get("label")), f"row {n}"), row.get("subset", inp.get("subset")))
+                lab = (
+                    parse_label(row.get("label", inp.get("label")), f"row {n}"),
+                    row.get("subset", inp.get("subset")),
+                )
             except LabelError:
                 lab = None
         if n <= max_rows:
             views.append(build_row(n, row, inp, source, lab))
         value = response_value(row, source)
         if lab is not None and value is not None and not row.get("error"):
-            text = inp.get("response") if isinstance(inp.get("response"), str) else " ".join(s.get("text", "") for s in row.get("sentences") or [])
+            text = (
+                inp.get("response")
+                if isinstance(inp.get("response"), str)
+                else " ".join(s.get("text", "") for s in row.get("sentences") or [])
+            )
             for key in {"all", str(lab[1])} if lab[1] else {"all"}:
                 g = groups.setdefault(key, {"label": [], "score": [], "length": [], "overlap": []})
-                g["label"].append(lab[0]); g["score"].append(value); g["length"].append(float(len(text)))
+                g["label"].append(lab[0])
+                g["score"].append(value)
+                g["length"].append(float(len(text)))
                 g["overlap"].append(_overlap(inp.get("context", row.get("context")), text))
-    subsets = {k: {f: np.asarray(v, dtype=float) for f, v in g.items()} for k, g in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0]))}
+    subsets = {
+        k: {f: np.asarray(v, dtype=float) for f, v in g.items()}
+        for k, g in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0]))
+    }
     env = jinja2.Environment(loader=jinja2.PackageLoader("syncheck", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     return env.get_template("report.html.j2").render(

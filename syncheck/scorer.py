@@ -15,8 +15,8 @@ import torch
 
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
-from features.sentences import assign_tokens, split_sentences
 from features.registry import FEATURES, LID_PREFIX
+from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
 from syncheck.aggregators.apply import aggregate_response, resolve_response_aggregation
 from syncheck.aggregators.final import final_sentence_scores
@@ -208,8 +208,11 @@ class Scorer:
             if isinstance(rec, RecordError):
                 results.append(ScoredResponse(id=rec.record_id, error=str(rec)))
                 continue
-            out = ScoredResponse(id=rec.id, warnings=list(rec.warnings),
-                                 vector_layers=list(self.featurizer.vector_layers) if self.featurizer.keep_vectors else None)
+            out = ScoredResponse(
+                id=rec.id,
+                warnings=list(rec.warnings),
+                vector_layers=list(self.featurizer.vector_layers) if self.featurizer.keep_vectors else None,
+            )
             results.append(out)
             if not rec.response.strip():
                 out.error = "empty response: there is nothing to score; drop the row or fill in 'response'"
@@ -228,7 +231,8 @@ class Scorer:
                 continue
             out.warnings.extend(enc.warnings)
             if not format_context(rec.context):
-                out.warnings.append("empty context: context-influence and alignment features carry no signal for this row")
+                out.warnings.append("empty context: context-influence and alignment features carry no signal for "
+                                    "this row")
             if script_warning(rec.response):
                 out.warnings.append(script_warning(rec.response))
             todo.append((len(results) - 1, rec, enc))

@@ -25,7 +25,6 @@ from features.sentences import split_sentences
 from syncheck.aggregators.apply import aggregate_response
 from syncheck.records import Record
 
-
 #: Response statistics a (premise, answer) pair's support can be.
 STATISTICS = ("min", "verdict", "live_verdict")
 #: How an answer becomes the claim a support backend that reads no question checks: ``paper``, Provenance's
@@ -119,7 +118,8 @@ class SynCheckSupport:
         device, dtype: for the scorer built here.
         statistic: the response score a pair gets: ``"verdict"`` (default: the scorer's own response score, its
             learned verdict where the aggregator has one; equal or better than ``min`` on every set measured,
-            RESULTS.md in the source repository; over the final, whole-answer sentence scores where the scorer has a final
+            RESULTS.md in the source repository; over the final, whole-answer sentence scores where the scorer has a
+            final
             model), ``"live_verdict"`` (the aggregator's verdict over the live sentence scores, as before final
             scores existed) or ``"min"`` (the least faithful sentence's live score).
     """

@@ -19,7 +19,8 @@ WORDS = ["Good", "Bad", "Fine", "Meh", "Paris", "London", "The", "answer", "is"]
 #: A context that holds the scripted answers' words, so that none of them is off the subject
 #: (:func:`features.degeneracy.degeneracy`) and only its score decides whether FOD flags it.
 CONTEXT = "Context text: good, bad, fine, meh, Paris, London."
-CHAT = "{% for m in messages %}<|user|>{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+CHAT = ("{% for m in messages %}<|user|>{{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 Script = Callable[[str, bool], dict[str, float]]
 
@@ -83,9 +84,12 @@ class ScriptedLM(torch.nn.Module):
         cache.update(input_ids.float()[:, None, :, None], input_ids.float()[:, None, :, None], 0)
         history = cache.layers[0].keys[:, 0, :, 0].long()
         total = history.shape[1]
-        logits = torch.stack([
-            torch.stack([self._logits_after(history[r, : total - n + p + 1].tolist()) for p in range(n)]) for r in range(b)
-        ])
+        logits = torch.stack(
+            [
+                torch.stack([self._logits_after(history[r, : total - n + p + 1].tolist()) for p in range(n)])
+                for r in range(b)
+            ]
+        )
         if logits_to_keep:
             logits = logits[:, -logits_to_keep:]
         return SimpleNamespace(logits=logits, past_key_values=cache, hidden_states=None)

@@ -42,7 +42,8 @@ def test_passes_sklearn_estimator_checks(kind):
     """All of check_estimator; one expected failure, as for scikit-learn's own TunedThresholdClassifierCV."""
     from sklearn.utils.estimator_checks import check_estimator
 
-    xfail = {"check_classifiers_train": "predict applies the tuned threshold_, so it may differ from argmax(predict_proba)"}
+    xfail = {"check_classifiers_train": "predict applies the tuned threshold_, so it may differ from "
+                                        "argmax(predict_proba)"}
     results = check_estimator(make_aggregator(kind), expected_failed_checks=xfail, on_skip=None)
     assert {r["status"] for r in results} <= {"passed", "xfail", "skipped"}
     skipped = [r["check_name"] for r in results if r["status"] == "skipped"]
@@ -109,7 +110,9 @@ def test_nan_inputs_are_a_clear_error():
 def test_save_load_round_trip_predicts_identically_without_pickle(kind, tmp_path):
     X, y = synthetic()
     agg = make_aggregator(kind, feature_names=NAMES, random_state=3).fit(X, y)
-    out = save_aggregator(agg, tmp_path / kind, training={"what": "synthetic"}, scorer={"model": "m", "alignment": "lexical"})
+    out = save_aggregator(
+        agg, tmp_path / kind, training={"what": "synthetic"}, scorer={"model": "m", "alignment": "lexical"}
+    )
     files = sorted(p.name for p in out.iterdir())
     assert "meta.json" in files and all(f.endswith((".json", ".safetensors")) for f in files)
     back = load_aggregator(out)
@@ -204,7 +207,8 @@ def test_default_aggregator_is_committed_small_and_pickle_free():
 
 
 def test_default_is_skipped_with_a_warning_when_the_scorer_lacks_its_features():
-    with pytest.warns(UserWarning, match="default aggregator needs mean_prob, .*hidden_probe.*portable aggregator needs "
+    with pytest.warns(UserWarning, match="default aggregator needs mean_prob, .*hidden_probe.*portable aggregator "
+                                         "needs "
                                          "mean_prob, .*aggregator=None.*syncheck calibrate --model smollm2-135m"):
         assert resolve_aggregator("default", FakeScorer(["min_prob"], model="smollm2-135m")).model is None
 
@@ -212,14 +216,21 @@ def test_default_is_skipped_with_a_warning_when_the_scorer_lacks_its_features():
 # ---------------------------------------------------------------------------- Scorer and CLI, tiny model
 RECORDS = [
     {"id": f"r{i}", "context": ctx, "question": "When was it completed?", "response": resp, "label": label}
-    for i, (ctx, resp, label) in enumerate([
-        ("The Eiffel Tower was completed in 1889 for the World's Fair.", "It was completed in 1889. It is in Paris.", 1),
-        ("The Eiffel Tower was completed in 1889 for the World's Fair.", "It was completed in 1925.", 0),
-        ("Prices rose 3.5% in 2023, faster than wages.", "Prices rose 3.5% in 2023.", 1),
-        ("Prices rose 3.5% in 2023, faster than wages.", "Prices fell in 2023. Wages rose faster.", 0),
-        ("Dr. Smith moved to the U.S. Dept. of Energy in 1999.", "Dr. Smith moved in 1999.", 1),
-        ("Dr. Smith moved to the U.S. Dept. of Energy in 1999.", "Dr. Smith retired in 2005.", 0),
-    ] * 3)
+    for i, (ctx, resp, label) in enumerate(
+        [
+            (
+                "The Eiffel Tower was completed in 1889 for the World's Fair.",
+                "It was completed in 1889. It is in Paris.",
+                1,
+            ),
+            ("The Eiffel Tower was completed in 1889 for the World's Fair.", "It was completed in 1925.", 0),
+            ("Prices rose 3.5% in 2023, faster than wages.", "Prices rose 3.5% in 2023.", 1),
+            ("Prices rose 3.5% in 2023, faster than wages.", "Prices fell in 2023. Wages rose faster.", 0),
+            ("Dr. Smith moved to the U.S. Dept. of Energy in 1999.", "Dr. Smith moved in 1999.", 1),
+            ("Dr. Smith moved to the U.S. Dept. of Energy in 1999.", "Dr. Smith retired in 2005.", 0),
+        ]
+        * 3
+    )
 ]
 
 
@@ -260,7 +271,9 @@ def test_cli_train_then_score_round_trip(tiny_dir, tmp_path):
     runner = CliRunner()
     inp, scored = tmp_path / "in.jsonl", tmp_path / "scored.jsonl"
     inp.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    res = runner.invoke(main, ["score", str(inp), "-o", str(scored), "--model", str(tiny_dir), "--no-lid", "--aggregator", "none"])
+    res = runner.invoke(
+        main, ["score", str(inp), "-o", str(scored), "--model", str(tiny_dir), "--no-lid", "--aggregator", "none"]
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in scored.read_text().splitlines()]
     assert all("response_score" not in r for r in rows)
@@ -273,7 +286,9 @@ def test_cli_train_then_score_round_trip(tiny_dir, tmp_path):
                                "--model", str(tiny_dir)])
     assert res.exit_code == 0, res.output
     meta = read_meta(agg_dir)
-    assert meta["kind"] == "lr" and meta["training"]["rows"] == len(RECORDS) and "lid_layer_1" not in meta["feature_names"]
+    assert (
+        meta["kind"] == "lr" and meta["training"]["rows"] == len(RECORDS) and "lid_layer_1" not in meta["feature_names"]
+    )
 
     out = tmp_path / "out.jsonl"
     res = runner.invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--no-lid",

@@ -224,7 +224,9 @@ def _save_alignscore_checkpoint(tmp_path, monkeypatch, with_tri: bool = True):
     tok.save_pretrained(backbone)
     torch.manual_seed(1)
     encoder = RobertaModel(cfg, add_pooling_layer=True).eval()
-    heads = {"bin_layer": torch.nn.Linear(32, 2), "tri_layer": torch.nn.Linear(32, 3), "reg_layer": torch.nn.Linear(32, 1)}
+    heads = {
+        "bin_layer": torch.nn.Linear(32, 2), "tri_layer": torch.nn.Linear(32, 3), "reg_layer": torch.nn.Linear(32, 1),
+    }
     state = {f"base_model.{k}": v for k, v in encoder.state_dict().items()}
     state["mlm_head.dense.weight"] = torch.randn(32, 32)
     for name, layer in heads.items():
@@ -267,7 +269,9 @@ def test_alignscore_checkpoint_loads_and_scores_like_the_official_head(tmp_path,
     # a premise in several chunks: max over chunks
     scorer.chunk_words = 12
     chunks = [TEXTS[0], TEXTS[1] + " " + TEXTS[2], TEXTS[3]]
-    assert scorer.score([" ".join(TEXTS)], [claim])[0] == pytest.approx(max(official(c, claim) for c in chunks), abs=1e-5)
+    assert scorer.score([" ".join(TEXTS)], [claim])[0] == pytest.approx(
+        max(official(c, claim) for c in chunks), abs=1e-5
+    )
 
 
 def test_alignscore_chunks_follow_alignscore():

@@ -18,13 +18,16 @@ from syncheck.passes import capture_hidden, response_ids_and_offsets
 from syncheck.scorer import Scorer
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
-RESPONSE = "It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy. Café owners sell crêpes [1]. Prices rose 3.5%"
+RESPONSE = ("It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy. Café owners sell crêpes [1]. "
+            "Prices rose 3.5%")
 
 
 @pytest.fixture(scope="module")
 def scorer(tiny_lm):
     rng = np.random.default_rng(0)
-    ref = LIDReference("t", {2: rng.normal(size=(40, 32)).astype("float32"), 4: rng.normal(size=(40, 32)).astype("float32")}, k=10)
+    ref = LIDReference(
+        "t", {2: rng.normal(size=(40, 32)).astype("float32"), 4: rng.normal(size=(40, 32)).astype("float32")}, k=10
+    )
     return Scorer(tiny_lm, lid=ref)
 
 

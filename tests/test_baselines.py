@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, table
 
 from fod.baselines import METHODS, AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
 from fod.results import ABSTAIN_TEXT
-from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.decoding import Decoding
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
@@ -29,7 +29,9 @@ def scorer_for(script):
 
 
 def test_greedy_scores_every_sentence():
-    res = GreedyGenerator(scorer_for(table({"": {"Good": 1}, "Good.": {" Bad": 0.6, " Fine": 0.4}})), checker=None).generate(question="Q?", context="c", decoding=TOKENS_20)
+    res = GreedyGenerator(
+        scorer_for(table({"": {"Good": 1}, "Good.": {" Bad": 0.6, " Fine": 0.4}})), checker=None
+    ).generate(question="Q?", context="c", decoding=TOKENS_20)
     assert res.text == "Good. Bad." and [s.score for s in res.sentences] == [0.9, 0.2] and res.method == "greedy"
 
 
@@ -43,7 +45,9 @@ def test_abstention_refuses_when_any_sentence_is_below_threshold(second, abstain
 
 def test_reranking_returns_the_sample_with_the_best_mean_score():
     script = table({"": {"Good": 0.5, "Bad": 0.5}, "Good.": {" Fine": 1}, "Bad.": {" Meh": 1}})
-    res = RerankGenerator(scorer_for(script), checker=None).generate(question="Q?", context="c", num_samples=6, decoding=sampled(2))
+    res = RerankGenerator(scorer_for(script), checker=None).generate(
+        question="Q?", context="c", num_samples=6, decoding=sampled(2)
+    )
     means = [c["mean_score"] for c in res.trace["candidates"]]
     assert len(means) == 6 and res.text == "Good. Fine."
     assert res.mean_score == pytest.approx(max(m for m in means if m is not None))
@@ -72,8 +76,15 @@ def cad_script(text, has_context):
 
 def test_cad_amplifies_the_context_where_greedy_follows_memory():
     scorer = scorer_for(cad_script)
-    assert GreedyGenerator(scorer, checker=None).generate(question="Where?", context="Paris.", decoding={"max_new_tokens": 10}).text == "London."
-    res = CADGenerator(scorer, alpha=0.5, checker=None).generate(question="Where?", context="Paris.", decoding={"max_new_tokens": 10})
+    assert (
+        GreedyGenerator(scorer, checker=None)
+        .generate(question="Where?", context="Paris.", decoding={"max_new_tokens": 10})
+        .text
+        == "London."
+    )
+    res = CADGenerator(scorer, alpha=0.5, checker=None).generate(
+        question="Where?", context="Paris.", decoding={"max_new_tokens": 10}
+    )
     assert res.text == "Paris." and res.sentences[0].score == 0.9 and res.method == "cad"
 
 
@@ -119,7 +130,9 @@ def test_cad_equals_transformers_classifier_free_guidance(tiny_lm, alpha):
 
     scorer = Scorer(tiny_lm, aggregator=None)
     ctx = "The tower is 330 m tall. It opened in 1889."
-    res = CADGenerator(scorer, alpha=alpha, checker=None).generate(question="How tall?", context=ctx, decoding=TOKENS_20)
+    res = CADGenerator(scorer, alpha=alpha, checker=None).generate(
+        question="How tall?", context=ctx, decoding=TOKENS_20
+    )
     pair = prompt_pair(tiny_lm, ctx, "How tall?", 20)
     ids = torch.tensor([pair.with_context], device=tiny_lm.device)
     out = tiny_lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=res.trace["tokens"],

@@ -150,7 +150,9 @@ def test_live_features_equal_offline_in_every_family(family, tiny_tokenizer):
     ids, _ = response_ids_and_offsets(lm.tokenizer, response)
     live = Monitor(scorer).generate(question="How tall?", context=CONTEXT, forced_ids=ids)
     assert live.text == response
-    assert_same_features(scorer.score(context=CONTEXT, response=response, question="How tall?").sentences, live.sentences)
+    assert_same_features(
+        scorer.score(context=CONTEXT, response=response, question="How tall?").sentences, live.sentences
+    )
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -207,7 +209,9 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
     assert "response: learned verdict (held out)" in result.summary()
     # and the final (whole-answer) model with its own verdict, read by a Scorer as the stacked default's is
     final_meta = json.loads((tmp_path / "cal" / "final" / "meta.json").read_text())
-    assert "rel:mean_prob" in final_meta["feature_names"] and "unsupported_specific_count" in final_meta["feature_names"]
+    assert (
+        "rel:mean_prob" in final_meta["feature_names"] and "unsupported_specific_count" in final_meta["feature_names"]
+    )
     assert "hidden_probe" in final_meta["feature_names"] and (tmp_path / "cal" / "final" / "response.json").is_file()
     assert "final: calibrated final score" in names
     # the same weights under another name: found by fingerprint, no warning
@@ -232,7 +236,9 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
     assert again.sentences == 48 and scored.read_text(encoding="utf-8").splitlines(keepends=True) == lines
     other = calibrate(lm, path, output=tmp_path / "cal", kind="lr", alignment="embedding",
                       progress=False, register=False)
-    assert other.sentences == 48 and json.loads((tmp_path / "cal" / "scored.json").read_text())["alignment"] == "embedding"
+    assert (
+        other.sentences == 48 and json.loads((tmp_path / "cal" / "scored.json").read_text())["alignment"] == "embedding"
+    )
 
 
 def test_calibrate_needs_both_labels(tiny_lm, tmp_path):
@@ -284,7 +290,9 @@ def test_cli_scores_calibrates_and_then_uses_the_calibration(qwen2_dir, tmp_path
 
     data = tmp_path / "lab.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in labelled_rows()), encoding="utf-8")
-    cal = runner.invoke(main, ["calibrate", "--model", str(qwen2_dir), "--data", str(data), "-o", str(tmp_path / "cal")])
+    cal = runner.invoke(
+        main, ["calibrate", "--model", str(qwen2_dir), "--data", str(data), "-o", str(tmp_path / "cal")]
+    )
     assert cal.exit_code == 0, cal.output
     assert "held-out sentence ROC AUC" in cal.output and "word overlap" in cal.output
     meta = json.loads((tmp_path / "cal" / "meta.json").read_text())
@@ -296,7 +304,9 @@ def test_cli_scores_calibrates_and_then_uses_the_calibration(qwen2_dir, tmp_path
     assert again.exit_code == 0, again.output
     calibrated = json.loads((tmp_path / "c.jsonl").read_text())
     direct = Scorer(str(qwen2_dir), aggregator=str(tmp_path / "cal"))
-    expected = direct.score(context=CONTEXT, response="It is 330 m tall. It opened in 1999.", question="How tall?").response_score
+    expected = direct.score(
+        context=CONTEXT, response="It is 330 m tall. It opened in 1999.", question="How tall?"
+    ).response_score
     assert calibrated["response_score"] == pytest.approx(expected, abs=1e-6)
     assert calibrated["response_score"] != pytest.approx(portable["response_score"], abs=1e-9)
 
@@ -326,7 +336,10 @@ def test_an_aggregator_shipped_for_another_model_is_found_by_name(tiny_tokenizer
         warnings.simplefilter("error")  # not the portable fallback's warning
         scorer = Scorer(lm)
     assert scorer.aggregator_source == "default" and scorer.featurizer.probes
-    assert scorer.score(question="Q?", context="The bridge opened in 1932.", response="It opened in 1932.").response_score is not None
+    assert (
+        scorer.score(question="Q?", context="The bridge opened in 1932.", response="It opened in 1932.").response_score
+        is not None
+    )
     # another model is not given it
     other = load_model(make_qwen2(len(tiny_tokenizer), seed=3), tiny_tokenizer, name="other")
     with pytest.warns(UserWarning, match="portable"):

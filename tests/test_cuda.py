@@ -44,7 +44,9 @@ def _available(device: str) -> bool:
 
 pytestmark = [
     pytest.mark.cuda,
-    pytest.mark.skipif(not _available(DEVICE), reason=f"no {DEVICE} device here (set SYNCHECK_TEST_DEVICE to pick one)"),
+    pytest.mark.skipif(
+        not _available(DEVICE), reason=f"no {DEVICE} device here (set SYNCHECK_TEST_DEVICE to pick one)"
+    ),
 ]
 
 # The imported fixtures and tests below resolve ``tiny_lm`` and ``server`` to this module's versions.
@@ -106,17 +108,18 @@ def server(serve_dir, tmp_path_factory):
     srv.stop()
 
 
-def test_the_group_runs_on_the_device(tiny_lm, tiny_scorer):
+def test_the_group_runs_on_the_device(tiny_lm, tiny_scorer):  # noqa: F811 (the imported fixture)
     assert tiny_lm.device.type == torch.device(DEVICE).type
     assert tiny_scorer.lm is tiny_lm  # the imported fixtures were rebuilt on this module's model
 
 
 def test_fod_forced_to_backtrack_runs_on_the_device_and_its_sentences_score_as_offline(tiny_lm):
-    from fod.generator import FODGenerator
-    from syncheck.scorer import Scorer
     from test_monitor import assert_same_features
 
-    scorer = Scorer(tiny_lm, lid=None)
+    from fod.generator import FODGenerator
+    from syncheck.scorer import Scorer
+
+    scorer = Scorer(tiny_lm, lid=None)  # noqa: F811 (not the imported fixture)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fod = FODGenerator(scorer, checker=None, max_sentence_tokens=12)

@@ -1,14 +1,15 @@
-"""One place for decoding settings: Decoding, GenerationConfig and dicts, stop strings, FOD's accepted-sentence callback."""
+"""One place for decoding settings: Decoding, GenerationConfig and dicts, stop strings, FOD's accepted-sentence
+callback."""
 
 from __future__ import annotations
 
 import pytest
+from mock_lm import CONTEXT as TOY_CONTEXT
+from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
 from transformers import GenerationConfig
 
 from fod.baselines import METHODS
 from fod.generator import FODGenerator
-from mock_lm import CONTEXT as TOY_CONTEXT
-from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding
 from syncheck.models import load_model
 from syncheck.monitor import Monitor
@@ -69,7 +70,9 @@ def test_stop_string_ends_generation_before_it_and_the_streamed_text_is_the_fina
 def test_scripted_stop_string_and_sentence_granular_stop_for_fod():
     script = table({"": {"Good": 1.0}, "Good.": {" Fine": 1.0}, "Good. Fine.": {" Meh": 1.0}})
     scorer = scripted_scorer(script)
-    gen = Monitor(scorer).generate(question="Q?", context=TOY_CONTEXT, decoding={"max_new_tokens": 20, "stop": [" Fine"]})
+    gen = Monitor(scorer).generate(
+        question="Q?", context=TOY_CONTEXT, decoding={"max_new_tokens": 20, "stop": [" Fine"]}
+    )
     assert gen.text == "Good." and gen.stop_reason == "stop" and [s.text for s in gen.sentences] == ["Good."]
     res = FODGenerator(scorer, checker=None).generate(question="Q?", context=TOY_CONTEXT, tau1=0.1,
                                                       decoding={"max_new_tokens": 20, "stop": [" Meh"]})
@@ -80,8 +83,10 @@ def test_fod_callback_gives_each_accepted_sentence_once_in_order():
     script = table({"": {"Good": 1.0}, "Good.": {" Bad": 0.5, " Fine": 0.5}})
     fod = FODGenerator(scripted_scorer(script), checker=None, max_sentence_tokens=8)
     seen = []
-    res = fod.generate(question="Q?", context=TOY_CONTEXT, tau1=0.7, tau2=0.85, decoding={"max_new_tokens": 40, "top_p": 1.0},
-                       callback=seen.append)
+    res = fod.generate(
+        question="Q?", context=TOY_CONTEXT, tau1=0.7, tau2=0.85, decoding={"max_new_tokens": 40, "top_p": 1.0},
+        callback=seen.append,
+    )
     assert res.trace["backtrack"] is not None  # "Bad." was generated, then taken back
     assert [a.sentence.text for a in seen] == [s.text for s in res.sentences]
     assert "".join(a.text for a in seen) == res.text and [a.index for a in seen] == list(range(len(seen)))

@@ -16,7 +16,6 @@ from syncheck.cli.common import read_records
 from syncheck.engines.local import score_local
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import CHAT_TEMPLATE, make_model, make_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +72,9 @@ def test_ray_engine_output_is_identical_to_local_and_resumes(tiny_dir, input_fil
     part = tmp_path / "ray.jsonl"
     part.write_bytes(local[: local.index(b"\n") + 30])  # row 1 and a torn row 2
     t1 = time.perf_counter()
-    result = run_cli([*base, "-o", str(part), "--engine", "ray", "--num-replicas", "2", "--ray-batch-size", "2", "--resume"])
+    result = run_cli(
+        [*base, "-o", str(part), "--engine", "ray", "--num-replicas", "2", "--ray-batch-size", "2", "--resume"]
+    )
     t2 = time.perf_counter()
     print(f"\nlocal engine {t1 - t0:.1f} s, ray engine (2 replicas, Ray already up) {t2 - t1:.1f} s")
     assert "resuming: 1 of 13 rows" in result.output

@@ -94,7 +94,9 @@ def test_sentence_features_use_only_the_sentence_tokens():
 
 
 def test_sign_conventions_are_declared_for_every_feature():
-    for name in ["min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos", "align_score"]:
+    for name in [
+        "min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos", "align_score",
+    ]:
         assert feature_sign(name) in (-1, 1)
     assert feature_sign("lid_layer_15") == -1
     with pytest.raises(KeyError):
@@ -133,7 +135,9 @@ def test_every_feature_a_full_scorer_produces_is_registered_in_registry_order(ti
     names = scorer.feature_names
     assert {"mean_contrastive_kl", "lookback_ratio", "unsupported_specifics", "align_score"} <= set(names)
     order = [f.name for f in FEATURES]
-    assert [order.index(feature_spec(n).name) for n in names] == sorted(order.index(feature_spec(n).name) for n in names)
+    assert [order.index(feature_spec(n).name) for n in names] == sorted(
+        order.index(feature_spec(n).name) for n in names
+    )
     row = scorer.score(context="The tower is 330 metres tall.", response="It is 330 metres tall.")
     assert set(row.sentences[0].features) == set(names)
 

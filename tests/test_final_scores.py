@@ -123,7 +123,9 @@ def test_live_final_scores_equal_offline(tiny_lm, saved):
     live = Monitor(scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
     offline = scorer.score(context=CONTEXT, response=response, question="When?")
     assert live.text == response and len(live.sentences) == len(offline.sentences) == 3
-    assert [s.final_score for s in live.sentences] == pytest.approx([s.final_score for s in offline.sentences], abs=1e-4)
+    assert [s.final_score for s in live.sentences] == pytest.approx(
+        [s.final_score for s in offline.sentences], abs=1e-4
+    )
     assert live.response_score == pytest.approx(offline.response_score, abs=1e-4)
 
 

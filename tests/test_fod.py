@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, table
 
 from fod.generator import FODGenerator, _spread
 from fod.results import ABSTAIN_TEXT
 from syncheck.decoding import Decoding
-from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
 
@@ -53,7 +53,9 @@ def test_the_trace_is_a_dataclass_that_reads_as_a_mapping_and_serialises_its_sto
 
 def test_backtrack_then_recovery_by_beam_search():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.3, " Meh": 0.2}})
-    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3))
+    res = fod.generate(
+        **PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(3)
+    )
     assert res.trace["backtrack"]["text"] == "Bad." and res.trace["backtrack"]["sentence_index"] == 1
     assert res.text == "Good. Fine."
     step = res.trace["steps"][0]
@@ -66,7 +68,9 @@ def test_backtrack_then_recovery_by_beam_search():
 
 def test_all_candidates_pruned_returns_the_faithful_prefix():
     fod = make_fod({**START, "Good.": {" Bad": 1.0}})
-    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2)
+    res = fod.generate(
+        **PAPER, question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2
+    )
     assert res.text == "Good."
     assert res.trace["stop"] == "all candidates pruned"
     assert all(c["pruned"] for c in res.trace["steps"][0]["candidates"])
@@ -81,8 +85,10 @@ def test_abstains_when_nothing_survives_from_the_first_sentence(backtrack_only):
             raise AssertionError("an abstention must not be sent to the final-answer checker")
 
     fod.checker = NoCheck()
-    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
-                       backtrack_only=backtrack_only)
+    res = fod.generate(
+        **PAPER, question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.7, tau2=0.85, num_samples=4, num_beams=2,
+        backtrack_only=backtrack_only,
+    )
     assert res.text == ABSTAIN_TEXT and res.sentences == [] and res.final_check is None
     assert res.trace["abstained"] is True and res.trace["backtrack"]["sentence_index"] == 0
     if not backtrack_only:
@@ -98,7 +104,9 @@ def test_beam_search_keeps_k_best_beams_and_stops_when_one_ends():
         "Good. Fine. Paris.": {"<eos>": 1.0},
     }
     fod = make_fod(rules)
-    res = fod.generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(1))
+    res = fod.generate(
+        **PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(1)
+    )
     first = res.trace["steps"][0]
     assert len(first["kept"]) <= 2
     kept_means = [k["mean_score"] for k in first["kept"]]
@@ -166,7 +174,8 @@ def test_thresholds_default_to_the_aggregators_tuned_values():
     from types import SimpleNamespace
 
     fod = make_fod({**START, "Good.": {" Bad": 1.0}})
-    assert fod.generate(question="Q?", context=CONTEXT, decoding=sampled()).trace["thresholds_from"] == "paper"  # 0.7: "Bad." (0.2) backtracks
+    # 0.7: "Bad." (0.2) backtracks
+    assert fod.generate(question="Q?", context=CONTEXT, decoding=sampled()).trace["thresholds_from"] == "paper"
     fod.scorer.aggregator = SimpleNamespace(meta={"decoding": {"tau1": 0.1, "tau2": 0.15}})
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled())
     assert (res.trace["tau1"], res.trace["tau2"], res.trace["thresholds_from"]) == (0.1, 0.15, "aggregator")
@@ -176,7 +185,9 @@ def test_thresholds_default_to_the_aggregators_tuned_values():
 def test_identical_samples_take_one_beam_not_all():
     rules = {**START, "Good.": {" Bad": 0.6, " Fine": 0.4}, "Good. Fine.": {" Paris": 1.0},
              "Good. Fine. Paris.": {"<eos>": 1.0}}
-    res = make_fod(rules).generate(**PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(0))
+    res = make_fod(rules).generate(
+        **PAPER, question="Q?", context=CONTEXT, tau1=0.7, tau2=0.85, num_samples=6, num_beams=2, decoding=sampled(0)
+    )
     first = res.trace["steps"][0]
     fine = [c for c in first["candidates"] if c["text"] == "Fine."]
     assert len(fine) >= 2 and sum(c["duplicate"] for c in fine) == len(fine) - 1

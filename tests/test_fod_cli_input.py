@@ -11,12 +11,12 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
 
 import syncheck.scorer
 from fod.baselines import METHODS, GreedyGenerator
 from fod.cli import METHOD_NAMES, main
 from fod.results import ABSTAIN_TEXT
-from mock_lm import ScriptedLM, make_word_tokenizer, score_by_text, table
 from syncheck.models import load_model
 
 #: greedy says "Good. Bad." (Bad scores 0.2); FOD repairs the second sentence to "Fine." (0.95)

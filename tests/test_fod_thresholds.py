@@ -7,7 +7,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from syncheck.aggregators.thresholds import PAPER_TAU1, PAPER_TAU2, resolve_threshold, resolve_thresholds, tune_thresholds
+from syncheck.aggregators.thresholds import (
+    PAPER_TAU1,
+    PAPER_TAU2,
+    resolve_threshold,
+    resolve_thresholds,
+    tune_thresholds,
+)
 
 
 def scorer_with(decoding=None):
@@ -85,7 +91,9 @@ def test_cli_train_tune_decoding_stores_thresholds_fod_then_uses(tmp_path):
         rows.append({"id": f"r{r}-0", "record": r, "sentences": sents, "sentence_labels": labels, "error": None})
     scored = tmp_path / "gen.jsonl"
     scored.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    res = CliRunner().invoke(main, ["train", str(scored), "--kind", "lr", "-o", str(tmp_path / "agg"), "--tune-decoding"])
+    res = CliRunner().invoke(
+        main, ["train", str(scored), "--kind", "lr", "-o", str(tmp_path / "agg"), "--tune-decoding"]
+    )
     assert res.exit_code == 0, res.output
     agg = load_aggregator(tmp_path / "agg")
     dec = agg.meta["decoding"]

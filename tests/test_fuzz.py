@@ -17,10 +17,10 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
+from conftest import DOCS, Server
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import DOCS, Server
 from syncheck.cli import main
 
 NAN, INF = float("nan"), float("inf")

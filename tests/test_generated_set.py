@@ -25,8 +25,14 @@ class KeywordJudge:
 
 
 def test_labels_follow_the_judge_and_a_memorised_answer_is_always_unfaithful():
-    labels, scores = label_sentences(KeywordJudge(), "ctx", "Q?", ["The tower is tall.", "It rains.", "The tower opened in 1889."],
-                                     0.5, memorised="1889")
+    labels, scores = label_sentences(
+        KeywordJudge(),
+        "ctx",
+        "Q?",
+        ["The tower is tall.", "It rains.", "The tower opened in 1889."],
+        0.5,
+        memorised="1889",
+    )
     assert labels == [1, 0, 0] and scores == [0.9, 0.1, 0.9]
     assert label_sentences(KeywordJudge(), "ctx", "Q?", [], 0.5) == ([], [])
 
@@ -55,14 +61,26 @@ def test_build_writes_trainable_rows_and_resumes(tiny_lm, tmp_path):
         assert len(r["sentence_labels"]) == len(r["sentences"]) == len(r["judge_scores"])
         assert all("min_prob" in s["features"] for s in r["sentences"])
     # the greedy answer (sample 0) is the monitor's greedy generation
-    assert rows[0]["response"] == monitor.generate(question=jobs[0]["question"], context=jobs[0]["context"], decoding={"max_new_tokens": 12}).text
+    assert (
+        rows[0]["response"]
+        == monitor.generate(
+            question=jobs[0]["question"], context=jobs[0]["context"], decoding={"max_new_tokens": 12}
+        ).text
+    )
     # one more row whose labels hold both classes, so `syncheck train` has something to fit
     feats = rows[0]["sentences"][0]["features"] if rows[0]["sentences"] else {"min_prob": 0.5}
-    extra = [{"id": f"x{i}", "sentences": [{"text": "t", "features": feats}] * 6, "sentence_labels": [i % 2] * 3 + [1 - i % 2] * 3,
-              "error": None} for i in range(4)]
+    extra = [
+        {
+            "id": f"x{i}", "sentences": [{"text": "t", "features": feats}] * 6,
+            "sentence_labels": [i % 2] * 3 + [1 - i % 2] * 3, "error": None,
+        }
+        for i in range(4)
+    ]
     with out.open("a", encoding="utf-8") as f:
         f.writelines(json.dumps(e) + "\n" for e in extra)
-    res = CliRunner().invoke(cli, ["train", str(out), "--kind", "lr", "-o", str(tmp_path / "agg"), "--features", "min_prob"])
+    res = CliRunner().invoke(
+        cli, ["train", str(out), "--kind", "lr", "-o", str(tmp_path / "agg"), "--features", "min_prob"]
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "agg" / "meta.json").exists()
 
@@ -87,8 +105,15 @@ def test_generated_rows_and_heldout_report(tmp_path):
     assert gen.X.shape == (30, 2) and gen.hidden.shape == (30, 4) and len(gen.y) == len(gen.groups) == 30
     assert "generated/99" not in set(gen.groups.tolist())
     y_fixed = np.repeat([0, 1], 20)
-    fixed = Rows(names, np.column_stack([y_fixed + rng.normal(0, 0.3, 40), np.full(40, 0.5)]),
-                 rng.normal(size=(40, 4)) + y_fixed[:, None], y_fixed, np.arange(40).astype(str), np.full(40, 9.0), "fixed")
+    fixed = Rows(
+        names,
+        np.column_stack([y_fixed + rng.normal(0, 0.3, 40), np.full(40, 0.5)]),
+        rng.normal(size=(40, 4)) + y_fixed[:, None],
+        y_fixed,
+        np.arange(40).astype(str),
+        np.full(40, 9.0),
+        "fixed",
+    )
     lines, oof = heldout_generated(fixed, gen, seed=0)
     assert len(lines) == 4 and "default recipe" in lines[2]
     assert oof.shape == (30,) and np.all((oof >= 0) & (oof <= 1))

@@ -18,7 +18,7 @@ from syncheck.cli import main
 from syncheck.io import ResumeError, RowWriter, guard_row, prepare_resume
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import CHAT_TEMPLATE, make_model, make_tokenizer  # noqa: E402
+from conftest import make_model  # noqa: E402
 
 CTX = ["The tower is 330 m tall.", "It opened in 1889 for the World's Fair."]
 
@@ -34,19 +34,37 @@ CASES = [
     ("blank-response", ok("blank-response", "  \n\t "), "empty response", None),
     ("empty-context", ok("empty-context", "It is 330 m tall.", context=""), None, "empty context"),
     ("empty-context-list", ok("empty-context-list", "It is 330 m tall.", context=[]), None, "empty context"),
-    ("long-context", ok("long-context", "It is 330 m tall.", context="The tower is tall and old. " * 400), None,
-     "context truncated"),
+    (
+        "long-context",
+        ok("long-context", "It is 330 m tall.", context="The tower is tall and old. " * 400),
+        None,
+        "context truncated",
+    ),
     (None, "{this is not json", "not valid JSON", None),
     (None, "[1, 2, 3]", "expected a JSON object", None),
     ("no-response", json.dumps({"id": "no-response", "context": "c"}), "missing 'response'", None),
     ("no-context", json.dumps({"id": "no-context", "response": "r."}), "missing 'context'", None),
-    ("int-response", json.dumps({"id": "int-response", "context": "c", "response": 5}), "'response' must be a string", None),
+    (
+        "int-response",
+        json.dumps({"id": "int-response", "context": "c", "response": 5}),
+        "'response' must be a string",
+        None,
+    ),
     ("bad-chunks", json.dumps({"id": "bad-chunks", "context": ["a", 3], "response": "r."}), "only strings", None),
-    ("bad-question", json.dumps({"id": "bad-question", "context": "c", "response": "r.", "question": ["q"]}),
-     "'question' must be a string", None),
+    (
+        "bad-question",
+        json.dumps({"id": "bad-question", "context": "c", "response": "r.", "question": ["q"]}),
+        "'question' must be a string",
+        None,
+    ),
     (None, json.dumps({"id": {"a": 1}, "context": "c", "response": "r."}), "'id' must be a string or number", None),
     (None, '{"id": NaN, "context": "c", "response": "r."}', "'id' must be a finite number", None),
-    ("surrogate", '{"id": "surrogate", "context": "c", "response": "abc \\ud800 def."}', "unpaired UTF-16 surrogate", None),
+    (
+        "surrogate",
+        '{"id": "surrogate", "context": "c", "response": "abc \\ud800 def."}',
+        "unpaired UTF-16 surrogate",
+        None,
+    ),
     ("good", ok("good", "A second row with the same id."), None, 'duplicate id "good": line 1 already used it'),
     ("no-boundary", ok("no-boundary", "it is three hundred and thirty metres tall and it opened in 1889"), None, None),
     ("huge-sentence", ok("huge-sentence", "the tower is very tall " * 200), "split the response", None),
@@ -66,7 +84,9 @@ def scored(tiny_dir, tmp_path_factory):
     inp.write_bytes(b"\n".join(lines) + b"\n")
     with pytest.MonkeyPatch.context() as mp:  # module fixtures run before conftest's per-test cache isolation
         mp.setenv("SYNCHECK_CACHE", str(tmp_path_factory.getbasetemp() / "syncheck-cache"))
-        result = CliRunner().invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "3"])
+        result = CliRunner().invoke(
+            main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "3"]
+        )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     return rows, result.output
@@ -85,7 +105,9 @@ def test_no_row_is_lost_and_order_is_kept(scored):
     assert [r["id"] for r in rows] == [c[0] for c in cases]
 
 
-@pytest.mark.parametrize("index", range(len(CASES) + 1), ids=[c[0] or f"line-{i + 1}" for i, c in enumerate(expected_cases())])
+@pytest.mark.parametrize(
+    "index", range(len(CASES) + 1), ids=[c[0] or f"line-{i + 1}" for i, c in enumerate(expected_cases())]
+)
 def test_each_bad_input_gets_a_clear_error_or_warning(scored, index):
     rows, _ = scored
     rid, _, error, warning = expected_cases()[index]
@@ -142,9 +164,24 @@ def _no_constants(name):
 
 
 def test_writer_guard_turns_nan_and_null_into_errors(tmp_path):
-    good = {"id": 1, "sentences": [{"text": "a", "start": 0, "end": 1, "features": {"min_prob": 0.5}}], "warnings": [], "error": None}
-    nan = {"id": 2, "sentences": [{"text": "a", "start": 0, "end": 1, "features": {"min_prob": float("nan")}}], "warnings": ["w"], "error": None}
-    null = {"id": 3, "sentences": [{"text": "a", "start": 0, "end": 1, "features": {"min_prob": None}, "score": 0.2}], "warnings": [], "error": None}
+    good = {
+        "id": 1,
+        "sentences": [{"text": "a", "start": 0, "end": 1, "features": {"min_prob": 0.5}}],
+        "warnings": [],
+        "error": None,
+    }
+    nan = {
+        "id": 2,
+        "sentences": [{"text": "a", "start": 0, "end": 1, "features": {"min_prob": float("nan")}}],
+        "warnings": ["w"],
+        "error": None,
+    }
+    null = {
+        "id": 3,
+        "sentences": [{"text": "a", "start": 0, "end": 1, "features": {"min_prob": None}, "score": 0.2}],
+        "warnings": [],
+        "error": None,
+    }
     assert guard_row(good) is good
     for row in (nan, null):
         fixed = guard_row(row)
@@ -193,7 +230,10 @@ def test_killed_run_resumes_to_the_same_bytes(tiny_dir, tmp_path):
     lines = [ok(f"r{i}", "It is 330 m tall. It opened in 1889. " * (1 + i % 4)) for i in range(n_rows)]
     lines[5] = "{broken"
     inp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-c", "from syncheck.cli import main; main()", "score", str(inp), "--model", str(tiny_dir), "--batch-size", str(batch), "--no-lid"]
+    cmd = [
+        sys.executable, "-c", "from syncheck.cli import main; main()", "score", str(inp), "--model", str(tiny_dir),
+        "--batch-size", str(batch), "--no-lid",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
     full = tmp_path / "full.jsonl"

@@ -70,7 +70,8 @@ def test_lcs_length_is_the_longest_common_subsequence():
 
 
 def test_overlap_ratio_takes_the_best_context_sentence():
-    # "the tower was completed in 1925" vs "the eiffel tower was completed in 1889": LCS the tower was completed in = 5 of 6
+    # "the tower was completed in 1925" vs "the eiffel tower was completed in 1889": LCS the tower was completed in = 5
+    # of 6
     assert overlap_ratio(CONTEXT, "The tower was completed in 1925.") == pytest.approx(5 / 6)
     assert overlap_ratio(CONTEXT, "It is 330 m tall.") == 1.0
     assert overlap_ratio(CONTEXT, "Paris hosts it.") == pytest.approx(1 / 3)  # "it" (stop words count here)
@@ -81,7 +82,9 @@ def test_overlap_ratio_takes_the_best_context_sentence():
 
 def test_keywords_and_keyword_support():
     # numbers, capitalised words and >= 4-letter words, not stop words ("again"), each once; "hut" is too short
-    assert keywords("In 1925 the tall Gustave built a hut in Paris again and Paris.") == ["1925", "tall", "gustave", "built", "paris"]
+    assert keywords("In 1925 the tall Gustave built a hut in Paris again and Paris.") == [
+        "1925", "tall", "gustave", "built", "paris",
+    ]
     # keywords: tower, completed, 1925, gustave -> tower, completed in the context
     assert keyword_support(CONTEXT, "The tower was completed in 1925 by Gustave.") == 0.5
     assert keyword_flags_hallucination(CONTEXT, "The tower was completed in 1925 by Gustave.", max_missing=0.4)

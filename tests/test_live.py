@@ -129,7 +129,11 @@ def test_caches_built_by_the_kv_helpers_hold_their_tensors_without_copying_and_g
     cache = cache_of([(k, v), (k + 1, v + 1)])
     assert cache.layers[0].keys.data_ptr() == k.data_ptr() and cache_length(cache) == 5
     keys, _ = cache.update(torch.ones(2, 3, 1, 4), torch.ones(2, 3, 1, 4), 0)
-    assert keys.shape == (2, 3, 6, 4) and torch.equal(keys[:, :, :5], k) and torch.equal(k, cache_of([(k, v)]).layers[0].keys)
+    assert (
+        keys.shape == (2, 3, 6, 4)
+        and torch.equal(keys[:, :, :5], k)
+        and torch.equal(k, cache_of([(k, v)]).layers[0].keys)
+    )
     # gather: row 1 (2 pad positions dropped) and row 0, left-padded to the longest; the padding is zeros, not garbage
     out, pads = gather_left_padded([(cache_of([(k, v)]), 1, 2), (cache_of([(k, v)]), 0, 0)])
     got = out.layers[0].keys

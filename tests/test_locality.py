@@ -61,8 +61,10 @@ def test_registered_as_a_positive_string_check_in_scorer_order():
     spec = feature_spec("local_support")
     assert spec.needs == "text_checks" and feature_sign("local_support") == +1
     checks = names_needing("text_checks")
-    assert checks == ["unsupported_specifics", "unsupported_specific_count", "contradicted_fields", "novel_bigram_share",
-                      "local_support", "word_pair_support"]
+    assert checks == [
+        "unsupported_specifics", "unsupported_specific_count", "contradicted_fields", "novel_bigram_share",
+        "local_support", "word_pair_support",
+    ]
     assert feature_spec("word_pair_support").needs == "text_checks" and feature_sign("word_pair_support") == +1
 
 

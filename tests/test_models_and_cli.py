@@ -44,24 +44,33 @@ def test_embedded_alias_without_its_package_says_what_to_install(monkeypatch):
 
 def test_score_command_writes_one_row_per_input_line_in_order(tiny_dir, tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    write_jsonl(inp, [
-        {"id": 1, "context": ["The tower is 330 m tall.", "It opened in 1889."], "question": "How tall?", "response": "It is 330 m tall. It opened in 1889."},
-        "{not json",
-        {"id": "x", "context": "c"},
-        {"id": "y", "context": 5, "response": "r"},
-        {"id": "z", "context": "Prices rose 3.5%.", "response": "Prices rose 3.5% [1]."},
-    ])
+    write_jsonl(
+        inp,
+        [
+            {
+                "id": 1, "context": ["The tower is 330 m tall.", "It opened in 1889."], "question": "How tall?",
+                "response": "It is 330 m tall. It opened in 1889.",
+            },
+            "{not json",
+            {"id": "x", "context": "c"},
+            {"id": "y", "context": 5, "response": "r"},
+            {"id": "z", "context": "Prices rose 3.5%.", "response": "Prices rose 3.5% [1]."},
+        ],
+    )
     with open(inp, "ab") as f:  # invalid UTF-8 line
         f.write(b'{"id": "bad", "context": "\xff\xfe", "response": "r"}\n')
-    result = CliRunner().invoke(main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "2", "--show",
-                                        "--lid"])
+    result = CliRunner().invoke(
+        main, ["score", str(inp), "-o", str(out), "--model", str(tiny_dir), "--batch-size", "2", "--show", "--lid"]
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [1, None, "x", "y", "z", "bad"]
     assert rows[0]["error"] is None and len(rows[0]["sentences"]) == 2
     s0 = rows[0]["sentences"][0]
     assert s0["text"] == "It is 330 m tall." and (s0["start"], s0["end"]) == (0, 17)
-    assert {"min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos", "align_score"} <= s0["features"].keys()
+    assert {
+        "min_prob", "mean_prob", "max_entropy", "mean_entropy", "mean_contrastive_kl", "large_kl_pos", "align_score",
+    } <= s0["features"].keys()
     assert any(k.startswith("lid_layer_") for k in s0["features"])  # reference set built from the bundled corpus
     assert "not valid JSON" in rows[1]["error"]
     assert "missing 'response'" in rows[2]["error"]
@@ -84,7 +93,9 @@ def test_score_command_align_with_question_changes_only_align_score(tiny_dir, tm
         rows[len(flag)] = json.loads(out.read_text(encoding="utf-8"))["sentences"][0]["features"]
     assert rows[0]["align_score"] == 1.0  # every content word of the sentence is in the context
     assert rows[1]["align_score"] < 1.0  # the claim now carries the question's words too
-    assert {k: v for k, v in rows[0].items() if k != "align_score"} == {k: v for k, v in rows[1].items() if k != "align_score"}
+    assert {k: v for k, v in rows[0].items() if k != "align_score"} == {
+        k: v for k, v in rows[1].items() if k != "align_score"
+    }
 
 
 def test_lid_reference_command_builds_a_cached_set(tiny_dir, tmp_path, monkeypatch):
@@ -112,7 +123,9 @@ def test_fod_generate_cli_prints_one_json_object(tiny_dir, tmp_path):
     assert {"text", "sentences", "method", "trace", "final_check"} <= obj.keys() and obj["method"] == "greedy"
     assert obj["final_check"] is None
     result = CliRunner().invoke(fod_main, args + ["--method", "fod"])
-    assert result.exit_code == 2 and "give the Scorer an aggregator" in result.output and "Traceback" not in result.output
+    assert (
+        result.exit_code == 2 and "give the Scorer an aggregator" in result.output and "Traceback" not in result.output
+    )
 
 
 def test_model_shipped_in_parts_is_joined_in_order_once(tmp_path, monkeypatch):
@@ -136,7 +149,9 @@ def test_model_shipped_in_parts_is_joined_in_order_once(tmp_path, monkeypatch):
     assert joined.read_bytes() == b"".join(pieces)
     (tmp_path / "part02.bin").write_bytes(b"changed")
     assert models._joined_parts("fake", spec).read_bytes() == b"".join(pieces)  # cached, not re-joined
-    missing = models.EmbeddedModel(package="nosuchpart_", gguf_file="x.gguf", install="pip install nosuchparts", parts=2)
+    missing = models.EmbeddedModel(
+        package="nosuchpart_", gguf_file="x.gguf", install="pip install nosuchparts", parts=2
+    )
     with pytest.raises(ModelNotFoundError, match="nosuchpart_1 is missing.*pip install nosuchparts"):
         models._joined_parts("fake2", missing)
 

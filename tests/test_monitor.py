@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from transformers import GenerationConfig
 
 from syncheck.decoding import Decoding
@@ -16,7 +15,8 @@ from syncheck.passes import prompt_pair, response_ids_and_offsets
 from syncheck.scorer import Scorer
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
-RESPONSE = "It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy. Café owners sell crêpes [1]. Prices rose 3.5%"
+RESPONSE = ("It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy. Café owners sell crêpes [1]. "
+            "Prices rose 3.5%")
 
 
 def assert_same_features(offline, live, tol=1e-4):
@@ -32,7 +32,9 @@ def assert_same_features(offline, live, tol=1e-4):
 @pytest.fixture(scope="module")
 def tiny_scorer(tiny_lm):
     rng = np.random.default_rng(0)
-    ref = LIDReference("t", {2: rng.normal(size=(40, 32)).astype("float32"), 4: rng.normal(size=(40, 32)).astype("float32")}, k=10)
+    ref = LIDReference(
+        "t", {2: rng.normal(size=(40, 32)).astype("float32"), 4: rng.normal(size=(40, 32)).astype("float32")}, k=10
+    )
     return Scorer(tiny_lm, lid=ref)
 
 
@@ -61,7 +63,9 @@ def test_live_features_equal_offline_features_for_the_same_tokens(tiny_scorer):
 
 def test_greedy_monitor_picks_the_same_tokens_as_model_generate(tiny_scorer):
     lm = tiny_scorer.lm
-    gen = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, decoding=GenerationConfig(max_new_tokens=24, do_sample=False))
+    gen = Monitor(tiny_scorer).generate(
+        question="When?", context=CONTEXT, decoding=GenerationConfig(max_new_tokens=24, do_sample=False)
+    )
     with_ids = prompt_pair(lm, CONTEXT, "When?", 24).with_context
     ids = torch.tensor([with_ids])
     out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
@@ -99,7 +103,9 @@ def test_logits_processor_observes_generate_without_changing_it(tiny_scorer):
     lm = tiny_scorer.lm
     mon = Monitor(tiny_scorer)
     seen = []
-    with SynCheckLogitsProcessor(mon, question="When?", context=CONTEXT, max_new_tokens=20, callback=seen.append) as proc:
+    with SynCheckLogitsProcessor(
+        mon, question="When?", context=CONTEXT, max_new_tokens=20, callback=seen.append
+    ) as proc:
         kw = dict(attention_mask=torch.ones_like(proc.input_ids), max_new_tokens=20, do_sample=False,
                   pad_token_id=lm.tokenizer.pad_token_id)
         plain = lm.model.generate(proc.input_ids, **kw)
@@ -131,9 +137,11 @@ def test_logits_processor_removes_its_hooks_when_generate_raises(tiny_lm):
     with pytest.raises(RuntimeError, match="boom"):
         with SynCheckLogitsProcessor(Monitor(scorer), question="When?", context=CONTEXT) as proc:
             assert _forward_hooks(tiny_lm.model) > before
-            tiny_lm.model.generate(proc.input_ids, attention_mask=torch.ones_like(proc.input_ids), max_new_tokens=12,
-                                   do_sample=False, logits_processor=[proc], stopping_criteria=StoppingCriteriaList([Boom()]),
-                                   pad_token_id=tiny_lm.tokenizer.pad_token_id)
+            tiny_lm.model.generate(
+                proc.input_ids, attention_mask=torch.ones_like(proc.input_ids), max_new_tokens=12, do_sample=False,
+                logits_processor=[proc], stopping_criteria=StoppingCriteriaList([Boom()]),
+                pad_token_id=tiny_lm.tokenizer.pad_token_id,
+            )
     assert _forward_hooks(tiny_lm.model) == before
 
 
@@ -195,7 +203,9 @@ def test_question_aware_alignment_is_the_same_offline_and_live(tiny_lm):
     # without a question the claim is the sentence alone; without the option too
     scorer.score(context=CONTEXT, response="It is tall.")
     assert align.claims[-1] == "It is tall."
-    Scorer(tiny_lm, lid=None, alignment=align, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
+    Scorer(tiny_lm, lid=None, alignment=align, aggregator=None).score(
+        context=CONTEXT, response="It is tall.", question="How tall?"
+    )
     assert align.claims[-1] == "It is tall."
 
 

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import make_model  # noqa: E402
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
-RESPONSE = "It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy.\n* Café owners sell crêpes [1].\nPrices rose 3.5%"
+RESPONSE = ("It was completed in 1889. Dr. Smith moved to the U.S. Dept. of Energy.\n* Café owners sell crêpes [1].\n"
+            "Prices rose 3.5%")
 
 
 # ------------------------------------------------------------------ pure calculators
@@ -36,7 +37,9 @@ def test_pmi_is_the_log_probability_gain_from_the_context():
         pointwise_mutual_information(np.zeros(2), np.zeros(3))
 
 
-@pytest.mark.parametrize("text, value", [("$3.5", "3.5"), ("2,400", "2400"), ("15.0", "15"), ("12%", "12"), ("1,000,000", "1000000")])
+@pytest.mark.parametrize(
+    "text, value", [("$3.5", "3.5"), ("2,400", "2400"), ("15.0", "15"), ("12%", "12"), ("1,000,000", "1000000")]
+)
 def test_numbers_are_normalised(text, value):
     assert normalize_number(text) == value
 
@@ -48,7 +51,9 @@ def test_times_of_day_match_across_formats():
 
 
 def test_unsupported_specifics_normalise_before_comparing():
-    ctx = "The company raised $3.5 million from 2,400 investors in March. Hours: 11:0-17:0. Three founders met in Paris."
+    ctx = (
+        "The company raised $3.5 million from 2,400 investors in March. Hours: 11:0-17:0. Three founders met in Paris."
+    )
     assert unsupported_specifics(ctx, "It raised 3.5 million dollars from 2400 investors.") == 0.0
     assert unsupported_specifics(ctx, "It closes at 5 pm and opened in March.") == 0.0
     assert unsupported_specifics(ctx, "The 3 founders met in Paris.") == 0.0
@@ -97,7 +102,10 @@ def test_recording_needs_the_wrapper(tiny_tokenizer):
 
 def test_batched_padded_lookback_equals_one_by_one(tiny_lm):
     enable_lookback(tiny_lm.model)
-    encs = [encode_record(tiny_lm, CONTEXT, r, q, locate_context=True) for r, q in [("It is tall.", "How tall?"), (RESPONSE, "When?")]]
+    encs = [
+        encode_record(tiny_lm, CONTEXT, r, q, locate_context=True)
+        for r, q in [("It is tall.", "How tall?"), (RESPONSE, "When?")]
+    ]
     batched = token_stats(tiny_lm, encs, lookback=True)
     for e, b in zip(encs, batched):
         (single,) = token_stats(tiny_lm, [e], lookback=True)
@@ -139,7 +147,10 @@ def _stacked_on_tiny(scorer, tmp_path, kind="xgb"):
     rng = np.random.default_rng(0)
     texts = ["It was completed in 1889.", "It is 330 m tall.", "It was built in Berlin in 1920.", "Nobody knows.",
              "The tower is in Paris.", "It was painted red by 40 men."]
-    results = [scorer.score(context=CONTEXT, response=" ".join(rng.permutation(texts)[:3]), question="When?") for _ in range(12)]
+    results = [
+        scorer.score(context=CONTEXT, response=" ".join(rng.permutation(texts)[:3]), question="When?")
+        for _ in range(12)
+    ]
     sents = [s for r in results for s in r.sentences]
     names = ["min_prob", "pmi_mean", "novel_bigram_share", "unsupported_specifics"]
     X = np.array([[s.features[n] for n in names] for s in sents])
@@ -183,7 +194,8 @@ def test_a_probe_for_another_model_is_reported_as_missing(tmp_path, lookback_sco
     from syncheck.models import load_model
 
     lm = load_model(other, tiny_lm_plain.tokenizer, name="one-layer")
-    with pytest.raises(FeatureMismatchError, match="hidden_probe: the aggregator's probe .* reads one model's hidden states; fit one for this model with `syncheck calibrate"):
+    with pytest.raises(FeatureMismatchError, match="hidden_probe: the aggregator's probe .* reads one model's hidden "
+                                                   "states; fit one for this model with `syncheck calibrate"):
         Scorer(lm, lid=None, aggregator=str(tmp_path / "agg"))
 
 
@@ -226,7 +238,8 @@ def test_syncheck_support_backend_scores_each_source_with_the_question(tiny_lm):
     scores = support.score(["The tower was completed in 1889.", "It is 330 m tall."], ["It was completed in 1889."] * 2,
                            questions=["When?", "When?"])
     assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
-    direct = Scorer(tiny_lm, lid=None, aggregator=agg).score(context="It is 330 m tall.", response="It was completed in 1889.",
+    direct = Scorer(tiny_lm, lid=None, aggregator=agg).score(context="It is 330 m tall.", response="It was completed "
+                                                                                                   "in 1889.",
                                                               question="When?")
     assert scores[1] == pytest.approx(direct.response_score)
     least = SynCheckSupport(support.scorer, statistic="min").score(["It is 330 m tall."], ["It was completed in 1889."],
@@ -282,7 +295,9 @@ def test_summary_task_averages_the_verdict_with_the_mean_local_support(tiny_lm):
     lexical = mean_local_support(direct.sentences)
     assert 0 < lexical <= 1
     w = SUMMARY_LEXICAL_WEIGHT
-    leaning = SynCheckSupport(scorer, lexical_weight=w).score([premise], [answer], questions=["Summarize the document."])
+    leaning = SynCheckSupport(scorer, lexical_weight=w).score(
+        [premise], [answer], questions=["Summarize the document."]
+    )
     assert leaning[0] == pytest.approx((1 - w) * plain + w * lexical)
     with pytest.raises(ValueError, match=r"lexical_weight must be in \[0, 1\]"):
         SynCheckSupport(scorer, lexical_weight=1.5)
@@ -319,7 +334,8 @@ def test_cli_scores_vectors_and_trains_a_stacked_probe(tiny_dir, tmp_path):
     from syncheck.cli import main
 
     records = [{"id": f"r{i}", "context": CONTEXT, "question": "When?",
-                "response": "It was completed in 1889. It is 330 m tall." if i % 2 else "It was built in Berlin in 1920.",
+                "response": "It was completed in 1889. It is 330 m tall." if i % 2 else "It was built in Berlin in "
+                                                                                        "1920.",
                 "label": i % 2, "record": i} for i in range(12)]
     inp, scored = tmp_path / "in.jsonl", tmp_path / "scored.jsonl"
     inp.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -363,7 +379,9 @@ def test_a_template_that_rewrites_the_message_still_scores_without_lookback():
     lm = load_model(make_model(len(tok)), tok, name="rewriting-template")
     res = Scorer(lm, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
     assert res.error is None and res.sentences
-    failed = Scorer(lm, lookback=True, aggregator=None).score(context=CONTEXT, response="It is tall.", question="How tall?")
+    failed = Scorer(lm, lookback=True, aggregator=None).score(
+        context=CONTEXT, response="It is tall.", question="How tall?"
+    )
     assert "context verbatim" in failed.error
 
 

@@ -64,8 +64,9 @@ def test_a_run_that_is_no_longer_stepped_leaves_the_pool(monitor):
 def test_runs_that_arrive_together_are_prefilled_in_one_forward_and_equal_each_run_alone(monitor):
     alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}) for q in QUESTIONS]
     calls = []
-    hook = monitor.engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape),
-                                                             with_kwargs=True)
+    hook = monitor.engine.lm.model.register_forward_pre_hook(
+        lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape), with_kwargs=True
+    )
     monitor.engine.prefixes.clear()  # else every prompt starts from the documents' cached prefix (tested below)
     try:
         runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}, prefill=False)
@@ -146,8 +147,9 @@ def test_prompts_that_hit_the_cached_prefix_together_are_prefilled_in_one_forwar
     engine.prefill(prompts[0], reuse=True)  # stored: the others share its template and documents
     hits = engine.prefixes.hits
     fed = []
-    hook = engine.lm.model.register_forward_pre_hook(lambda m, args, kwargs: fed.append(tuple(kwargs["input_ids"].shape)),
-                                                     with_kwargs=True)
+    hook = engine.lm.model.register_forward_pre_hook(
+        lambda m, args, kwargs: fed.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
     try:
         reused = engine.prefill_many(prompts[1:], reuse=True)
     finally:

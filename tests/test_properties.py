@@ -49,7 +49,9 @@ def test_kl_is_non_negative_and_zero_for_identical_inputs(data):
     assert np.allclose(shifted, 0.0, atol=1e-4)
 
 
-@given(arrays(np.float64, st.integers(1, 30), elements=st.floats(0.0, 50.0)), st.floats(0.0, 50.0), st.floats(0.0, 50.0))
+@given(
+    arrays(np.float64, st.integers(1, 30), elements=st.floats(0.0, 50.0)), st.floats(0.0, 50.0), st.floats(0.0, 50.0)
+)
 def test_large_kl_pos_is_non_increasing_in_the_threshold(kl, a, b):
     lo, hi = min(a, b), max(a, b)
     assert large_kl_pos(kl, hi) <= large_kl_pos(kl, lo)

@@ -29,7 +29,12 @@ def synthetic_ragtruth(path, sources_per_task: int = 4) -> None:
                 labels = []
                 if (src + k) % 2:
                     start = response.index(sents[-1])
-                    labels = [{"start": start, "end": start + len(sents[-1]), "text": sents[-1], "label_type": "Baseless Info"}]
+                    labels = [
+                        {
+                            "start": start, "end": start + len(sents[-1]), "text": sents[-1],
+                            "label_type": "Baseless Info",
+                        }
+                    ]
                 rows.append({"id": f"{task}-{src}-{k}", "source_id": f"{task}{src}", "task_type": task, "model": "m",
                              "question": "When was it built?" if task == "QA" else "", "context": CONTEXT[task],
                              "response": response, "labels": labels})
@@ -53,8 +58,8 @@ def test_labels_follow_the_overlap_rule_and_tasks_get_instructions(tmp_path):
 
 def test_grouped_folds_never_split_a_document():
     from benchmarks.ragtruth.evaluate import response_f1
-    from syncheck.folds import grouped_folds
     from benchmarks.ragtruth.scoring import SentenceTable
+    from syncheck.folds import grouped_folds
 
     n = 40
     table = SentenceTable([], {}, {}, np.arange(n) % 2, np.arange(n), np.array(["QA"] * n),
@@ -80,10 +85,17 @@ def test_ragtruth_benchmark_and_default_training_run(tmp_path, tiny_dir, capsys)
     summary = run.main(args)
     assert summary["counts"]["QA"][2] == 8 and not summary["dropped"]
     rows = summary["rows"]
-    assert "word overlap (trivial)" in rows and "hidden_probe alone (probe)" in rows and "lookback_lens alone (probe)" in rows
+    assert (
+        "word overlap (trivial)" in rows
+        and "hidden_probe alone (probe)" in rows
+        and "lookback_lens alone (probe)" in rows
+    )
     recipe = next(k for k in rows if k.startswith("default recipe"))
     assert set(rows[recipe]) == {"QA", "Summary", "Data2txt"}
-    assert "without hidden-state probe" in summary["ablation"] and "with lookback (ratio, lens) added" in summary["ablation"]
+    assert (
+        "without hidden-state probe" in summary["ablation"]
+        and "with lookback (ratio, lens) added" in summary["ablation"]
+    )
     text = results.read_text(encoding="utf-8")
     assert run.SECTION in text and "kept" in text and "| reference | SynCheck-MLP, Mistral-7B" in text
     capsys.readouterr()
@@ -154,9 +166,13 @@ def test_unseen_tables_put_each_score_beside_the_trivial_baselines():
     rows = []
     for i in range(40):
         label = i % 2
-        sents = [{"text": "x" * int(rng.integers(5, 50)), "score": float(rng.random()),
-                  "final_score": float(rng.random()) * 0.5 + 0.5 * label, "label": label, "overlap": float(rng.random())}
-                 for _ in range(3)]
+        sents = [
+            {
+                "text": "x" * int(rng.integers(5, 50)), "score": float(rng.random()),
+                "final_score": float(rng.random()) * 0.5 + 0.5 * label, "label": label, "overlap": float(rng.random()),
+            }
+            for _ in range(3)
+        ]
         rows.append({"id": str(i), "source_id": f"s{i // 4}", "task": "QA", "label": label, "error": None,
                      "response_score": sents[0]["final_score"], "words": int(rng.integers(10, 90)),
                      "overlap": float(rng.random()), "sentences": sents})

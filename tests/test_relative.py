@@ -21,7 +21,9 @@ def test_the_causal_form_of_a_sentence_does_not_change_when_later_sentences_arri
     rng = np.random.default_rng(0)
     full = rng.normal(size=6)
     for n in range(1, 7):
-        np.testing.assert_allclose(relative_to_response(full[:n], causal=True), relative_to_response(full, causal=True)[:n])
+        np.testing.assert_allclose(
+            relative_to_response(full[:n], causal=True), relative_to_response(full, causal=True)[:n]
+        )
     # the whole-response form does change: it is not computable live
     assert not np.allclose(relative_to_response(full[:3]), relative_to_response(full)[:3])
 

@@ -45,8 +45,11 @@ def make_rows(n=12, with_score=False, seed=0):
         if i == 1:
             row["id"] = f"q1{EVIL}"
             row["warnings"] = [f"a warning with {EVIL}"]
-            row.update(sources=[{"index": 0, "weight": 0.2, "support": 0.3}, {"index": 1, "weight": 0.8, "support": 0.9}],
-                       best_source=1, factuality=0.77)
+            row.update(
+                sources=[{"index": 0, "weight": 0.2, "support": 0.3}, {"index": 1, "weight": 0.8, "support": 0.9}],
+                best_source=1,
+                factuality=0.77,
+            )
         if i == 2:
             row.update(sentences=[], error=f"empty response {EVIL}")
             response = ""
@@ -104,7 +107,9 @@ def test_labels_file_overrides_row_labels(tmp_path):
     for r in scored:
         r.pop("label"), r.pop("subset")
     path = tmp_path / "labels.csv"
-    path.write_text("id,label,subset\n" + "".join(f"{r['id']},{i % 2},set{i % 2}\n" for i, r in enumerate(scored)), encoding="utf-8")
+    path.write_text(
+        "id,label,subset\n" + "".join(f"{r['id']},{i % 2},set{i % 2}\n" for i, r in enumerate(scored)), encoding="utf-8"
+    )
     labels = read_labels(path)
     assert labels["q0"] == (0, "set0")
     html = build_report(scored, inputs, labels)

@@ -1,4 +1,5 @@
-"""The learned response-level verdict: the estimator, its JSON, its use by Scorer / aggregate_response, the benchmark."""
+"""The learned response-level verdict: the estimator, its JSON, its use by Scorer / aggregate_response, the
+benchmark."""
 
 from __future__ import annotations
 
@@ -198,7 +199,11 @@ def test_benchmark_smoke_writes_its_section_plot_and_response_json(tmp_path):
     assert out["rows"]["word overlap with the context (trivial)"]["QA"]["brier"] is None
     assert len(out["reliability"]) == 10 and sum(r[4] for r in out["reliability"]) == 54
     text = results.read_text(encoding="utf-8")
-    assert text.index("## Response-level verdict on RAGTruth") < text.index(rv.SECTION.lstrip("# ")) < text.index("## HaluEval")
+    assert (
+        text.index("## Response-level verdict on RAGTruth")
+        < text.index(rv.SECTION.lstrip("# "))
+        < text.index("## HaluEval")
+    )
     assert "hand-written" in text and "kept" in text and "| bin | mean predicted |" in text
     assert "stale tables" not in text and text.count(rv.SECTION.lstrip("# ")) == 1
     assert (tmp_path / "rel.png").stat().st_size > 1000

@@ -17,8 +17,12 @@ from syncheck.scorer import Scorer
 CONTEXT = ["The Eiffel Tower was completed in 1889 for the World's Fair in Paris.", "The tower is 330 m tall."]
 RECORDS = [
     Record("a", tuple(CONTEXT), "It was completed in 1889. It is 330 m tall.", "When was it built?"),
-    Record("b", "Prices rose 3.5% in 2023, i.e. faster than wages [2].", "Prices rose 3.5% [2]. Café owners were happy."),
-    Record("c", "Dr. Smith moved to the U.S. Dept. of Energy.", "Dr. Smith moved to the U.S. Dept. of Energy in Aug. 1999."),
+    Record(
+        "b", "Prices rose 3.5% in 2023, i.e. faster than wages [2].", "Prices rose 3.5% [2]. Café owners were happy."
+    ),
+    Record(
+        "c", "Dr. Smith moved to the U.S. Dept. of Energy.", "Dr. Smith moved to the U.S. Dept. of Energy in Aug. 1999."
+    ),
     Record("d", "short", "One.", "Q?"),
 ]
 
@@ -72,7 +76,9 @@ def test_batched_scoring_equals_one_by_one(tiny_lm):
 
 def test_min_and_mean_prob_equal_the_forced_tokens_probabilities(tiny_lm):
     rec = RECORDS[0]
-    res = Scorer(tiny_lm, lid=None, alignment=None).score(context=rec.context, response=rec.response, question=rec.question)
+    res = Scorer(tiny_lm, lid=None, alignment=None).score(
+        context=rec.context, response=rec.response, question=rec.question
+    )
     e = encode_record(tiny_lm, rec.context, rec.response, rec.question)
     probs = torch.softmax(manual_logits(tiny_lm, e.with_context, e.response), -1)
     chosen = probs[torch.arange(len(e.response)), torch.tensor(e.response)].numpy()
@@ -97,11 +103,15 @@ def test_kl_of_two_identical_passes_is_zero(tiny_lm):
 def test_lid_feature_uses_the_last_token_hidden_state(tiny_lm):
     ref = random_reference(tiny_lm, layers=(3,))
     rec = RECORDS[1]
-    res = Scorer(tiny_lm, lid=ref, alignment=None).score(context=rec.context, response=rec.response, question=rec.question)
+    res = Scorer(tiny_lm, lid=ref, alignment=None).score(
+        context=rec.context, response=rec.response, question=rec.question
+    )
     e = encode_record(tiny_lm, rec.context, rec.response, rec.question)
     (st,) = token_stats(tiny_lm, [e], hidden_layers=[3])
     n1 = len(tiny_lm.tokenizer(res.sentences[0].text, add_special_tokens=False)["input_ids"])
-    assert res.sentences[0].features["lid_layer_3"] == pytest.approx(lid_mle(st.hidden[3][n1 - 1], ref.states[3], ref.k), rel=1e-5)
+    assert res.sentences[0].features["lid_layer_3"] == pytest.approx(
+        lid_mle(st.hidden[3][n1 - 1], ref.states[3], ref.k), rel=1e-5
+    )
 
 
 @pytest.mark.parametrize("fixture", ["tiny_lm", "tiny_lm_plain"])

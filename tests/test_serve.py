@@ -1,4 +1,5 @@
-"""``syncheck serve`` in a subprocess on loopback, driven by the official ``openai`` client (and raw HTTP for errors)."""
+"""``syncheck serve`` in a subprocess on loopback, driven by the official ``openai`` client (and raw HTTP for
+errors)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,11 @@ def test_monitor_streams_step_while_a_fod_request_runs_and_all_equal_their_solo_
                                            "max_sentences": 3, "final_check": False}}
 
     def ask_fod():
-        return client.chat.completions.create(**ask(QUESTIONS[1], max_tokens=48, extra_body=fod)).choices[0].message.content
+        return (
+            client.chat.completions.create(**ask(QUESTIONS[1], max_tokens=48, extra_body=fod))
+            .choices[0]
+            .message.content
+        )
 
     def streamed(q):
         return read_stream(server.client().chat.completions.create(**ask(q), max_tokens=16, stream=True))[0]
@@ -159,10 +164,12 @@ def test_offline_score_endpoint_gives_the_rows_of_syncheck_score(server):
     (json.dumps({"model": "tiny", "documents": DOCS}).encode(), 422, "messages", "Field required"),
     (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}]}).encode(), 400, "documents",
      "extra_body"),
-    (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": ["word " * 9000]}).encode(),
+    (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}],
+                 "documents": ["word " * 9000]}).encode(),
      413, "documents", "fewer or shorter documents"),
     (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
-                 "syncheck": {"method": "fod", "tau2": 1.5}}).encode(), 422, "syncheck.tau2", "less than or equal to 1"),
+                 "syncheck": {"method": "fod", "tau2": 1.5}}).encode(),
+     422, "syncheck.tau2", "less than or equal to 1"),
     (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
                  "syncheck": {"methd": "fod"}}).encode(), 422, "syncheck.methd", "remove it"),
     (json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,

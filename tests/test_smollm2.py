@@ -95,7 +95,9 @@ def test_batched_equals_one_by_one_on_the_real_model(scorer, example_records):
 
 
 @pytest.mark.parametrize("context,question,copied,contradicting", HANDMADE, ids=[h[1][:25] for h in HANDMADE])
-def test_copied_sentence_shows_more_context_influence_than_a_contradicting_one(scorer, context, question, copied, contradicting):
+def test_copied_sentence_shows_more_context_influence_than_a_contradicting_one(
+    scorer, context, question, copied, contradicting
+):
     from features.stats import feature_sign
 
     good = scorer.score(context=context, response=copied, question=question).sentences[0].features

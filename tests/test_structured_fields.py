@@ -77,7 +77,8 @@ def test_key_terms_drop_generic_words_and_split_camel_case():
 
 
 def test_clauses_carry_negation_over_lists_but_not_over_new_statements():
-    got = {" ".join(words): negated for words, negated in clauses("No valet, garage, or lot parking, and they offer takeout.")}
+    got = {" ".join(words): negated for words, negated in clauses("No valet, garage, or lot parking, and they offer "
+                                                                  "takeout.")}
     assert got == {"no valet": True, "garage": True, "lot parking": True, "they offer takeout": False}
 
 

@@ -28,11 +28,11 @@ import numpy as np
 from benchmarks.halueval.scoring import ScoredItem
 from benchmarks.halueval.sets import level
 from benchmarks.signals import SIGNAL_GROUPS
-from syncheck.stats import bootstrap_auroc
 from features.alignment.lexical import lexical_precision as word_overlap
 from features.registry import feature_sign
 from syncheck.aggregators import aggregate_response, make_aggregator, score_sentences
 from syncheck.aggregators.stacked import StackedModel, fit_stacked
+from syncheck.stats import bootstrap_auroc
 
 #: Signal groups of the ablation (drop one at a time, keep one at a time).
 FEATURE_GROUPS = SIGNAL_GROUPS
@@ -148,7 +148,9 @@ def probe_scores(data: SetData, probe: str, seed: int = 0) -> list[np.ndarray]:
     """Per-sentence P(faithful) of a probe alone, fitted on the train side."""
     from syncheck.probes import LinearProbe
 
-    fitted = LinearProbe(name=probe, random_state=seed).fit(vector_rows(data.train, probe), training_data(data.train, [])[1])
+    fitted = LinearProbe(name=probe, random_state=seed).fit(
+        vector_rows(data.train, probe), training_data(data.train, [])[1]
+    )
     probs = fitted.predict_proba(vector_rows(data.test, probe))[:, 1]
     return _per_item(data.test, probs)
 
@@ -233,7 +235,9 @@ def main_table(
         rows.append((label, "baseline", baseline_units(test, name, lvl)))
     for name in syncheck_names:
         if name in PROBE_VECTORS:
-            rows.append((f"{name} alone (probe)", "SynCheck feature", to_units(test, probe_scores(data, name, seed), lvl, how)))
+            rows.append(
+                (f"{name} alone (probe)", "SynCheck feature", to_units(test, probe_scores(data, name, seed), lvl, how))
+            )
         else:
             rows.append((name, "SynCheck feature", to_units(test, feature_scores(test, name), lvl, how)))
     for kind, label in AGGREGATOR_LABELS.items():
@@ -245,7 +249,13 @@ def main_table(
     for name in RAGULATOR_FEATURES[:3]:
         rows.append((f"{name} (RAGulator)", "RAGulator", to_units(test, feature_scores(test, name), lvl, how)))
     rag = fit_ragulator(data.train, seed)
-    rows.append(("meta-classifier (RAGulator)", "RAGulator", to_units(test, model_scores(rag, test, RAGULATOR_FEATURES), lvl, how)))
+    rows.append(
+        (
+            "meta-classifier (RAGulator)",
+            "RAGulator",
+            to_units(test, model_scores(rag, test, RAGULATOR_FEATURES), lvl, how),
+        )
+    )
     for name, label in (("embedding_similarity", "embedding max-cosine (DelucionQA, RAGulator)"),
                         ("overlap_ratio", "overlap ratio, DP alignment (DelucionQA)"),
                         ("keyword_support", "keyword support (DelucionQA)")):

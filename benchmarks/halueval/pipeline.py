@@ -29,13 +29,17 @@ def default_alignment() -> str:
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default="../shared/data/halueval", help="HaluEval directory (qa/dialogue/summarization.jsonl)")
-    p.add_argument("--work-dir", default=None, help="where scored features are cached (default: <syncheck cache>/halueval-bench)")
+    p.add_argument("--data-dir", default="../shared/data/halueval", help="HaluEval directory "
+                                                                         "(qa/dialogue/summarization.jsonl)")
+    p.add_argument("--work-dir", default=None, help="where scored features are cached (default: <syncheck "
+                                                    "cache>/halueval-bench)")
     p.add_argument("--limit", type=int, default=None,
-                   help=f"records read for each of pairs, sentences (per source), qa and dialogue (default {DEFAULT_LIMITS['pairs']} / "
+                   help="records read for each of pairs, sentences (per source), qa and dialogue (default "
+                        f"{DEFAULT_LIMITS['pairs']} / "
                         f"{DEFAULT_LIMITS['sentences']} / {DEFAULT_LIMITS['qa']} / {DEFAULT_LIMITS['dialogue']})")
     p.add_argument("--summarization-limit", type=int, default=None,
-                   help=f"records of summarization (long documents; default {DEFAULT_LIMITS['summarization']}, 0 = skip)")
+                   help=f"records of summarization (long documents; default {DEFAULT_LIMITS['summarization']}, 0 = "
+                        "skip)")
     p.add_argument("--seed", type=int, default=0, help="seed of the distractor choices and of the train/test split")
     p.add_argument("--model", default="smollm2-135m", help="scoring model (alias, hub id, directory, .gguf)")
     p.add_argument("--alignment", default=None, help="align_score backend spec (default: the Scorer's default)")
@@ -44,7 +48,8 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=4, help="records per forward pass")
     p.add_argument("--no-embedding", action="store_true", help="skip the all-MiniLM-L6-v2 embedding baseline")
     p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (1 is fastest on shared cores: several threads per process oversubscribe them)")
+                   help="torch CPU threads (1 is fastest on shared cores: several threads per process oversubscribe "
+                        "them)")
 
 
 @dataclass

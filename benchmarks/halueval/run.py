@@ -41,9 +41,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--response-aggregation", choices=("min", "mean"), default="min")
     p.add_argument("--ablation-seeds", type=int, default=3, help="MLP seeds averaged in the ablation")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of each 95%% interval")
-    p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets to run (default: all of {', '.join(SETS)})")
+    p.add_argument("--sets", default=",".join(SETS), help="comma-separated sets to run (default: all of "
+                                                          f"{', '.join(SETS)})")
     p.add_argument("--results-md", default=None, help="write the tables into --results-section of this RESULTS.md")
-    p.add_argument("--results-section", default=SECTION, help="the heading whose body --results-md replaces (its title, at any level)")
+    p.add_argument("--results-section", default=SECTION, help="the heading whose body --results-md replaces (its "
+                                                              "title, at any level)")
     p.add_argument("--json", default=None, help="also write all figures as JSON here")
     return p.parse_args(argv)
 
@@ -68,11 +70,22 @@ def load_default_aggregator(syncheck_names: list[str], cfg: BenchConfig) -> tupl
     if missing:
         return None, f"default aggregator skipped: needs {missing}"
     if trained.get("model") not in (None, cfg.model):
-        return None, f"default aggregator skipped: trained on {trained.get('model')!r} features, this run scores with {cfg.model!r}"
+        return (
+            None,
+            f"default aggregator skipped: trained on {trained.get('model')!r} features, this run scores with "
+            f"{cfg.model!r}",
+        )
     if trained.get("alignment") not in (None, cfg.alignment.split(":")[0]):
-        return None, f"default aggregator skipped: trained with alignment {trained.get('alignment')!r}, this run uses {cfg.alignment!r}"
+        return (
+            None,
+            f"default aggregator skipped: trained with alignment {trained.get('alignment')!r}, this run uses "
+            f"{cfg.alignment!r}",
+        )
     if agg.meta.get("training", {}).get("split_seed") != cfg.seed:
-        return None, "default aggregator skipped: trained on another split seed (its train records could be test records here)"
+        return (
+            None,
+            "default aggregator skipped: trained on another split seed (its train records could be test records here)",
+        )
     training = agg.meta.get("training", {})
     gen = training.get("generated") or {}
     extra = f" + {gen['sentences']} judge-labelled sentences of the model's own answers" if gen.get("sentences") else ""
@@ -102,7 +115,9 @@ def render_main(results: list[Result], sets: list[str], counts: dict[str, tuple[
 def render_grid(grid: dict[str, dict[str, float]], sets: list[str], corner: str) -> str:
     lines = [f"| {corner} | " + " | ".join(SET_TITLES[s] for s in sets) + " |", "|" + " --- |" * (len(sets) + 1)]
     for row, vals in grid.items():
-        lines.append(f"| {SET_TITLES.get(row, row)} | " + " | ".join(f"{vals[s]:.3f}" if s in vals else "—" for s in sets) + " |")
+        lines.append(
+            f"| {SET_TITLES.get(row, row)} | " + " | ".join(f"{vals[s]:.3f}" if s in vals else "—" for s in sets) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -110,7 +125,8 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
     from syncheck.aggregators.io import library_versions
 
     return {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), {platform.system()} {platform.release()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), {platform.system()} "
+                   f"{platform.release()}",
         "versions": library_versions(),
         "models": {"scorer": cfg.model,
                    "alignment": cfg.alignment + (" (question-aware claims)" if cfg.align_with_question else ""),
@@ -185,7 +201,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if args.results_md:
-        write_results_md(Path(args.results_md), render_section(summary, main_md, abl_md, tr_md, argv), args.results_section)
+        write_results_md(
+            Path(args.results_md), render_section(summary, main_md, abl_md, tr_md, argv), args.results_section
+        )
     summary["markdown"] = {"main": main_md, "ablation": abl_md, "transfer": tr_md}
     return summary
 
@@ -207,11 +225,13 @@ def render_section(summary: dict[str, Any], main_md: str, abl_md: str, tr_md: st
         "",
         "The committed default aggregator (`syncheck/data/aggregators/default/`) is trained by "
         "`HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.train_default --generated gen.jsonl` on all of "
-        "RAGTruth dev, the train side of the first 600 QA / dialogue records' pairs and sentence-level items (the record "
+        "RAGTruth dev, the train side of the first 600 QA / dialogue records' pairs and sentence-level items (the "
+        "record "
         "split keeps all of them off every test side above) and SmolLM2's own judge-labelled answers (gen.jsonl from "
         "`python -m benchmarks.halueval.generated_set --limit 120 --samples 1`); see the RAGTruth section.",
         "",
-        "Sets (built by `benchmarks/halueval/`; split by a hash of the source record, so a QA record is on the same side in "
+        "Sets (built by `benchmarks/halueval/`; split by a hash of the source record, so a QA record is on the same "
+        "side in "
         "every set):",
         "",
         "- **QA distractor pairs** (primary): per QA record whose right answer occurs verbatim in the knowledge, "
@@ -223,14 +243,18 @@ def render_section(summary: dict[str, Any], main_md: str, abl_md: str, tr_md: st
         "sentences (`sentence_set.py` documents every step).",
         "- **raw** QA / dialogue / summarization: HaluEval's right vs hallucinated outputs as released.",
         "",
-        "Known artefacts: on the raw subsets length alone separates the classes (see the trivial rows), and any feature "
+        "Known artefacts: on the raw subsets length alone separates the classes (see the trivial rows), and any "
+        "feature "
         "that grows or shrinks with length inherits it (LID of the last token, `large_kl_pos`); a model trained there "
-        "learns length. `lid_layer_*` at 0.000 on raw QA / summarization is not a bug but a perfect inverted separation by "
+        "learns length. `lid_layer_*` at 0.000 on raw QA / summarization is not a bug but a perfect inverted "
+        "separation by "
         "form: a right answer there is a bare entity without final punctuation, whose last-token hidden state lies far "
         "from every state of the reference set (full sentences), so all k neighbour distances are nearly equal and the "
-        "MLE estimate explodes (median LID ~180 vs ~15 for the hallucinated full sentences). In the sentence-level set the faithful sentences are verbatim copies, so anything measuring "
+        "MLE estimate explodes (median LID ~180 vs ~15 for the hallucinated full sentences). In the sentence-level set "
+        "the faithful sentences are verbatim copies, so anything measuring "
         "exact overlap with one context sentence (overlap ratio, embedding max-cosine, RAGulator's meta-classifier) "
-        "separates it almost perfectly: it tests whether a signal notices one changed entity, not paraphrase. The pairs "
+        "separates it almost perfectly: it tests whether a signal notices one changed entity, not paraphrase. The "
+        "pairs "
         "control both length and word overlap.",
         "",
         "ROC AUC (95% bootstrap interval over records; higher = better separation of faithful from unfaithful; "

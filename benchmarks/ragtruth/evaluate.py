@@ -33,10 +33,10 @@ from sklearn.metrics import f1_score
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.scoring import SentenceTable
 from benchmarks.signals import SIGNAL_GROUPS  # noqa: F401  (re-exported for run.py)
-from syncheck.stats import bootstrap_auroc
 from features.registry import feature_sign
 from syncheck.aggregators import make_aggregator
 from syncheck.probes import LinearProbe, fit_probe
+from syncheck.stats import bootstrap_auroc
 
 #: SynCheck (Wu et al., 2024), Table 1: sentence-level AUROC (QA, Summary, Data2txt) on RAGTruth's full test split,
 #: with each 7B model's own answers and features. Reference lines, not rerun here.

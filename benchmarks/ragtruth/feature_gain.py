@@ -72,7 +72,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     records = read_ragtruth(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False)
-    table = sentence_table(records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench")))
+    table = sentence_table(
+        records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench"))
+    )
     added = [n for n in args.feature.split(",") if n]
     for name in added:
         add_derived(table, name)
@@ -118,8 +120,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
           + "; ".join(f"{t} " + ", ".join(f"{g:+.3f}" for g in gains[t]) for t in TASKS))
     fired = {name: nonzero_rows(table, name) for name in added if base_name(name) == name}
     for name, per_task in fired.items():
-        print(f"\nSentences where {name} is nonzero (unfaithful share among them; the task's base rate): "
-              + "; ".join(f"{t} {n} of {total} ({bad:.0%}; {base:.0%})" for t, (n, total, bad, base) in per_task.items()))
+        print(
+            f"\nSentences where {name} is nonzero (unfaithful share among them; the task's base rate): "
+            + "; ".join(f"{t} {n} of {total} ({bad:.0%}; {base:.0%})" for t, (n, total, bad, base) in per_task.items())
+        )
     return {"auc": auc, "gains": gains, "nonzero": fired}
 
 

@@ -127,7 +127,9 @@ def markdown(rows: list[tuple[str, Row]], header: list[str]) -> str:
     for test, r in rows:
         cells = [f"{r.tasks[t].sentence[0]:.3f} [{r.tasks[t].sentence[1]:.2f}, {r.tasks[t].sentence[2]:.2f}]"
                  if t in r.tasks else "-" for t in TASKS]
-        lines.append(f"| {test} | {r.family} | {r.label} | " + " | ".join(cells) + f" | {r.mean_sentence_auroc():.3f} |")
+        lines.append(
+            f"| {test} | {r.family} | {r.label} | " + " | ".join(cells) + f" | {r.mean_sentence_auroc():.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -174,8 +176,10 @@ def train_portable(tables: dict[str, SentenceTable], first_model: str, args: arg
         "sentences": int(len(rows)), "faithful": int(rows.y.sum()), "unfaithful": int(len(rows) - rows.y.sum()),
         "command": "python -m benchmarks.ragtruth.portable " + " ".join(sys.argv[1:]),
     }
-    scorer = {"model": None, "fingerprint": None, "alignment": "lexical", "align_with_question": False,
-              "lid_layers": None, "lid_k": None, "kl": True, "kl_threshold": 3.0, "lookback": False, "text_checks": True}
+    scorer = {
+        "model": None, "fingerprint": None, "alignment": "lexical", "align_with_question": False, "lid_layers": None,
+        "lid_k": None, "kl": True, "kl_threshold": 3.0, "lookback": False, "text_checks": True,
+    }
     out = save_aggregator(model.aggregator, args.out, training=training, scorer=scorer, decoding=decoding)
     print(f"trained the portable {PORTABLE_KIND} on {len(rows)} sentences from {list(sources)}; wrote {out}"
           + (f"; tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}" if decoding else ""), file=sys.stderr)
@@ -221,10 +225,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     header = ["Command: `HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.portable "
               + " ".join(f"--model {n}:{d}" for n, d in models) + " --results-md benchmarks/RESULTS.md`.",
               "",
-              f"RAGTruth dev, {len(first.records)} responses scored by every model ({len(first)} sentences), teacher-forced; "
+              f"RAGTruth dev, {len(first.records)} responses scored by every model ({len(first)} sentences), "
+              "teacher-forced; "
               f"{args.folds}-fold CV grouped by source document, the same folds for every row; sentence ROC AUC "
               "[95% bootstrap CI over documents]. Models: " + ", ".join(f"{n} ({d})" for n, d in models) + ". "
-              f"'portable' is the recipe with architecture-independent features only (shipped: {PORTABLE_KIND.upper()}); 'transferred' trains on one "
+              "'portable' is the recipe with architecture-independent features only (shipped: "
+              f"{PORTABLE_KIND.upper()}); 'transferred' trains on one "
               "model's features and tests on another's; 'calibrated' is what `syncheck calibrate` fits (default "
               "features + the model's own hidden-state probe)."]
     md = markdown(rows, header)

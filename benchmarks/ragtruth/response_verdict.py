@@ -60,9 +60,12 @@ MEAN_FEATURES = ("local_support", "pmi_mean", "align_score", "mean_contrastive_k
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.response_verdict", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.ragtruth.response_verdict", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL")
-    p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench, as run.py)")
+    p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench, as "
+                                                    "run.py)")
     p.add_argument("--model", default="smollm2-135m", help="scoring model")
     p.add_argument("--dtype", default="float32", help="its dtype (the feature cache is per model and dtype)")
     p.add_argument("--limit", type=int, default=None, help="responses read per task (default: all)")
@@ -198,7 +201,9 @@ def nested_scores(table: SentenceTable, resp: Responses, n_folds: int, seed: int
         for name, fit in fitters.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                learned[name][te] = fit(resp.scores(inner, tr), resp.label[tr], side_tr, resp.scores(outer, te), side_te)
+                learned[name][te] = fit(
+                    resp.scores(inner, tr), resp.label[tr], side_tr, resp.scores(outer, te), side_te
+                )
     return outer, resp_fold, learned
 
 
@@ -211,7 +216,8 @@ class Cell:
 
 
 def task_cells(resp: Responses, score: np.ndarray, fold: np.ndarray, n_boot: int, probability: bool) -> dict[str, Cell]:
-    """Per task: AUROC [CI] of P(faithful)-oriented ``score``, Brier (probabilities only), F1 of flagging hallucinated."""
+    """Per task: AUROC [CI] of P(faithful)-oriented ``score``, Brier (probabilities only), F1 of flagging
+    hallucinated."""
     out = {}
     for task in TASKS:
         m = resp.task == task
@@ -224,7 +230,9 @@ def task_cells(resp: Responses, score: np.ndarray, fold: np.ndarray, n_boot: int
     return out
 
 
-def reliability(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[tuple[float, float, float | None, float | None, int]]:
+def reliability(
+    y: np.ndarray, p: np.ndarray, bins: int = 10
+) -> list[tuple[float, float, float | None, float | None, int]]:
     """Equal-width bins of ``p``: (lo, hi, mean predicted, observed share of ``y == 1``, count)."""
     edges = np.linspace(0.0, 1.0, bins + 1)
     which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
@@ -272,7 +280,8 @@ def markdown(header: list[str], rows: dict[str, dict[str, Cell]], reliabilities:
     tasks = [t for t in TASKS if any(t in c for c in rows.values())]
     lines = list(header) + [
         "", "Response level, per task (AUROC [95% CI] of P(faithful); Brier score of P(faithful) against the response "
-        "label, lower = better, only for scores that are probabilities; F1 in % of flagging hallucinated responses at a "
+        "label, lower = better, only for scores that are probabilities; F1 in % of flagging hallucinated responses "
+        "at a "
         "threshold tuned on the other folds). Responses (hallucinated): "
         + "; ".join(f"{t} {counts[t][0]} ({counts[t][1]})" for t in tasks) + ".", "",
         "| response score | " + " | ".join(f"{t} AUROC | {t} Brier | {t} F1" for t in tasks) + " | mean AUROC |",
@@ -311,9 +320,14 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
     outer, fold, learned = nested_scores(table, resp, args.folds, args.seed, fitters)
     final = None
     if args.relative:  # the same verdict over final sentence scores, which also read each feature against its response
-        final, _, got = nested_scores(table, resp, args.folds, args.seed,
-                                      {RELATIVE: verdict_fitter(tau=tau), RELATIVE_MEANS: extended_fitter(tau, ["means"])},
-                                      add_relative_columns(table))
+        final, _, got = nested_scores(
+            table,
+            resp,
+            args.folds,
+            args.seed,
+            {RELATIVE: verdict_fitter(tau=tau), RELATIVE_MEANS: extended_fitter(tau, ["means"])},
+            add_relative_columns(table),
+        )
         learned.update(got)
     low = np.asarray([outer[r].min() for r in resp.rows])
     mean = np.asarray([outer[r].mean() for r in resp.rows])
@@ -480,7 +494,9 @@ def cached_table(args: argparse.Namespace) -> SentenceTable:
     records = read_ragtruth(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False, batch_size=args.batch_size,
                            dtype=args.dtype)
-    return sentence_table(records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench")))
+    return sentence_table(
+        records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench"))
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

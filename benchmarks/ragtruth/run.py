@@ -100,10 +100,20 @@ def main_rows(table: SentenceTable, folds, probe_cache, seed: int, n_boot: int, 
     rows += [row(f"{p} alone (probe)", "probe", oof_probe(probe_cache, folds, p, len(table))) for p in table.vectors]
     paper = [n for n in scorer_feats if n in PAPER_FEATURES or n.startswith("lid_layer_")]
     for kind, label in KIND_LABELS.items():
-        rows.append(row(f"SynCheck-{label}, the paper's features", "aggregator", oof_stacked(table, folds, kind, paper, seed=seed)))
+        rows.append(
+            row(
+                f"SynCheck-{label}, the paper's features", "aggregator",
+                oof_stacked(table, folds, kind, paper, seed=seed),
+            )
+        )
     for kind, label in KIND_LABELS.items():
-        rows.append(row(f"{label}, every signal + probes", "aggregator",
-                        oof_stacked(table, folds, kind, scorer_feats, list(table.vectors), seed, probe_cache=probe_cache)))
+        rows.append(
+            row(
+                f"{label}, every signal + probes",
+                "aggregator",
+                oof_stacked(table, folds, kind, scorer_feats, list(table.vectors), seed, probe_cache=probe_cache),
+            )
+        )
     recipe = [n for n in DEFAULT_FEATURES if n in table.features]
     probes = [p for p in DEFAULT_PROBES if p in table.vectors]
     rows.append(row(f"default recipe ({DEFAULT_KIND.upper()} + {', '.join(probes)}), grouped CV", "default",
@@ -153,7 +163,10 @@ def load_shipped(table: SentenceTable, model: str) -> tuple[Any, str] | None:
         return None
     agg = load_aggregator(path)
     have = set(table.features) | set(table.vectors)
-    if any(n not in have for n in agg.feature_names_in_) or agg.meta.get("scorer", {}).get("model") not in (None, model):
+    if any(n not in have for n in agg.feature_names_in_) or agg.meta.get("scorer", {}).get("model") not in (
+        None,
+        model,
+    ):
         return None
     sets = agg.meta.get("training", {}).get("sets", [])
     if any("ragtruth" in str(s).lower() for s in sets):
@@ -196,8 +209,13 @@ def _ci(fig: tuple[float, float, float]) -> str:
 def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: list[str]) -> str:
     lines = list(header)
     tasks = [t for t in TASKS if any(t in r.tasks for r in rows)]
-    lines += ["", "**Sentence level** (ROC AUC [95% CI]; higher = better separation of faithful from unfaithful sentences):",
-              "", "| family | signal | " + " | ".join(tasks) + " | mean |", "| --- | --- | " + " | ".join("---" for _ in tasks) + " | --- |"]
+    lines += [
+        "",
+        "**Sentence level** (ROC AUC [95% CI]; higher = better separation of faithful from unfaithful sentences):",
+        "",
+        "| family | signal | " + " | ".join(tasks) + " | mean |",
+        "| --- | --- | " + " | ".join("---" for _ in tasks) + " | --- |",
+    ]
     for r in rows:
         cells = [_ci(r.tasks[t].sentence) if t in r.tasks else "-" for t in tasks]
         lines.append(f"| {r.family} | {r.label} | " + " | ".join(cells) + f" | {r.mean_sentence_auroc():.3f} |")
@@ -206,7 +224,8 @@ def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: l
             cells = [f"{v:.3f}" for t, v in zip(TASKS, vals) if t in tasks]
             lines.append(f"| reference | {name}, {model} (paper Table 1, full test split, own answers) | "
                          + " | ".join(cells) + f" | {np.mean(vals):.3f} |")
-    lines += ["", "**Response level** (a response's score is its least faithful sentence's; ROC AUC [95% CI], and F1 in % of "
+    lines += ["", "**Response level** (a response's score is its least faithful sentence's; ROC AUC [95% CI], and F1 "
+                  "in % of "
               "flagging hallucinated responses at a threshold tuned on the other folds):", "",
               "| family | signal | " + " | ".join(f"{t} AUROC | {t} F1" for t in tasks) + " |",
               "| --- | --- | " + " | ".join("--- | ---" for _ in tasks) + " |"]
@@ -214,15 +233,23 @@ def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: l
         cells = [f"{_ci(r.tasks[t].response)} | {r.tasks[t].f1:.1f}" if t in r.tasks else "- | -" for t in tasks]
         lines.append(f"| {r.family} | {r.label} | " + " | ".join(cells) + " |")
     pub = "; ".join(f"{k} {v}" for k, v in PUBLISHED_RESPONSE_F1.items())
-    lines += ["", f"Published response-level F1 on the full test split, all tasks together (reference, not rerun): {pub}."]
+    lines += ["", "Published response-level F1 on the full test split, all tasks together (reference, not rerun): "
+                  f"{pub}."]
     if abl:
         base = abl["default recipe"]
-        lines += ["", "**Ablation of the default recipe** (sentence ROC AUC, grouped CV; Δ = change of the mean against the recipe):",
-                  "", "| configuration | " + " | ".join(tasks) + " | mean | Δ mean |", "| --- | " + " | ".join("---" for _ in tasks) + " | --- | --- |"]
+        lines += [
+            "",
+            "**Ablation of the default recipe** (sentence ROC AUC, grouped CV; Δ = change of the mean "
+            "against the recipe):",
+            "",
+            "| configuration | " + " | ".join(tasks) + " | mean | Δ mean |",
+            "| --- | " + " | ".join("---" for _ in tasks) + " | --- | --- |",
+        ]
         for label, figs in abl.items():
             mean = np.mean([figs[t] for t in tasks])
             delta = mean - np.mean([base[t] for t in tasks])
-            lines.append(f"| {label} | " + " | ".join(f"{figs[t]:.3f}" for t in tasks) + f" | {mean:.3f} | {delta:+.3f} |")
+            lines.append(f"| {label} | " + " | ".join(f"{figs[t]:.3f}" for t in tasks) + f" | {mean:.3f} | "
+                                                                                         f"{delta:+.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -269,12 +296,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     counts = {t: (int((table.task == t).sum()), int((table.label[table.task == t] == 0).sum()),
                   sum(r.task == t for r in table.records), sum(r.task == t and not r.label for r in table.records))
               for t in TASKS}
-    command = "python -m benchmarks.ragtruth.run " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = "python -m benchmarks.ragtruth.run " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
     header = [
-        f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{command}` (features cached in the work dir; a rerun only evaluates).",
+        f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/{command}` (features cached in the work dir; a rerun only "
+        "evaluates).",
         "",
-        f"Data: RAGTruth dev part ({len(table.records)} responses by six LLMs over {len(set(table.source.tolist()))} source "
-        "documents; RAGTruth's `dev.jsonl`, never committed). Per task, sentences (unfaithful) / responses "
+        f"Data: RAGTruth dev part ({len(table.records)} responses by six LLMs over {len(set(table.source.tolist()))} "
+        "source documents; RAGTruth's `dev.jsonl`, never committed). Per task, sentences (unfaithful) / responses "
         "(unfaithful): " + "; ".join(f"{t} {c[0]} ({c[1]}) / {c[2]} ({c[3]})" for t, c in counts.items()) + ". "
         "Sentence labels: unfaithful when the sentence overlaps an annotated span (SynCheck, Wu et al., 2024, "
         "Appendix B); sentences are syncheck's (Punkt plus line breaks). Summary and Data2txt records get the task's "
@@ -283,7 +313,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"Protocol: {args.folds}-fold cross-validation grouped by `source_id` (no document on both sides), one model "
         "trained on the training folds of all three tasks and evaluated per task; probes are stacked (the aggregator "
         "learns from their inner out-of-fold scores); single features oriented by their declared sign, never flipped. "
-        f"Scoring model: {args.model} (teacher-forced: these answers were written by other models), {args.dtype}, 2 CPU "
+        f"Scoring model: {args.model} (teacher-forced: these answers were written by other models), {args.dtype}, "
+        "2 CPU "
         f"threads; align_score = lexical; scoring {t_score:.0f} s (cached), whole run {t_all:.0f} s. Machine: "
         f"{platform.machine()}, python {platform.python_version()}, torch {torch.__version__}, transformers "
         f"{transformers.__version__}.",

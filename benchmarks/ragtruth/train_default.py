@@ -59,7 +59,9 @@ def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5, fit
     from syncheck.stats import bootstrap_auroc
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
-        part = Rows(gen.names, gen.X[train], gen.hidden[train], gen.y[train], gen.groups[train], gen.chars[train], "gen")
+        part = Rows(
+            gen.names, gen.X[train], gen.hidden[train], gen.y[train], gen.groups[train], gen.chars[train], "gen"
+        )
         model = fit(Rows.concat([fixed, part]), seed, tune_threshold=False)
         return model.predict(gen.X[test], {"hidden_probe": gen.hidden[test]})
 
@@ -105,10 +107,13 @@ def load_rows(data: str | None, halueval_dir: str | None, generated: Sequence[st
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.train_default", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.ragtruth.train_default", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL ('' to leave it out)")
     p.add_argument("--halueval-dir", default="../shared/data/halueval", help="HaluEval directory ('' to leave it out)")
-    p.add_argument("--generated", action="append", default=[], help="generated_set JSONL of the model's own answers; repeatable")
+    p.add_argument("--generated", action="append", default=[], help="generated_set JSONL of the model's own answers; "
+                                                                    "repeatable")
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
@@ -143,13 +148,19 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "split_seed": args.seed,
         "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "probes": list(DEFAULT_PROBES)},
         "generated": {"files": [Path(g).name for g in args.generated], "sentences": int(len(gen)) if gen else 0},
-        "sentences": int(len(rows)), "faithful": int(rows.y.sum()), "unfaithful": int(len(rows) - rows.y.sum()),
-        "command": "python -m benchmarks.ragtruth.train_default " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "sentences": int(len(rows)),
+        "faithful": int(rows.y.sum()),
+        "unfaithful": int(len(rows) - rows.y.sum()),
+        "command": "python -m benchmarks.ragtruth.train_default "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     from syncheck.models import load_model
 
-    scorer = {"model": args.model, "fingerprint": load_model(args.model).fingerprint, "alignment": "lexical", "align_with_question": False, "lid_layers": None,
-              "lid_k": None, "kl": True, "kl_threshold": 3.0, "lookback": False, "text_checks": True}
+    scorer = {
+        "model": args.model, "fingerprint": load_model(args.model).fingerprint, "alignment": "lexical",
+        "align_with_question": False, "lid_layers": None, "lid_k": None, "kl": True, "kl_threshold": 3.0,
+        "lookback": False, "text_checks": True,
+    }
     out = save_aggregator(agg, args.out, training=training, scorer=scorer, decoding=decoding, probes=model.probes)
     print(f"trained {DEFAULT_KIND} + {[p.name for p in model.probes]} on {len(rows)} sentences "
           f"({training['faithful']} faithful) from {training['sets']}; threshold {agg.threshold_:.3f}; wrote {out}",

@@ -106,4 +106,6 @@ def make_alignment_scorer(
     return AlignScoreScorer(arg or DEFAULT_REPO, **model_kw)
 
 
-__all__ = ["ALIGNMENT_SPECS", "AlignmentScorer", "LexicalOverlapScorer", "make_alignment_scorer", "parse_alignment_spec"]
+__all__ = [
+    "ALIGNMENT_SPECS", "AlignmentScorer", "LexicalOverlapScorer", "make_alignment_scorer", "parse_alignment_spec",
+]

@@ -35,7 +35,7 @@ import os
 import pickle
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -151,7 +151,9 @@ class AlignScoreScorer:
         hidden = int(tri_w.shape[1])
         backbone = backbone or hparams.get("model") or BACKBONES.get(hidden)
         if not backbone:
-            raise ValueError(f"cannot tell the backbone of {path} (hidden size {hidden}); pass backbone=<hub id or dir>")
+            raise ValueError(
+                f"cannot tell the backbone of {path} (hidden size {hidden}); pass backbone=<hub id or dir>"
+            )
         try:
             config = AutoConfig.from_pretrained(backbone, **hub_kwargs())
             self.tokenizer = AutoTokenizer.from_pretrained(backbone, **hub_kwargs())
@@ -199,7 +201,9 @@ class AlignScoreScorer:
             budget = premise_budget(self.tokenizer, claim, self.max_length)
             return [w.text for ch in chunks[premise] for w in split_windows(ch, budget, self.overlap, self.tokenizer)]
 
-        per_sentence = max_over_windows(flat_p, flat_c, windows_of, self._score_pairs, batch_size, self.progress, "alignscore")
+        per_sentence = max_over_windows(
+            flat_p, flat_c, windows_of, self._score_pairs, batch_size, self.progress, "alignscore"
+        )
         sums = np.zeros(len(premises))
         counts = np.zeros(len(premises))
         np.add.at(sums, np.asarray(owner, dtype=np.int64), per_sentence)

@@ -125,7 +125,8 @@ class SentenceEncoder:
         starts = range(0, len(pieces), batch_size)
         for s in tqdm(starts, desc="embedding", disable=show_progress(len(starts), self.progress)):
             enc = self.tokenizer(
-                pieces[s : s + batch_size], truncation=True, max_length=self.max_tokens, padding=True, return_tensors="pt"
+                pieces[s : s + batch_size], truncation=True, max_length=self.max_tokens, padding=True,
+                return_tensors="pt",
             ).to(self.device)
             hidden = self.model(**enc).last_hidden_state.float()
             mask = enc["attention_mask"].unsqueeze(-1).float()
@@ -162,7 +163,11 @@ class EmbeddingScorer:
     def _units(self, premise: str) -> list[str]:
         """The premise's sentences, a sentence too long for the encoder split into overlapping windows."""
         enc = self.encoder
-        units = [w.text for s in split_sentences(premise) for w in split_windows(s.text, enc.window_tokens, tokenizer=enc.tokenizer)]
+        units = [
+            w.text
+            for s in split_sentences(premise)
+            for w in split_windows(s.text, enc.window_tokens, tokenizer=enc.tokenizer)
+        ]
         return units or [""]
 
     def _score_pairs(self, premises: list[str], claims: list[str]) -> np.ndarray:

@@ -24,7 +24,8 @@ def hub_kwargs() -> dict:
 
 
 def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype:
-    """``"bfloat16"`` / ``torch.bfloat16`` / ``None`` (float32) -> a ``torch.dtype``; anything else raises ``ValueError``."""
+    """``"bfloat16"`` / ``torch.bfloat16`` / ``None`` (float32) -> a ``torch.dtype``; anything else raises
+    ``ValueError``."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, str):

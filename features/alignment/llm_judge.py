@@ -105,7 +105,8 @@ class LLMJudgeScorer:
         self.yes_ids = [t for t in yes if t not in no]
         self.no_ids = [t for t in no if t not in yes]
         if not self.yes_ids or not self.no_ids:
-            raise ValueError("this tokenizer does not give 'Yes' and 'No' distinct first tokens; use another judge model")
+            raise ValueError("this tokenizer does not give 'Yes' and 'No' distinct first tokens; use another judge "
+                             "model")
         self.max_length = model_max_tokens(model, tokenizer)
         self.max_premise_tokens = max_premise_tokens
         self.overlap = overlap
@@ -133,7 +134,9 @@ class LLMJudgeScorer:
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """``n`` (premise, claim) pairs -> ``(n,)`` P(Yes) vs No, max over premise windows."""
-        return max_over_windows(premises, claims, self._windows, self._score_pairs, batch_size, self.progress, "llm-judge")
+        return max_over_windows(
+            premises, claims, self._windows, self._score_pairs, batch_size, self.progress, "llm-judge"
+        )
 
     def _windows(self, premise: str, claim: str) -> list[str]:
         budget = premise_budget(self.tokenizer, claim, self.max_length, extra_tokens=self._overhead)

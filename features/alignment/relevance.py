@@ -104,7 +104,9 @@ class CrossEncoderRelevance:
             name = model
             try:
                 tokenizer = tokenizer or AutoTokenizer.from_pretrained(name, **hub_kwargs())
-                model = AutoModelForSequenceClassification.from_pretrained(name, dtype=resolve_dtype(dtype), **hub_kwargs())
+                model = AutoModelForSequenceClassification.from_pretrained(
+                    name, dtype=resolve_dtype(dtype), **hub_kwargs()
+                )
             except (OSError, ValueError) as exc:
                 raise OSError(load_error("reranker", name, exc)) from exc
         if tokenizer is None:

@@ -22,17 +22,24 @@ from syncheck.aggregators.apply import (
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.final import final_sentence_scores
-from syncheck.aggregators.io import KINDS, load_aggregator, load_final_model, make_aggregator, read_meta, save_aggregator
+from syncheck.aggregators.io import (
+    KINDS,
+    load_aggregator,
+    load_final_model,
+    make_aggregator,
+    read_meta,
+    save_aggregator,
+)
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
-from syncheck.aggregators.response import ResponseVerdict, load_response_model, pad_scores, save_response_model
 from syncheck.aggregators.resolve import (
     default_aggregator_dir,
     portable_aggregator_dir,
-    shipped_aggregator_dirs,
     resolve_aggregator,
     scorer_config,
+    shipped_aggregator_dirs,
 )
+from syncheck.aggregators.response import ResponseVerdict, load_response_model, pad_scores, save_response_model
 
 __all__ = [
     "final_sentence_scores",

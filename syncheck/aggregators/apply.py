@@ -99,7 +99,9 @@ def positive_column(agg: Any) -> int:
     """Index of the faithful class (label 1) in ``agg.classes_``."""
     classes = list(getattr(agg, "classes_", []))
     if 1 not in classes:
-        raise ValueError(f"the aggregator's classes are {classes}; train it with labels 1 (faithful) and 0 (unfaithful)")
+        raise ValueError(
+            f"the aggregator's classes are {classes}; train it with labels 1 (faithful) and 0 (unfaithful)"
+        )
     return classes.index(1)
 
 

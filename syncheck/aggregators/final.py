@@ -56,8 +56,10 @@ def with_relative(features: Sequence[Mapping[str, float]], bases: Sequence[str])
         try:
             column = [float(f[base]) for f in features]
         except KeyError:
-            raise KeyError(f"the final model reads {RELATIVE_PREFIX}{base}, but a sentence has no {base!r} feature: "
-                           "score with the features its aggregator was trained on, or pass final_scores=False") from None
+            raise KeyError(
+                f"the final model reads {RELATIVE_PREFIX}{base}, but a sentence has no {base!r} feature: "
+                "score with the features its aggregator was trained on, or pass final_scores=False"
+            ) from None
         for row, value in zip(out, relative_to_response(column)):
             row[RELATIVE_PREFIX + base] = float(value)
     return out

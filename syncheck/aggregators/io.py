@@ -94,10 +94,12 @@ def save_aggregator(
     aggregator's sentence scores (``syncheck calibrate`` fits an aggregator together with both).
     """
     if not isinstance(agg, BaseAggregator) or not hasattr(agg, "threshold_"):
-        raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, MLPAggregator)")
+        raise ValueError("save_aggregator needs a fitted syncheck aggregator (LogisticAggregator, XGBAggregator, "
+                         "MLPAggregator)")
     names = getattr(agg, "feature_names_in_", None)
     if names is None:
-        raise ValueError("the aggregator does not know its feature names: fit it on a DataFrame or pass feature_names=[...]")
+        raise ValueError("the aggregator does not know its feature names: fit it on a DataFrame or pass "
+                         "feature_names=[...]")
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     params = {k: v for k, v in agg.get_params().items() if k != "feature_names"}
@@ -120,8 +122,10 @@ def save_aggregator(
         from safetensors.numpy import save_file
 
         meta["probes"] = [p.config() for p in probes]
-        save_file({f"{p.name}.{k}": np.ascontiguousarray(v, dtype=np.float64) for p in probes for k, v in p.state().items()},
-                  str(out / PROBES_FILE))
+        save_file(
+            {f"{p.name}.{k}": np.ascontiguousarray(v, dtype=np.float64) for p in probes for k, v in p.state().items()},
+            str(out / PROBES_FILE),
+        )
     elif (out / PROBES_FILE).exists():
         (out / PROBES_FILE).unlink()
     if (out / RESPONSE_FILE).exists():  # a response verdict was fitted on the previous aggregator's sentence scores
@@ -141,7 +145,9 @@ def save_aggregator(
             "scaler_mean": agg.scaler_mean_, "scaler_scale": agg.scaler_scale_,
             "W1": agg.W1_, "b1": agg.b1_, "W2": agg.W2_, "b2": np.array([agg.b2_]),
         }
-        save_file({k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, str(out / "model.safetensors"))
+        save_file(
+            {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, str(out / "model.safetensors")
+        )
     else:  # pragma: no cover - KINDS covers every subclass
         raise ValueError(f"cannot save aggregator kind {agg.kind!r}")
     written = {"lr": {"model.json"}, "xgb": {"model.json", "scaler.json"}, "mlp": {"model.safetensors"}}[agg.kind]
@@ -161,7 +167,8 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         )
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     if meta.get("format") != FORMAT or meta.get("kind") not in KINDS:
-        raise ValueError(f"{meta_path} is not a syncheck aggregator (format {meta.get('format')!r}, kind {meta.get('kind')!r})")
+        raise ValueError(f"{meta_path} is not a syncheck aggregator (format {meta.get('format')!r}, kind "
+                         f"{meta.get('kind')!r})")
     if int(meta.get("format_version", 0)) > FORMAT_VERSION:
         raise ValueError(f"{meta_path} has format version {meta['format_version']}; upgrade syncheck to read it")
     return meta
@@ -223,7 +230,8 @@ def load_probes(path: Path, meta: Mapping[str, Any]) -> list["LinearProbe"]:
     from syncheck.probes import LinearProbe
 
     if not (path / PROBES_FILE).is_file():
-        raise FileNotFoundError(f"{path / PROBES_FILE} not found, but meta.json lists probes {[c['name'] for c in configs]}")
+        raise FileNotFoundError(f"{path / PROBES_FILE} not found, but meta.json lists probes "
+                                f"{[c['name'] for c in configs]}")
     tensors = load_file(str(path / PROBES_FILE))
     return [LinearProbe.from_state(c, {k: tensors[f"{c['name']}.{k}"] for k in ("mean", "scale", "coef", "intercept")})
             for c in configs]

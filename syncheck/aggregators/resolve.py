@@ -150,7 +150,8 @@ def resolve_aggregator(spec: Any, scorer: Any) -> ResolvedAggregator:
         positive_column(agg)
         source = "estimator"
     else:
-        raise ValueError(f"aggregator must be 'default', a directory, a fitted estimator or None, got {type(spec).__name__}")
+        raise ValueError("aggregator must be 'default', a directory, a fitted estimator or None, got "
+                         f"{type(spec).__name__}")
     _warn_on_config_drift(agg, scorer_config(scorer))
     model = agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
     return ResolvedAggregator(model, tuple(probes), source)

@@ -3,7 +3,8 @@
 Without it, ``response_score`` is the minimum (or mean) of the sentence scores. The minimum punishes length: every
 extra sentence is one more draw that can come out low, so long faithful answers look as doubtful as short
 unfaithful ones. :class:`ResponseVerdict` learns the mapping instead, from response labels (RAGTruth's for the
-shipped aggregators; ``syncheck calibrate`` fits one on yours): logistic regression over a few statistics of the sentence scores
+shipped aggregators; ``syncheck calibrate`` fits one on yours): logistic regression over a few statistics of the
+sentence scores
 (:data:`STATS`), standardised, its weights bounded by :data:`SIGNS` so that the verdict never rises when a sentence's
 score falls (an unconstrained fit put a negative weight on the minimum, collinear with the mean of the two
 lowest, and did). Logistic regression's probability is close to calibrated (RESULTS.md in the source repository has the
@@ -85,7 +86,8 @@ def response_stats(X: np.ndarray, tau: float, link: str = "logit") -> np.ndarray
 
 
 def _bounded_logistic(Z: np.ndarray, y: np.ndarray, C: float, max_iter: int) -> tuple[np.ndarray, float, int]:
-    """L2 logistic regression (free intercept) with each weight's sign held to :data:`SIGNS`: (coef, intercept, iters)."""
+    """L2 logistic regression (free intercept) with each weight's sign held to :data:`SIGNS`: (coef, intercept,
+    iters)."""
     from scipy.optimize import minimize
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -108,7 +110,8 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 class ResponseVerdict(ClassifierMixin, BaseEstimator):
-    """P(response faithful) from its sentence scores: L2 logistic regression on standardised :data:`STATS`, sign-bounded.
+    """P(response faithful) from its sentence scores: L2 logistic regression on standardised :data:`STATS`,
+    sign-bounded.
 
     Args:
         tau: a sentence counts as doubtful below this score (``share_below``, ``count_below``); the
@@ -141,7 +144,8 @@ class ResponseVerdict(ClassifierMixin, BaseEstimator):
             raise ValueError(f"only one class ({classes[0]!r}) is present in y: the response verdict needs faithful "
                              "(1) and hallucinated (0) responses")
         if type_of_target(y, input_name="y") != "binary":
-            raise ValueError("Only binary classification is supported: label responses 1 (faithful) or 0 (hallucinated).")
+            raise ValueError("Only binary classification is supported: label responses 1 (faithful) or 0 "
+                             "(hallucinated).")
         self.classes_ = classes
         S = response_stats(X, self.tau, self.link)
         self.stat_mean_ = S.mean(axis=0)
@@ -203,7 +207,9 @@ def response_model_from_state(state: Mapping[str, Any]) -> ResponseVerdict:
     return model
 
 
-def save_response_model(model: ResponseVerdict, directory: str | Path, training: Mapping[str, Any] | None = None) -> Path:
+def save_response_model(
+    model: ResponseVerdict, directory: str | Path, training: Mapping[str, Any] | None = None
+) -> Path:
     """Write ``response.json`` (weights and a description of the training data) into ``directory``; returns it."""
     state = response_model_state(model)
     if training:
@@ -225,5 +231,7 @@ def load_response_model(directory: str | Path) -> ResponseVerdict | None:
     return model
 
 
-__all__ = ["RESPONSE_FILE", "SIGNS", "STATS", "ResponseVerdict", "load_response_model", "pad_scores", "response_model_from_state",
-           "response_model_state", "response_stats", "save_response_model"]
+__all__ = [
+    "RESPONSE_FILE", "SIGNS", "STATS", "ResponseVerdict", "load_response_model", "pad_scores",
+    "response_model_from_state", "response_model_state", "response_stats", "save_response_model",
+]

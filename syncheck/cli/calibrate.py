@@ -29,7 +29,9 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Read at most this many labelled records.")
 @device_option
 @dtype_option
-@click.option("--batch-size", default=2, show_default=True, type=click.IntRange(min=1), help="Records per forward pass.")
+@click.option(
+    "--batch-size", default=2, show_default=True, type=click.IntRange(min=1), help="Records per forward pass."
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the folds, probes and trees.")
 @click.option("--no-register", is_flag=True, help="Write the aggregator but do not register it for the model.")
 def calibrate(model, data_path, output_dir, kind, generations, judge, alignment, limit, device, dtype, batch_size, seed,
@@ -58,7 +60,8 @@ def calibrations():
 
     entries = list_calibrations()
     if not entries:
-        click.echo(f"no calibrations registered (in {calibrations_dir()}); run `syncheck calibrate --model M --data FILE`")
+        click.echo(f"no calibrations registered (in {calibrations_dir()}); run `syncheck calibrate --model M --data "
+                   "FILE`")
         return
     for e in entries:
         state = "" if e["exists"] else "  (directory missing: not used)"

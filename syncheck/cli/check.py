@@ -21,7 +21,8 @@ from syncheck.io import dumps_row, guard_row
               help="Relevance scorer: bm25, minilm, cross-encoder[:<hub id or dir>] (paper: mxbai-rerank-base-v1). "
                    "Default: bm25 (the best offline one measured).")
 @click.option("--nli", default=None,
-              help="Support scorer: syncheck[:<model>] (SynCheck's own score of the answer given each source), embedding, "
+              help="Support scorer: syncheck[:<model>] (SynCheck's own score of the answer given each source), "
+                   "embedding, "
                    "lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several joined by + "
                    "(the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b). "
                    "Default: syncheck (the best offline one measured; "
@@ -33,7 +34,8 @@ from syncheck.io import dumps_row, guard_row
                    "Other --nli backends name their own model.")
 @click.option("--top-k", default=None, type=click.IntRange(min=1), help="Keep the K most relevant chunks (TopK).")
 @click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
-              help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless --top-k). "
+              help="Keep the minimal most-relevant chunks whose relevance probability reaches P (TopP; unless "
+                   "--top-k). "
                    "1.0 keeps every chunk: the measured best with the joined premise.")
 @click.option("--aggregation", default="max", show_default=True, type=click.Choice(["min", "max", "weighted"]),
               help="How the sources' supports combine into the answer's factuality.")

@@ -67,8 +67,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from syncheck.models import ModelNotFoundError
     from syncheck.passes import ResponseTooLongError
 
-    return (FeatureMismatchError, SettingsError, LabelError, ResponseTooLongError, ModelNotFoundError, FileNotFoundError,
-            IsADirectoryError, PermissionError)
+    return (
+        FeatureMismatchError, SettingsError, LabelError, ResponseTooLongError, ModelNotFoundError, FileNotFoundError,
+        IsADirectoryError, PermissionError,
+    )
 
 
 class CommandGroup(click.Group):

@@ -30,7 +30,9 @@ def lid_reference(input_path, model, device, dtype, layers, k):
 
     lm = load_model(model, device=device, dtype=dtype)
     layer_list = [int(x) for x in layers.split(",")] if layers else default_lid_layers(lm.num_layers)
-    records = bundled_records() if input_path is None else [r for r in read_records(input_path) if isinstance(r, Record)]
+    records = (
+        bundled_records() if input_path is None else [r for r in read_records(input_path) if isinstance(r, Record)]
+    )
     ref = build_reference(lm, records, layer_list, k=k)
     path = ref.save(reference_path(lm))
     click.echo(f"saved {path}: {describe(ref)}")

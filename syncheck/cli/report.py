@@ -14,10 +14,13 @@ import click
 @click.option("--input", "input_path", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The INPUT.jsonl that was scored: adds the context, the question and the text between sentences.")
 @click.option("--labels", "labels_path", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="JSONL or CSV with id,label[,subset] (1 = faithful, 0 = hallucinated): adds ROC and calibration plots.")
+              help="JSONL or CSV with id,label[,subset] (1 = faithful, 0 = hallucinated): adds ROC and calibration "
+                   "plots.")
 @click.option("--max-rows", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Rows drawn in the page (the plots use all rows).")
-def report(scored_path: Path, output_path: Path, input_path: Path | None, labels_path: Path | None, max_rows: int) -> None:
+def report(
+    scored_path: Path, output_path: Path, input_path: Path | None, labels_path: Path | None, max_rows: int
+) -> None:
     """Write an HTML report of SCORED.jsonl (output of `syncheck score`).
 
     Sentences are coloured by their score (or, without an aggregator, by

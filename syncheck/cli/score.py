@@ -7,8 +7,16 @@ from pathlib import Path
 
 import click
 
-from syncheck.cli.common import (count_lines, device_option, dtype_option, model_option, preset_option, read_records,
-                                 resume_point, write_rows)
+from syncheck.cli.common import (
+    count_lines,
+    device_option,
+    dtype_option,
+    model_option,
+    preset_option,
+    read_records,
+    resume_point,
+    write_rows,
+)
 
 
 def _alignment_spec(value: str) -> str:
@@ -31,15 +39,25 @@ def _alignment_spec(value: str) -> str:
 @model_option
 @device_option
 @dtype_option
-@click.option("--batch-size", default=4, show_default=True, type=click.IntRange(min=1), help="Records per forward pass.")
-@click.option("--max-length", default=None, type=click.IntRange(min=16), help="Cap on prompt+response tokens (default: model window).")
-@click.option("--alignment", default="lexical", show_default=True, callback=lambda _ctx, _param, value: _alignment_spec(value),
-              help="Backend of the align_score feature: lexical, embedding[:<encoder>], llm-judge[:<model>], "
-                   "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], or none.")
+@click.option(
+    "--batch-size", default=4, show_default=True, type=click.IntRange(min=1), help="Records per forward pass."
+)
+@click.option("--max-length", default=None, type=click.IntRange(min=16), help="Cap on prompt+response tokens (default: "
+                                                                              "model window).")
+@click.option(
+    "--alignment",
+    default="lexical",
+    show_default=True,
+    callback=lambda _ctx, _param, value: _alignment_spec(value),
+    help="Backend of the align_score feature: lexical, embedding[:<encoder>], llm-judge[:<model>], "
+    "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], or none.",
+)
 @click.option("--align-with-question", is_flag=True,
               help="align_score checks 'Question: Q / Answer: <sentence>' against the context, not the sentence alone "
-                   "(for short answers such as 'The answer is X.'; rows without a question use the sentence). Meant for "
-                   "model backends (llm-judge, nli, alignscore): the lexical backend would also count the question's words.")
+                   "(for short answers such as 'The answer is X.'; rows without a question use the sentence). "
+                   "Meant for "
+                   "model backends (llm-judge, nli, alignscore): the lexical backend would also count the question's "
+                   "words.")
 @click.option("--lid/--no-lid", default=False, show_default=True,
               help="Compute the lid_layer_<L> features (a reference set is built on first use; not used by the "
                    "default aggregator).")
@@ -47,7 +65,8 @@ def _alignment_spec(value: str) -> str:
 @click.option("--lookback", is_flag=True,
               help="Record each attention head's attention to the context (lookback_ratio; the lookback_lens probe's "
                    "input). Not used by the default aggregator.")
-@click.option("--no-text-checks", is_flag=True, help="Skip the string checks (unsupported_specifics, novel_bigram_share, local_support).")
+@click.option("--no-text-checks", is_flag=True, help="Skip the string checks (unsupported_specifics, "
+                                                     "novel_bigram_share, local_support).")
 @click.option("--vectors", is_flag=True,
               help="Also write each sentence's probe vectors (base64 float32), to train a probe with `syncheck train`.")
 @click.option("--show", is_flag=True, help="Also print a per-sentence table to standard output.")
@@ -79,10 +98,11 @@ def _alignment_spec(value: str) -> str:
                    "on.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: keep the complete rows already in -o and score only the rest.")
-def score(input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, lid, no_kl,
-          lookback, no_text_checks, vectors, show,
-          engine, ray_address, num_replicas, ray_batch_size, ray_cpus_per_replica, ray_gpus_per_replica,
-          aggregator, response_aggregation, final_scores, resume):
+def score(
+    input_path, output_path, model, device, dtype, batch_size, max_length, alignment, align_with_question, lid, no_kl,
+    lookback, no_text_checks, vectors, show, engine, ray_address, num_replicas, ray_batch_size, ray_cpus_per_replica,
+    ray_gpus_per_replica, aggregator, response_aggregation, final_scores, resume,
+):
     """Compute SynCheck's per-sentence features for INPUT.jsonl.
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
@@ -120,8 +140,10 @@ def score(input_path, output_path, model, device, dtype, batch_size, max_length,
             import_ray()
         except RayNotInstalledError as exc:
             raise click.ClickException(str(exc)) from None
-        rows = score_ray(items, scorer_kwargs, address=ray_address, num_replicas=num_replicas, ray_batch_size=ray_batch_size,
-                         num_cpus_per_replica=ray_cpus_per_replica, num_gpus_per_replica=ray_gpus_per_replica)
+        rows = score_ray(
+            items, scorer_kwargs, address=ray_address, num_replicas=num_replicas, ray_batch_size=ray_batch_size,
+            num_cpus_per_replica=ray_cpus_per_replica, num_gpus_per_replica=ray_gpus_per_replica,
+        )
     else:
         from syncheck.engines.local import score_local
 

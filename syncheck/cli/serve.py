@@ -21,12 +21,39 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
               help="Token budget of a request that sets no max_tokens.")
 @click.option("--aggregator", default="default", show_default=True,
               help="Aggregator directory or 'default' (calibrated for --model, else shipped, else portable).")
+@click.option("--replicas", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Model replicas on Ray Serve (the serve-ray extra), requests routed by their documents; "
+                   "1: the plain server, without Ray. With --max-replicas: the fewest replicas.")
+@click.option("--max-replicas", default=None, type=click.IntRange(min=1),
+              help="Autoscale on Ray Serve between --replicas and this many replicas.")
+@click.option("--target-ongoing-requests", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Autoscaling target of requests per replica (default: --max-concurrent).")
+@click.option("--replica-cpus", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="CPUs Ray reserves for each replica.")
+@click.option("--replica-gpus", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="GPUs Ray reserves for each replica.")
+@click.option("--ray", "on_ray", is_flag=True,
+              help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option
 @dtype_option
-def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, aggregator, device, dtype):
+def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, aggregator, replicas, max_replicas,
+          target_ongoing_requests, replica_cpus, replica_gpus, on_ray, device, dtype):
     """Serve MODEL behind POST /v1/chat/completions with live per-sentence faithfulness (and FOD)."""
+    if on_ray or replicas > 1 or max_replicas is not None:
+        scaling = None
+        if max_replicas is not None:
+            if max_replicas < replicas:
+                raise click.BadParameter(f"--max-replicas {max_replicas} is below --replicas {replicas}",
+                                         param_hint="--max-replicas")
+            scaling = {"min_replicas": replicas, "max_replicas": max_replicas,
+                       "target_ongoing_requests": target_ongoing_requests or float(max_concurrent)}
+        run_ray_server(host, port, model, model_id=model_id or model, max_concurrent=max_concurrent,
+                       max_queue=max_queue, max_tokens=max_tokens, aggregator=aggregator, device=device, dtype=dtype,
+                       num_replicas=replicas, autoscaling_config=scaling,
+                       ray_actor_options={"num_cpus": replica_cpus, "num_gpus": replica_gpus})
+        return
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 (only checks that the serve extra is installed)
 
         from syncheck.serve.app import create_app
     except ImportError as exc:
@@ -72,3 +99,33 @@ def run_server(app, host: str, port: int) -> None:
     scheduler.run()
     server.should_exit = True
     thread.join(timeout=10)
+
+
+def run_ray_server(host: str, port: int, model: str, **options) -> None:
+    """The Ray Serve application (:func:`syncheck.serve.ray_app.build_app`) on a Ray cluster (``RAY_ADDRESS``, else
+    a local one) at ``http://host:port``, until SIGINT or SIGTERM; then its applications are shut down."""
+    import signal
+    import threading
+
+    try:
+        import ray
+        from ray import serve as ray_serve
+
+        from syncheck.serve.ray_app import build_app
+    except ImportError as exc:
+        raise click.ClickException(f"syncheck serve --replicas needs the serve-ray extra ({exc.name} is missing): "
+                                   "pip install 'syncheck[serve-ray]'") from None
+
+    click.echo(f"starting Ray Serve with {model} ...", err=True)
+    ray.init(include_dashboard=False)
+    stopping = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.set())
+    try:
+        ray_serve.start(http_options={"host": host, "port": port})
+        ray_serve.run(build_app(model, **options), name="syncheck", route_prefix="/")
+        click.echo(f"serving {options['model_id']} on Ray Serve at http://{host}:{port}/v1", err=True)
+        stopping.wait()
+    finally:
+        ray_serve.shutdown()
+        ray.shutdown()

@@ -33,9 +33,8 @@ from typing import Any
 import click
 
 from features.registry import FEATURES, is_probe_output
-from syncheck.records import load_json
-
 from syncheck.aggregators.io import KINDS
+from syncheck.records import load_json
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -81,8 +80,11 @@ def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] |
               help="lr: logistic regression; xgb: XGBoost; mlp: one hidden layer of 100 (SynCheck's best).")
 @click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write the aggregator to (meta.json + weights).")
-@click.option("--features", default=None, help="Comma-separated features to use (default: every feature all rows have).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the validation split, the out-of-fold folds and the model.")
+@click.option(
+    "--features", default=None, help="Comma-separated features to use (default: every feature all rows have)."
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the validation split, the out-of-fold "
+                                                                     "folds and the model.")
 @click.option("--model", "scored_model", default="smollm2-135m", show_default=True,
               help="The model SCORED was produced with (recorded in meta.json; scoring with another model warns).")
 @click.option("--alignment", default="lexical", show_default=True,
@@ -146,12 +148,15 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     else:
         # every feature all rows share, but not the output of a probe another aggregator fitted (the default
         # aggregator's hidden_probe): the saved aggregator would need a probe it does not have
-        names = [n for n in sent_feats[0] if all(n in f for f in sent_feats) and (not is_probe_output(n) or n in probes)]
+        names = [
+            n for n in sent_feats[0] if all(n in f for f in sent_feats) and (not is_probe_output(n) or n in probes)
+        ]
     missing = [n for n in names if any(f.get(n) is None for f in sent_feats)]
     if missing:
         raise click.ClickException(f"features missing (or null) in some scored sentences: {missing}; choose --features")
     if len(set(y)) < 2:
-        raise click.ClickException(f"all {len(y)} labelled sentences have label {y[0]}; an aggregator needs both 0 and 1")
+        raise click.ClickException(f"all {len(y)} labelled sentences have label {y[0]}; an aggregator needs both 0 "
+                                   "and 1")
     names = [n for n in names if n not in probes]
     X = np.asarray([[f[n] for n in names] for f in sent_feats], dtype=np.float64)
     vectors = {}
@@ -201,7 +206,8 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     save_aggregator(agg, output_dir, training=training, scorer=scorer, decoding=decoding, probes=stacked.probes)
     click.echo(
         f"trained {kind} on {len(y)} sentences from {used} rows ({training['faithful']} faithful, "
-        f"{training['unfaithful']} unfaithful; skipped {skipped_error} error and {skipped_unlabelled} unlabelled rows); "
+        f"{training['unfaithful']} unfaithful; skipped {skipped_error} error and {skipped_unlabelled} unlabelled "
+        "rows); "
         f"threshold {agg.threshold_:.3f}; features {', '.join(names + list(probes))}; wrote {output_dir}",
         err=True,
     )

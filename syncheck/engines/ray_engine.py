@@ -48,7 +48,9 @@ def import_ray():
         import ray
         import ray.data  # noqa: F401
     except ImportError as exc:
-        raise RayNotInstalledError(f"--engine ray needs Ray Data, which is not installed ({exc}); {INSTALL_HINT}") from None
+        raise RayNotInstalledError(
+            f"--engine ray needs Ray Data, which is not installed ({exc}); {INSTALL_HINT}"
+        ) from None
     return ray
 
 
@@ -84,7 +86,9 @@ class ScoreGroups:
         for blob in batch["payload"]:
             items = pickle.loads(blob)
             try:
-                rows = [r.to_json(vectors=self.scorer.featurizer.keep_vectors) for r in self.scorer.score_records(items)]
+                rows = [
+                    r.to_json(vectors=self.scorer.featurizer.keep_vectors) for r in self.scorer.score_records(items)
+                ]
             except Exception as exc:  # one bad group must not kill the job
                 rows = _failed_rows(items, exc)
             rows_out.append(json.dumps(rows))

@@ -3,7 +3,8 @@
 Nothing before a cut is recomputed: both KV caches are cropped at a flushed sentence boundary (see
 :mod:`syncheck.live.deferred_kl`), where the row kept the next-token distributions that resume decoding. FOD
 backtracks and samples its candidates with these; :class:`~syncheck.live.engine.LiveEngine` exposes them as
-methods, and cuts back to any token, which feeds the model (:meth:`~syncheck.live.engine.LiveEngine.cut`). Caches are ``(B, heads, L, head_dim)`` per layer; ``V`` is the vocabulary.
+methods, and cuts back to any token, which feeds the model (:meth:`~syncheck.live.engine.LiveEngine.cut`). Caches are
+``(B, heads, L, head_dim)`` per layer; ``V`` is the vocabulary.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ class Row:
     logprob_without: list[float] = field(default_factory=list)  # for tokens [0, kl_done)
     hidden: dict[int, list[np.ndarray]] = field(default_factory=dict)  # {layer: (d,) per token}
     lookback: list[np.ndarray] = field(default_factory=list)  # (n_layers * H,) ratios per token (when recorded)
-    logp_rows: list[torch.Tensor] = field(default_factory=list)  # (V,) with-context log-probs for tokens [kl_done, len(ids))
+    # (V,) with-context log-probs for tokens [kl_done, len(ids))
+    logp_rows: list[torch.Tensor] = field(default_factory=list)
     without_next: torch.Tensor | None = None  # (V,) without-context log-probs predicting token kl_done
     kl_done: int = 0
     offsets: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))  # (T, 2) character spans
@@ -161,7 +162,9 @@ class Row:
         Unlike :meth:`LiveEngine.select` this keeps no caches: the row is only scored, never continued.
         """
         if not self.emitted_tokens <= length <= len(self.ids):
-            raise ValueError(f"cannot cut row to {length} tokens: it has {len(self.ids)}, {self.emitted_tokens} emitted")
+            raise ValueError(
+                f"cannot cut row to {length} tokens: it has {len(self.ids)}, {self.emitted_tokens} emitted"
+            )
         unflushed = max(length - self.kl_done, 0)
         self.logp_rows = self.logp_rows[:unflushed]
         self.kl_done = min(self.kl_done, length)

@@ -14,9 +14,9 @@ from typing import Any
 
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import Decoding
-from syncheck.results import ScoredSentence
 from syncheck.passes import ResponseTooLongError, prompt_pair
 from syncheck.prompts import format_context
+from syncheck.results import ScoredSentence
 from syncheck.serve.decoders import DecodedAnswer, DecoderFactory, Decoders
 from syncheck.serve.protocol import ApiError, SyncheckOptions
 from syncheck.serve.scheduler import Job, Task
@@ -69,7 +69,8 @@ def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: b
 
 
 class JobSink:
-    """A decoder's reports as the job's ``text`` and ``sentence`` items (:class:`~syncheck.serve.decoders.AnswerSink`)."""
+    """A decoder's reports as the job's ``text`` and ``sentence`` items
+    (:class:`~syncheck.serve.decoders.AnswerSink`)."""
 
     def __init__(self, job: Job, tau1: float, features: bool) -> None:
         self.job, self.tau1, self.features = job, tau1, features
@@ -99,7 +100,8 @@ class ChatRunner:
 
         self.scorer = scorer
         # the without-context flushes run between the pool's decode steps: a worker thread beside batched steps
-        # measured 15-20% fewer tokens/s at concurrency 4 and 8 on 2 CPU cores (RESULTS.md in the source repository, "The
+        # measured 15-20% fewer tokens/s at concurrency 4 and 8 on 2 CPU cores (RESULTS.md in the source repository,
+        # "The
         # without-context pass beside decoding"); it pays for single streams only
         self.monitor = Monitor(scorer, background_kl=False)
         #: batches the decode steps of the running ``monitor`` streams (the scheduler's ``batch_step``)

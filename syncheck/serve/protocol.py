@@ -118,14 +118,16 @@ class ChatRequest(BaseModel):
         left_out = [m.role for i, m in enumerate(self.messages) if not users or i != users[-1]]
         if not left_out:
             return []
-        return [f"{len(left_out)} message(s) ({', '.join(sorted(set(left_out)))}) were not given to the model: syncheck "
+        return [f"{len(left_out)} message(s) ({', '.join(sorted(set(left_out)))}) were not given to the model: "
+                "syncheck "
                 "prompts it with the last user message and the documents, the prompt its scores are calibrated on"]
 
     def documents_or_error(self) -> list[str]:
         docs = [d for d in (self.documents or []) if d.strip()]
         if not docs:
             raise ApiError(400, "documents is missing or empty: send the retrieved passages as a top-level "
-                                "\"documents\": [\"...\", ...] (with the openai client: extra_body={\"documents\": [...]}); "
+                                "\"documents\": [\"...\", ...] (with the openai client: extra_body={\"documents\": "
+                                "[...]}); "
                                 "syncheck scores the answer's faithfulness to them", param="documents")
         return docs
 
