@@ -1,0 +1,216 @@
+"""``syncheck serve`` as Ray Serve replicas (syncheck.serve.ray_app): two replicas of the tiny model on a local Ray
+cluster of 2 CPUs, driven by the official ``openai`` client and raw HTTP, beside the plain server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("fastapi")
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.serve")
+
+from conftest import DOCS  # noqa: E402  (and the plain server: conftest's server and serve_dir fixtures)
+from test_serve import LONG, QUESTIONS, ask, read_stream  # noqa: E402
+
+from syncheck.serve.process import ServerProcess, free_port  # noqa: E402
+
+OTHER_DOCS = ["The Statue of Liberty was dedicated in 1886.", "It stands on Liberty Island."]
+
+
+class RayServer:
+    """The Ray Serve application on a free loopback port (``url``, ``get``, ``post``, ``client`` as conftest's
+    ``Server``)."""
+
+    def __init__(self, model: str, cache: str) -> None:
+        from ray import serve
+
+        from syncheck.serve.ray_app import build_app
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ["SYNCHECK_CACHE"] = cache  # inherited by the replicas' workers
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        serve.start(http_options={"host": "127.0.0.1", "port": self.port})
+        # max_concurrent 1 and max_queue 1: a replica admits 2 requests, so the busy and fault tests fill it quickly
+        serve.run(build_app(model, model_id="tiny", max_concurrent=1, max_queue=1, num_replicas=2,
+                            ray_actor_options={"num_cpus": 0.5}), name="syncheck", route_prefix="/")
+
+    get, post = ServerProcess.get, ServerProcess.post  # they read only ``url``
+
+    def client(self):
+        return openai.OpenAI(base_url=self.url + "/v1", api_key="none", max_retries=0, timeout=120)
+
+    def stop(self) -> None:
+        from ray import serve
+
+        serve.shutdown()
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_server(serve_dir, tmp_path_factory):
+    srv = RayServer(str(serve_dir), str(tmp_path_factory.mktemp("ray-serve-cache")))
+    yield srv
+    srv.stop()
+
+
+def docs_ask(question: str, docs: list[str], **kw) -> dict:
+    return {**ask(question, **kw), "extra_body": {"documents": docs}}
+
+
+def test_the_plain_server_does_not_import_ray():
+    code = ("import sys; import syncheck.serve.app, syncheck.cli.serve; from syncheck.cli import main; "
+            "assert 'ray' not in sys.modules, sorted(m for m in sys.modules if m.startswith('ray'))")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_streams_through_ray_equal_the_plain_server_and_name_their_replica(ray_server, server):
+    req = ask(QUESTIONS[0], max_tokens=24, stream=True)
+    text, sentences, summary, kinds = read_stream(ray_server.client().chat.completions.create(**req))
+    plain = server.client().chat.completions.create(**req)
+    plain_text, plain_sentences, plain_summary, plain_kinds = read_stream(plain)
+    assert text and sentences and text == plain_text and kinds == plain_kinds
+    assert [s["text"] for s in sentences] == [s["text"] for s in plain_sentences]
+    assert [s["score"] for s in sentences] == pytest.approx([s["score"] for s in plain_sentences], abs=1e-4)
+    assert summary["response_score"] == pytest.approx(plain_summary["response_score"], abs=1e-4)
+    assert summary["replica"] and "replica" not in plain_summary
+    full = ray_server.client().chat.completions.create(**ask(QUESTIONS[0], max_tokens=24))
+    assert full.choices[0].message.content == text and full.model_extra["syncheck"]["replica"] == summary["replica"]
+
+
+def test_the_same_documents_reach_the_same_replica_and_other_documents_spread(ray_server):
+    client = ray_server.client()
+
+    def replica(docs, q):
+        return client.chat.completions.create(**docs_ask(q, docs, max_tokens=2)).model_extra["syncheck"]["replica"]
+
+    first = {replica(DOCS, q) for q in QUESTIONS[:3]}
+    assert len(first) == 1
+    many = {replica([f"Document number {i} says the tower is {300 + i} metres tall."], QUESTIONS[0])
+            for i in range(8)}
+    assert len(many) == 2  # 8 document sets over 2 replicas: both take some (1 in 128 to fail by chance)
+
+
+def test_errors_and_fod_mode_are_the_plain_servers(ray_server):
+    status, err, _ = ray_server.post("/v1/chat/completions", json.dumps(
+        {"model": "tiny", "messages": [{"role": "user", "content": "Q?"}]}).encode())
+    assert status == 400 and err["error"]["param"] == "documents"
+    with pytest.raises(openai.NotFoundError, match="not served here"):
+        ray_server.client().chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Q?"}],
+                                                    extra_body={"documents": DOCS})
+    fod = ray_server.client().chat.completions.create(**ask(QUESTIONS[1], max_tokens=8, extra_body={
+        "documents": DOCS, "syncheck": {"method": "fod", "tau1": 0.0, "final_check": False, "max_sentences": 2}}))
+    assert fod.model_extra["syncheck"]["method"] == "fod" and fod.model_extra["syncheck"]["replica"]
+    assert ray_server.get("/health")["replica"] and ray_server.get("/v1/models")["data"][0]["id"] == "tiny"
+
+
+class Holder(threading.Thread):
+    """A long streamed completion held open on a thread of its own (admitted or queued) until ``close()``."""
+
+    def __init__(self, server: RayServer, docs: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.server, self.docs, self.closing, self.streaming = server, docs, threading.Event(), threading.Event()
+        self.error: Exception | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            with self.server.client().chat.completions.create(
+                    **docs_ask(QUESTIONS[2], self.docs, max_tokens=LONG, stream=True)) as stream:
+                for _ in stream:
+                    self.streaming.set()
+                    if self.closing.is_set():
+                        break
+        except openai.APIError as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        self.closing.set()
+
+
+def test_a_full_deployment_answers_429_with_retry_after(ray_server):
+    """Each replica admits 2 requests (1 generating, 1 queued) and 1 more may wait at the router: the 6th gets 429.
+    (One at a time: Ray Serve counts simultaneous arrivals as waiting until each reaches its replica.)"""
+    holders = []
+    try:
+        for i in range(5):
+            holders.append(Holder(ray_server, [f"Filler document {i}."]))
+            time.sleep(0.5)
+        deadline = time.time() + 60
+        while sum(h.streaming.is_set() for h in holders) < 2 and time.time() < deadline:  # both replicas generate
+            time.sleep(0.1)
+        assert [h.error for h in holders] == [None] * 5
+        body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                           "max_tokens": 2}).encode()
+        deadline, status = time.time() + 30, None
+        while time.time() < deadline:
+            status, err, headers = ray_server.post("/v1/chat/completions", body)
+            if status == 429:
+                break
+            time.sleep(0.2)
+        assert status == 429 and int(headers["Retry-After"]) >= 1 and "--replicas" in err["error"]["message"]
+    finally:
+        for holder in holders:
+            holder.close()
+    for holder in holders:
+        holder.join(30)
+    assert ray_server.client().chat.completions.create(**ask(QUESTIONS[0], max_tokens=2)).choices[0].message.content
+
+
+def test_a_replica_that_dies_mid_stream_ends_the_stream_with_an_error_event(ray_server):
+    client = ray_server.client()
+    first = client.chat.completions.create(**docs_ask(QUESTIONS[0], DOCS, max_tokens=1))
+    replica = first.model_extra["syncheck"]["replica"]
+    stream = client.chat.completions.create(**docs_ask(QUESTIONS[3], DOCS, max_tokens=LONG, stream=True))
+    pieces = iter(stream)
+    next(pieces)
+    name = next(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["namespace"] == "serve" and a["name"].endswith("#" + replica))
+    ray.kill(ray.get_actor(name, namespace="serve"), no_restart=True)
+    with pytest.raises(openai.APIError, match="stopped"):
+        for _ in pieces:
+            pass
+    # the next requests go to the live replica, and Ray Serve brings the count back
+    assert client.chat.completions.create(**docs_ask(QUESTIONS[0], DOCS, max_tokens=2)).choices[0].message.content
+
+
+def test_the_serve_command_starts_ray_serve_for_more_than_one_replica(monkeypatch):
+    import importlib
+
+    from click.testing import CliRunner
+
+    cli = importlib.import_module("syncheck.cli.serve")  # the module (syncheck.cli exports the command by its name)
+
+    calls = []
+    monkeypatch.setattr(cli, "run_ray_server", lambda host, port, model, **kw: calls.append((host, port, model, kw)))
+    args = ["--model", "m", "--max-concurrent", "2", "--replica-cpus", "0.5"]
+    assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2"]).exit_code == 0
+    assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2", "--max-replicas", "4"]).exit_code == 0
+    (_, port, model, fixed), (_, _, _, scaled) = calls
+    assert port == 8000 and model == "m" and fixed["num_replicas"] == 2 and fixed["autoscaling_config"] is None
+    assert fixed["ray_actor_options"] == {"num_cpus": 0.5, "num_gpus": 0.0} and fixed["max_concurrent"] == 2
+    assert scaled["autoscaling_config"] == {"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2.0}
+    bad = CliRunner().invoke(cli.serve, [*args, "--replicas", "3", "--max-replicas", "2"])
+    assert bad.exit_code == 2 and "below --replicas" in bad.output
+
+
+def test_the_application_builder_reads_serve_run_arguments():
+    from syncheck.serve.ray_app import build, documents_key
+
+    app = build({"model": "m", "max_concurrent": "2", "min_replicas": "1", "max_replicas": "3", "num_cpus": "0.5"})
+    assert app is not None
+    with pytest.raises(ValueError, match="model=MODEL"):
+        build({})
+    body = json.dumps({"documents": DOCS, "messages": []}).encode()
+    assert documents_key("POST", "/v1/chat/completions", body) == documents_key(
+        "POST", "/v1/chat/completions", json.dumps({"messages": [{"role": "user"}], "documents": DOCS}).encode())
+    assert documents_key("GET", "/health", b"") is None
