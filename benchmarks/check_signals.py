@@ -40,6 +40,7 @@ from benchmarks.provenance_check import SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign
+from syncheck.jsonl import iter_jsonl
 from syncheck.stats import bootstrap_auroc
 from syncheck.support import SUMMARY_LEXICAL_WEIGHT, answer_task, lean_on_lexical
 
@@ -71,8 +72,7 @@ def cached_rows(cache: Path) -> dict[str, dict[str, Any]]:
     """``{id: row}`` of a JSON-lines row cache (empty when the file does not exist yet)."""
     if not cache.is_file():
         return {}
-    rows = (json.loads(line) for line in cache.read_text().splitlines() if line.strip())
-    return {row["id"]: row for row in rows}
+    return {row["id"]: row for row in iter_jsonl(cache)}
 
 
 def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, Any]]:
@@ -201,9 +201,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, tuple[float, float, flo
     model = support_model(args.ragtruth) if args.ragtruth else None
     question_of = {e.id: e.question for e in examples}
     results = {}
-    lines = [f"Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.check_signals "
+    lines = ["Regenerate: `HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.check_signals "
              + " ".join(argv if argv is not None else sys.argv[1:]) + f"` ({time.perf_counter() - t0:.0f} s). "
-             f"HaluEval {SET_TITLES[args.set]}, records {args.start}-{args.start + args.limit - 1}: {len(rows)} answers "
+             f"HaluEval {SET_TITLES[args.set]}, records {args.start}-{args.start + args.limit - 1}: {len(rows)} "
+             "answers "
              f"({int(y.sum())} faithful). AUROC [95% CI over records], label 1 = faithful.", "",
              "| signal (response level) | AUROC | which way |", "| --- | --- | --- |"]
     for name, (score, note) in signals(rows, model, [question_of[r["id"]] for r in rows]).items():

@@ -20,14 +20,14 @@ with an article ("The Magician") is a title and stays untyped. Adjectives of
   nationality ("American") remain names to this rule.
 
 A record is dropped when its question already holds the answer ("Which magazine, The Atlantic or Reptiles?"), or
-the answer is quoted. A swap is dropped when, after it, any content word of the original answer still occurs in the passage ("Nixon"
+the answer is quoted. A swap is dropped when, after it, any content word of the original answer still occurs in the
+passage ("Nixon"
 alone, later in the text), so the passage never gives the original answer away. The set is a pure function of the
 HaluEval file, the record range and the seed; the same records unswapped are the no-conflict control.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import defaultdict
@@ -36,6 +36,7 @@ from pathlib import Path
 
 from benchmarks.halueval.spans import span_shape
 from features.lexical import preprocess
+from syncheck.jsonl import iter_jsonl
 
 #: Longest name kept, in words.
 MAX_NAME_WORDS = 4
@@ -118,17 +119,15 @@ def build_conflict_set(halueval_dir: str | Path, start: int, limit: int, seed: i
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: pass the HaluEval directory (e.g. ../shared/data/halueval)")
     rows: list[tuple[int, dict, str]] = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i < start:
-                continue
-            if i >= start + 4 * limit:
-                break
-            row = json.loads(line)
-            kind = answer_kind(row["right_answer"])
-            answer = row["right_answer"].strip()
-            if kind is not None and answer in row["knowledge"] and answer.lower() not in row["question"].lower():
-                rows.append((i, row, kind))
+    for i, row in enumerate(iter_jsonl(path)):
+        if i < start:
+            continue
+        if i >= start + 4 * limit:
+            break
+        kind = answer_kind(row["right_answer"])
+        answer = row["right_answer"].strip()
+        if kind is not None and answer in row["knowledge"] and answer.lower() not in row["question"].lower():
+            rows.append((i, row, kind))
     pool: dict[str, list[str]] = defaultdict(list)
     typed = []
     for i, row, kind in rows:
@@ -181,5 +180,7 @@ def kinds_summary(items: list[ConflictItem]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-__all__ = ["ConflictItem", "answer_kind", "asked_for", "build_conflict_set", "contains_answer", "kinds_summary", "normalise",
-           "swap"]
+__all__ = [
+    "ConflictItem", "answer_kind", "asked_for", "build_conflict_set", "contains_answer", "kinds_summary", "normalise",
+    "swap",
+]

@@ -21,7 +21,6 @@ first stored response), else the bundled LID corpus's records.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -33,17 +32,16 @@ import numpy as np
 def items(ragtruth: str | None, claims: int) -> list[tuple[str, list[str]]]:
     """``(context, claims)`` pairs: one per RAGTruth task, or two bundled records."""
     from features.sentences import split_sentences
+    from syncheck.jsonl import iter_jsonl
 
     out = []
     if ragtruth and Path(ragtruth).exists():
         seen = set()
-        with open(ragtruth, encoding="utf-8") as f:
-            for line in f:
-                r = json.loads(line)
-                if r["task_type"] in seen:
-                    continue
-                seen.add(r["task_type"])
-                out.append((r["context"], [s.text for s in split_sentences(r["response"])][:claims]))
+        for r in iter_jsonl(ragtruth):
+            if r["task_type"] in seen:
+                continue
+            seen.add(r["task_type"])
+            out.append((r["context"], [s.text for s in split_sentences(r["response"])][:claims]))
         return out
     from syncheck.lid_reference import bundled_records
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from syncheck.jsonl import iter_jsonl
 
 SUBSETS = ("qa", "dialogue", "summarization")
 
@@ -55,18 +57,18 @@ def load_subset(data_dir: str | Path, subset: str, limit: int | None = None) -> 
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (the one holding qa.jsonl)")
     out: list[Example] = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if limit is not None and i >= limit:
-                break
-            row = json.loads(line)
-            question = row[q_f] if q_f else SUMMARY_QUESTION
-            for label, field in ((1, good_f), (0, bad_f)):
-                out.append(Example(f"{subset}-{i}-{label}", subset, i, row[ctx_f], question, row[field], label))
+    for i, row in enumerate(iter_jsonl(path)):
+        if limit is not None and i >= limit:
+            break
+        question = row[q_f] if q_f else SUMMARY_QUESTION
+        for label, field in ((1, good_f), (0, bad_f)):
+            out.append(Example(f"{subset}-{i}-{label}", subset, i, row[ctx_f], question, row[field], label))
     return out
 
 
-def split_by_record(examples: Sequence[Example], test_fraction: float = 0.5, seed: int = 0) -> tuple[list[Example], list[Example]]:
+def split_by_record(
+    examples: Sequence[Example], test_fraction: float = 0.5, seed: int = 0
+) -> tuple[list[Example], list[Example]]:
     """Seeded train/test split by ``(subset, record)``: both outputs of a record share a side."""
     keys = sorted({(e.subset, e.record) for e in examples})
     rng = random.Random(seed)

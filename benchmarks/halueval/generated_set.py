@@ -42,6 +42,7 @@ from typing import Any, Iterator, Sequence
 from tqdm import tqdm
 
 from benchmarks.halueval.splits import is_test
+from syncheck.jsonl import iter_jsonl
 
 DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
 
@@ -70,8 +71,10 @@ def generation_jobs(pairs, counterfactuals, samples: int, seed: int) -> Iterator
             variants.append(("counterfactual", cf[0], p.answer))
         for variant, context, memorised in variants:
             for k in range(samples + 1):
-                yield {"id": f"gen-{p.record}-{variant}-{k}", "record": p.record, "variant": variant, "context": context,
-                       "question": p.question, "memorised": memorised, "sample": k}
+                yield {
+                    "id": f"gen-{p.record}-{variant}-{k}", "record": p.record, "variant": variant, "context": context,
+                    "question": p.question, "memorised": memorised, "sample": k,
+                }
 
 
 def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *, max_new_tokens: int = 64,
@@ -81,7 +84,7 @@ def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *
 
     done = set()
     if out.exists():
-        done = {json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
+        done = {row["id"] for row in iter_jsonl(out)}
     todo = [j for j in jobs if j["id"] not in done]
     written = 0
     with out.open("a", encoding="utf-8") as f:
@@ -103,7 +106,9 @@ def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.halueval.generated_set", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.halueval.generated_set", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--data-dir", default="../shared/data/halueval")
     ap.add_argument("-o", "--output", required=True, help="JSONL to append to (ids already there are skipped)")
     ap.add_argument("--limit", type=int, default=60, help="QA records read (about half are on the train side)")

@@ -18,13 +18,13 @@ text and a distractor exists; both entities then occur in the context.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.halueval.data import Example
 from benchmarks.halueval.spans import closest_replacement, span_shape
+from syncheck.jsonl import iter_jsonl
 
 TEMPLATE = "The answer is {}"
 
@@ -42,8 +42,14 @@ class DistractorPair:
 
     def examples(self) -> list[Example]:
         return [
-            Example(f"pairs-{self.record}-1", "qa", self.record, self.context, self.question, answer_sentence(self.answer), 1),
-            Example(f"pairs-{self.record}-0", "qa", self.record, self.context, self.question, answer_sentence(self.distractor), 0),
+            Example(
+                f"pairs-{self.record}-1", "qa", self.record, self.context, self.question, answer_sentence(self.answer),
+                1,
+            ),
+            Example(
+                f"pairs-{self.record}-0", "qa", self.record, self.context, self.question,
+                answer_sentence(self.distractor), 0,
+            ),
         ]
 
 
@@ -72,16 +78,14 @@ def build_pairs(data_dir: str | Path, limit: int | None = None, seed: int = 0, s
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (the one holding qa.jsonl)")
     out: list[DistractorPair] = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i < start:
-                continue
-            if limit is not None and i >= start + limit:
-                break
-            row = json.loads(line)
-            pair = make_pair(i, row["knowledge"], row["question"], row["right_answer"], seed)
-            if pair is not None:
-                out.append(pair)
+    for i, row in enumerate(iter_jsonl(path)):
+        if i < start:
+            continue
+        if limit is not None and i >= start + limit:
+            break
+        pair = make_pair(i, row["knowledge"], row["question"], row["right_answer"], seed)
+        if pair is not None:
+            out.append(pair)
     return out
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from tqdm import tqdm
 
 from features.lexical import lexical_features
+from syncheck.jsonl import iter_jsonl
 from syncheck.records import Record
 
 
@@ -128,11 +129,8 @@ def score_items(
     """
     cached: dict[str, dict] = {}
     if cache_file.exists():
-        with open(cache_file, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    entry = json.loads(line)
-                    cached[entry["id"]] = entry
+        for entry in iter_jsonl(cache_file):
+            cached[entry["id"]] = entry
     todo = [it for it in items if it.id not in cached or not _matches(cached[it.id], it)]
     if todo:
         t0 = time.perf_counter()
@@ -150,7 +148,9 @@ def score_items(
                 now = time.perf_counter()
                 per_row, t0 = (now - t0) / len(part), now  # the first chunk also carries the model loading
                 for it, row, extra in zip(part, rows, extras):
-                    entry = {"id": it.id, "hash": item_hash(it), "seconds": round(per_row, 3), "row": row, "extra": extra}
+                    entry = {
+                        "id": it.id, "hash": item_hash(it), "seconds": round(per_row, 3), "row": row, "extra": extra,
+                    }
                     cached[it.id] = entry
                     out.write(json.dumps(entry, ensure_ascii=False) + "\n")
                 out.flush()

@@ -30,7 +30,6 @@ entity, are skipped.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from pathlib import Path
 
 from benchmarks.halueval.spans import Span, closest_replacement, name_runs, tokenize
 from features.sentences import split_sentences
+from syncheck.jsonl import iter_jsonl
 
 SOURCES = {"qa": ("qa.jsonl", "question"), "dialogue": ("dialogue.jsonl", "dialogue_history")}
 #: Draws of copied sentences and position tried per swapped sentence before moving on (step 5).
@@ -90,14 +90,18 @@ def swap_entity(knowledge: str, sentence: Span, rng: random.Random) -> tuple[str
     ents = entities(sentence.text)
     rng.shuffle(ents)
     for ent in ents:
-        repl = closest_replacement(knowledge, ent.text, rng, avoid=[Span(sentence.text, sentence.start, sentence.end, "")])
+        repl = closest_replacement(
+            knowledge, ent.text, rng, avoid=[Span(sentence.text, sentence.start, sentence.end, "")]
+        )
         if repl is not None:
             swapped = sentence.text[: ent.start] + repl.text + sentence.text[ent.end :]
             return swapped, ent.text, repl.text
     return None
 
 
-def make_sentence_example(subset: str, record: int, knowledge: str, question: str, seed: int = 0) -> SentenceExample | None:
+def make_sentence_example(
+    subset: str, record: int, knowledge: str, question: str, seed: int = 0
+) -> SentenceExample | None:
     """The response for one record (see the module docstring), or ``None`` when the record cannot give one."""
     context = repair_knowledge(knowledge)
     sents = split_sentences(context)
@@ -134,12 +138,10 @@ def build_sentence_set(
         path = Path(data_dir) / fname
         if not path.exists():
             raise FileNotFoundError(f"{path} not found; pass the HaluEval directory (the one holding qa.jsonl)")
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if limit is not None and i >= limit:
-                    break
-                row = json.loads(line)
-                ex = make_sentence_example(subset, i, row["knowledge"], row[q_field], seed)
-                if ex is not None:
-                    out.append(ex)
+        for i, row in enumerate(iter_jsonl(path)):
+            if limit is not None and i >= limit:
+                break
+            ex = make_sentence_example(subset, i, row["knowledge"], row[q_field], seed)
+            if ex is not None:
+                out.append(ex)
     return out

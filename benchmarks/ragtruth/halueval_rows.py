@@ -5,7 +5,8 @@
 
 Do HaluEval's train sides help where they help RAGTruth's grouped CV? This trains the feature
 model (the default recipe's aggregator and parameters over its features, without the hidden-state probe, whose
-vectors ``check_signals`` does not cache) on RAGTruth's training folds, with and without the HaluEval answers added to every training fold, and
+vectors ``check_signals`` does not cache) on RAGTruth's training folds, with and without the HaluEval answers added to
+every training fold, and
 prints RAGTruth sentence AUROC per task on the test folds (grouped by ``source_id``, mean over ``--seeds``). Each
 HaluEval sentence takes its answer's label (HaluEval labels answers, not sentences).
 
@@ -18,7 +19,6 @@ come from the cache of ``benchmarks.ragtruth.run --no-lid --no-lookback --no-emb
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import warnings
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from benchmarks.ragtruth.data import TASKS
+from syncheck.jsonl import iter_jsonl
 
 
 def halueval_matrix(path: Path, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -35,8 +36,7 @@ def halueval_matrix(path: Path, names: Sequence[str]) -> tuple[np.ndarray, np.nd
         raise SystemExit(f"no check_signals rows at {path}: run `python -m benchmarks.check_signals --set SET --start "
                          "START` first (its cache is per version of the shipped default aggregator)")
     X, y = [], []
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
+    for row in iter_jsonl(path):
         if row["error"] is not None:
             continue
         for s in row["sentences"]:
@@ -46,7 +46,9 @@ def halueval_matrix(path: Path, names: Sequence[str]) -> tuple[np.ndarray, np.nd
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.halueval_rows", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.ragtruth.halueval_rows", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl")
     ap.add_argument("--rows", action="append", default=[], help="a check_signals cache, SET-START (repeatable)")
     ap.add_argument("--work-dir", default=None, help="check_signals' cache (default: <syncheck cache>/check-signals)")

@@ -34,6 +34,7 @@ from tqdm import tqdm
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision as word_overlap
+from syncheck.jsonl import iter_jsonl
 from syncheck.stats import bootstrap_auroc
 
 TITLE = "The shipped default on RAGTruth responses never trained or chosen on"
@@ -43,10 +44,8 @@ def score_rows(records: Sequence[RAGTruthRecord], scorer, out: Path) -> list[dic
     """One row per record (scored now or read back from ``out``), in record order."""
     done: dict[str, dict] = {}
     if out.exists():
-        for line in out.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["id"]] = row
+        for row in iter_jsonl(out):
+            done[row["id"]] = row
     todo = [r for r in records if r.id not in done]
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a", encoding="utf-8") as fh:
