@@ -239,7 +239,7 @@ def report(args, items: list[ConflictItem]) -> str:
         f"{len(items)} knowledge-conflict questions from HaluEval QA records {args.start} on "
         f"({', '.join(f'{k} {v}' for k, v in kinds_summary(items).items())}); generator `{args.model}`, "
         f"shipped aggregator, candidates sampled at "
-        f"{'temperature ' + str(args.temperature) if args.temperature else 'each method' + chr(39) + 's own temperature'} "
+        f"{'temperature ' + str(args.temperature) if args.temperature else 'each method' + chr(39) + 's own temperature'} "  # noqa: E501
         f"(seed {args.seed}), at most {args.max_new_tokens} new tokens. {measured_line()}",
         "",
         "```bash",

@@ -11,9 +11,10 @@ Methods: greedy, abstain, rerank, CAD, AdaCAD, FOD backtrack-only, FOD as the pa
 sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
 token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
-``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-greedy-decode``: plain greedy phases instead of
-AdaCAD's tokens, ``fod-cad-decode``: CAD's tokens (fixed alpha) instead of AdaCAD's, ``fod-t10``: candidates at the paper's temperature 1.0 instead of 0.7, ``fod-specifics``: a
-sentence naming what the context lacks is flagged too, and their combinations).
+``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-greedy-decode``:
+plain greedy phases instead of AdaCAD's tokens, ``fod-cad-decode``: CAD's tokens (fixed alpha) instead of AdaCAD's,
+``fod-t10``: candidates at the paper's temperature 1.0 instead of 0.7, ``fod-specifics``: a sentence naming what the
+context lacks is flagged too, and their combinations).
 
 Measures, per method and task, with a paired bootstrap over records for every difference from greedy:
 
@@ -266,7 +267,8 @@ def read_rows(path: str) -> list[dict]:
     return rows
 
 
-def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float], lines: list[str] | None = None) -> dict:
+def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
+           lines: list[str] | None = None) -> dict:
     """Print the tables (and append them to ``lines``); return the figures by (task, method)."""
 
     def emit(text: str) -> None:
@@ -276,7 +278,6 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
 
     from syncheck.featurize import alignment_claim
 
-    by_id = {(c["task"], c["record"]): c for c in ctxs}
     rows = {(r["task"], r["record"], r["method"]): r for r in read_rows(args.out)}
     summary = {}
     for task in (*TASKS, "all"):
@@ -327,7 +328,8 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
             f, lo, hi = bootstrap_mean(d["supported"], seed=args.seed) if d["supported"] else (float("nan"),) * 3
             row = {"faithful": f, "ci": [lo, hi], "records": len(usable), "judged_records": judged_records}
             cells = []
-            fi = bootstrap_mean(d["supported_informative"], seed=args.seed)[0] if d["supported_informative"] else float("nan")
+            fi = (bootstrap_mean(d["supported_informative"], seed=args.seed)[0] if d["supported_informative"]
+                  else float("nan"))
             jp = bootstrap_mean(d["judge_p"], seed=args.seed)[0] if d["judge_p"] else float("nan")
             for name in ("supported", "supported_informative", "judge_p", "specifics", "informative"):
                 if m == "greedy" or not d[name]:
@@ -373,8 +375,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judged", required=True, help="judge verdicts, one JSON line per claim; resumed")
     ap.add_argument("--no-judge", action="store_true", help="generate only")
     ap.add_argument("--report", action="store_true", help="print the tables from --out and --judged, nothing else")
-    ap.add_argument("--results-md", default=None, help="also write the tables into this markdown file's --title section")
-    ap.add_argument("--title", default=None, help="section heading in --results-md (default: the model and record count)")
+    ap.add_argument("--results-md", default=None,
+                    help="also write the tables into this markdown file's --title section")
+    ap.add_argument("--title", default=None,
+                    help="section heading in --results-md (default: the model and record count)")
     args = ap.parse_args(argv)
     if args.threads:
         import torch
