@@ -16,7 +16,11 @@ alike. Each ratio is taken within its round, and the table prints the median ove
 Usage::
 
     .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
-    [--rounds 3] [--with-fod]
+    [--rounds 3] [--with-fod] [--ray-replicas 2 [--replica-cpus 1]]
+
+``--ray-replicas N`` also serves the model as N Ray Serve replicas (``syncheck serve --replicas N``, the
+``serve-ray`` extra) and runs every level against them in the same rounds; the last column then gives the share of
+its requests served by the replica that served the first request over the same documents (document affinity).
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
@@ -52,12 +56,12 @@ QUESTIONS = [
 ]
 
 
-def _stream_request(base_url: str, question: str, tokens: int) -> dict[str, float]:
+def _stream_request(base_url: str, question: str, tokens: int) -> dict[str, Any]:
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=600)
     t0 = time.perf_counter()
-    first_token = first_sentence = None
+    first_token = first_sentence = replica = None
     n = 0
     stream = client.chat.completions.create(
         model="bench", messages=[{"role": "user", "content": question}], max_tokens=tokens, temperature=0,
@@ -69,14 +73,24 @@ def _stream_request(base_url: str, question: str, tokens: int) -> dict[str, floa
         extra = (chunk.model_extra or {}).get("syncheck") or {}
         if "sentence" in extra and first_sentence is None:
             first_sentence = now
+        replica = extra.get("replica", replica)  # on Ray Serve: the replica that served it
         if chunk.usage is not None:
             n = chunk.usage.completion_tokens
     total = time.perf_counter() - t0
-    return {"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total, "tokens": n}
+    return {"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total, "tokens": n,
+            "replica": replica}
 
 
-def _summary(rows: list[dict[str, float]], wall: float) -> dict[str, float]:
+def _percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0.95: the value 95% of the requests stay within)."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, -(-int(q * 100) * len(ordered) // 100) - 1))]
+
+
+def _summary(rows: list[dict[str, Any]], wall: float) -> dict[str, float]:
     tokens = sum(r["tokens"] for r in rows)
+    served = [r["replica"] for r in rows if r.get("replica")]
+    affinity = {"same_replica_share": sum(r == served[0] for r in served) / len(served)} if served else {}
     return {
         "requests": len(rows), "tokens": tokens, "wall_s": wall,
         "requests_per_s": len(rows) / wall, "tokens_per_s": tokens / wall,
@@ -84,6 +98,8 @@ def _summary(rows: list[dict[str, float]], wall: float) -> dict[str, float]:
         "ttft_max_s": max(r["ttft"] for r in rows),
         "first_sentence_median_s": statistics.median(r["first_sentence"] for r in rows),
         "latency_median_s": statistics.median(r["total"] for r in rows),
+        "latency_p95_s": _percentile([r["total"] for r in rows], 0.95),
+        **affinity,
     }
 
 
@@ -208,6 +224,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved repeats of the baseline and every level")
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--ray-replicas", type=int, default=0,
+                    help="also run every level against this many Ray Serve replicas (syncheck serve --replicas)")
+    ap.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
@@ -222,32 +241,45 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     baseline = SequentialMonitor(args.model, {"device": args.device, "dtype": args.dtype})
     server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)), "--max-queue", "64",
                            *extra, env={"PYTHONWARNINGS": "ignore"})
+    ray_server = None
     rounds: list[dict[str, dict[str, float]]] = []
     try:
+        if args.ray_replicas:
+            ray_server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)),
+                                       "--max-queue", "64", "--replicas", str(args.ray_replicas), "--ray",
+                                       "--replica-cpus", str(args.replica_cpus), *extra,
+                                       env={"PYTHONWARNINGS": "ignore"})
+            _stream_request(ray_server.base_url, questions[0], 4)  # warm-up
         base = server.base_url
         _stream_request(base, questions[0], 4)  # warm-up
         for _ in range(args.rounds):
             this_round = {baseline_name: baseline.run(questions, args.tokens)}
             for c in levels:
                 this_round[f"server, concurrency {c}"] = run_server_level(base, questions, args.tokens, c)
+                if ray_server is not None:
+                    this_round[f"Ray Serve, {args.ray_replicas} replicas, concurrency {c}"] = run_server_level(
+                        ray_server.base_url, questions, args.tokens, c)
             if args.with_fod:
                 this_round[beside_fod] = run_level_beside_fod(base, questions, args.tokens, max(levels))
             rounds.append(this_round)
     finally:
         server.stop()
+        if ray_server is not None:
+            ray_server.stop()
     results = combine_rounds(rounds, baseline_name)
 
     print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} (greedy, method monitor); "
           f"{args.rounds} interleaved rounds, medians over rounds, ratios taken within each round")
     print("| setup | requests/s | tokens/s | x baseline tokens/s | spread over rounds | TTFT median (max), s "
-          "| first sentence median, s | latency median, s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| first sentence median, s | latency p50 / p95, s | same replica |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in [baseline_name] + [n for n in results if n != baseline_name]:
         r = results[name]
+        share = f"{r['same_replica_share']:.0%}" if "same_replica_share" in r else "-"
         print(f"| {name} | {r['requests_per_s']:.2f} | {r['tokens_per_s']:.1f} | {r['tokens_per_s_vs_baseline']:.2f} "
               f"| {r['tokens_per_s_vs_baseline_min']:.2f}-{r['tokens_per_s_vs_baseline_max']:.2f} "
               f"| {r['ttft_median_s']:.2f} ({r['ttft_max_s']:.2f}) | {r['first_sentence_median_s']:.2f} "
-              f"| {r['latency_median_s']:.2f} |")
+              f"| {r['latency_median_s']:.2f} / {r['latency_p95_s']:.2f} | {share} |")
     if args.with_fod:
         alone = [r[f"server, concurrency {max(levels)}"]["ttft_median_s"] for r in rounds]
         beside = [r[beside_fod]["ttft_median_s"] for r in rounds]

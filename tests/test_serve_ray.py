@@ -214,3 +214,13 @@ def test_the_application_builder_reads_serve_run_arguments():
     assert documents_key("POST", "/v1/chat/completions", body) == documents_key(
         "POST", "/v1/chat/completions", json.dumps({"messages": [{"role": "user"}], "documents": DOCS}).encode())
     assert documents_key("GET", "/health", b"") is None
+
+
+def test_the_load_benchmark_reports_p95_latency_and_the_share_served_by_one_replica():
+    from benchmarks.serve_load import _summary
+
+    rows = [{"ttft": 0.1, "first_sentence": 0.2, "total": t, "tokens": 4, "replica": r}
+            for t, r in zip([1.0, 2.0, 3.0, 4.0], ["a", "a", "b", "a"])]
+    out = _summary(rows, wall=4.0)
+    assert out["latency_p95_s"] == 4.0 and out["latency_median_s"] == 2.5 and out["same_replica_share"] == 0.75
+    assert "same_replica_share" not in _summary([{**r, "replica": None} for r in rows], wall=4.0)
