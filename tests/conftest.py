@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,36 @@ def serve_dir(tmp_path_factory):
     make_model(len(tok), max_positions=4096).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def shared_data_dir() -> Path:
+    """The shared data sets (HaluEval, RAGTruth): ``$SYNCHECK_DATA_DIR``, else ``../shared/data`` beside the
+    repository."""
+    env = os.environ.get("SYNCHECK_DATA_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def missing_data(*files: str) -> str | None:
+    """Why a test that reads ``files`` (relative to :func:`shared_data_dir`) cannot run, or ``None`` when it can."""
+    root = shared_data_dir()
+    missing = [f for f in files if not (root / f).exists()]
+    if not missing:
+        return None
+    return f"{', '.join(missing)} not found under {root} (set SYNCHECK_DATA_DIR to the shared data directory)"
+
+
+def needs_data(*files: str) -> pytest.MarkDecorator:
+    """Skip the test when one of ``files`` (relative to :func:`shared_data_dir`) is not there."""
+    reason = missing_data(*files)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def shared_data(*files: str) -> Path:
+    """:func:`shared_data_dir`, or skip the running test when one of ``files`` (relative to it) is not there."""
+    reason = missing_data(*files)
+    if reason is not None:
+        pytest.skip(reason)
+    return shared_data_dir()
 
 
 #: the documents the server tests ask about

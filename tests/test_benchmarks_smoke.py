@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import shared_data
 
 
 @pytest.mark.slow
@@ -57,7 +58,9 @@ def test_speed_benchmarks_run_on_a_random_model_of_a_given_shape(capsys):
     lm = random_model("tiny", dtype="bfloat16")
     assert lm.model.dtype.is_floating_point and str(lm.model.dtype) == "torch.bfloat16"
     assert lm.num_layers == SHAPES["tiny"]["num_hidden_layers"] and lm.model.config.vocab_size == len(lm.tokenizer)
-    summary = overhead(["--shape", "tiny", "--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod", "--warmup-rounds", "0"])
+    summary = overhead(
+        ["--shape", "tiny", "--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod", "--warmup-rounds", "0"]
+    )
     assert summary["fod_vs_greedy"] > 0 and summary["monitor (deferred KL)"]["seconds"] > 0
     summary = throughput(["--shape", "tiny", "--limit", "2", "--rounds", "1", "--batch-size", "2"])
     assert summary["full"]["responses_per_s"] > 0
@@ -69,7 +72,8 @@ def test_a_saved_random_model_loads_by_path_with_the_tokenizer_it_was_saved_with
     """The GPU serving figure's path: ``python -m benchmarks.random_shape SHAPE DIR`` then ``--model DIR``."""
     import torch
 
-    from benchmarks.random_shape import main as save, random_model
+    from benchmarks.random_shape import main as save
+    from benchmarks.random_shape import random_model
     from syncheck.models import load_model
 
     tiny_tokenizer.save_pretrained(tmp_path / "tok")
@@ -83,13 +87,10 @@ def test_a_saved_random_model_loads_by_path_with_the_tokenizer_it_was_saved_with
 
 
 def test_fod_faithfulness_benchmark_runs(capsys):
-    from pathlib import Path
 
     from benchmarks.fod_faithfulness import main
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "halueval"
-    if not data.exists():
-        pytest.skip(f"HaluEval data not found at {data}")
+    data = shared_data("halueval") / "halueval"
     summary = main(["--data-dir", str(data), "--limit", "2", "--methods", "greedy,fod", "--judge", "lexical",
                     "--max-new-tokens", "12", "--max-sentences", "1", "--num-samples", "2", "--num-beams", "1"])
     assert ("original", "greedy") in summary and ("original", "fod") in summary
@@ -98,13 +99,10 @@ def test_fod_faithfulness_benchmark_runs(capsys):
 
 @pytest.mark.slow
 def test_dtype_drift_benchmark_runs(capsys):
-    from pathlib import Path
 
     from benchmarks.dtype_drift import main
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "ragtruth" / "dev.jsonl"
-    if not data.exists():
-        pytest.skip(f"RAGTruth not found at {data}")
+    data = shared_data("ragtruth/dev.jsonl") / "ragtruth" / "dev.jsonl"
     summary = main(["--limit", "1", "--data", str(data)])
     assert set(summary["seconds_per_response"]) == {"float32", "bfloat16"}
     assert summary["max_abs_diff"]["align_score"] == 0.0 and "mean_contrastive_kl" in summary["max_abs_diff"]
@@ -143,7 +141,10 @@ def test_serve_load_ratios_are_taken_within_each_round():
               {"base": row(10.0), "server": row(20.0)}]
     merged = combine_rounds(rounds, "base")
     assert merged["server"]["tokens_per_s_vs_baseline"] == 2.0
-    assert (merged["server"]["tokens_per_s_vs_baseline_min"], merged["server"]["tokens_per_s_vs_baseline_max"]) == (2.0, 2.0)
+    assert (merged["server"]["tokens_per_s_vs_baseline_min"], merged["server"]["tokens_per_s_vs_baseline_max"]) == (
+        2.0,
+        2.0,
+    )
     assert merged["server"]["tokens_per_s"] == 20.0 and merged["base"]["rounds"] == 3
 
 
@@ -165,11 +166,13 @@ def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
              "DecodePool.step (syncheck/pool.py:58)")
     raw = tmp_path / "serve.raw"
     raw.write_text("\n".join([
-        f"{model};LiveEngine.start_many (syncheck/live/engine.py:119);Module._call_impl (torch/nn/modules/module.py:1789) 30",
+        f"{model};LiveEngine.start_many (syncheck/live/engine.py:119);Module._call_impl "
+        "(torch/nn/modules/module.py:1789) 30",
         f"{model};LiveEngine.step (syncheck/live/engine.py:170);Module._call_impl (torch/nn/modules/module.py:1789) 50",
         f"{model};MonitorRun.advance (syncheck/monitor.py:272);LiveEngine.flush_kl (syncheck/live/engine.py:214);"
         "Module._call_impl (torch/nn/modules/module.py:1789) 10",
-        f"{model};MonitorRun.advance (syncheck/monitor.py:272);SentenceFeaturizer.featurize (syncheck/featurize.py:156) 5",
+        f"{model};MonitorRun.advance (syncheck/monitor.py:272);SentenceFeaturizer.featurize "
+        "(syncheck/featurize.py:156) 5",
         "_bootstrap (threading.py:1002);run (uvicorn/server.py:60);dumps (json/__init__.py:231) 3",
         "_bootstrap (threading.py:1002);run (asyncio/base_events.py:600) 2",
         "a torn last line",
@@ -199,8 +202,12 @@ def test_judge_speed_benchmark_runs(capsys):
     from benchmarks.judge_speed import main
 
     # float32: "auto" is bfloat16 on a CPU with native bfloat16, where sharing the prefix rounds differently (4e-2)
-    summary = main(["--judge", "smollm2-135m", "--dtype", "float32", "--ragtruth", "/nonexistent.jsonl", "--claims", "3",
-                    "--rounds", "1"])
+    summary = main(
+        [
+            "--judge", "smollm2-135m", "--dtype", "float32", "--ragtruth", "/nonexistent.jsonl", "--claims", "3",
+            "--rounds", "1",
+        ]
+    )
     assert summary["claims"] >= 2 and summary["ratio"] > 0
     assert summary["max_diff"] < 1e-4  # sharing the prefix changes the cost, not the scores
     assert "| shared prefix |" in capsys.readouterr().out

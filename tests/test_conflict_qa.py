@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import needs_data, shared_data_dir
 
 from benchmarks.conflict_set import answer_kind, asked_for, build_conflict_set, contains_answer, swap
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = shared_data_dir()
 
 
 def test_answers_are_typed_by_their_surface_form():
@@ -46,7 +46,7 @@ def test_answers_are_matched_as_whole_normalised_words():
     assert not contains_answer("anything", "")
 
 
-@pytest.mark.skipif(not (DATA / "halueval" / "qa.jsonl").exists(), reason="needs ../shared/data (HaluEval)")
+@needs_data("halueval/qa.jsonl")
 def test_the_set_is_fixed_by_its_range_and_seed_and_never_gives_the_original_away():
     a = build_conflict_set(DATA / "halueval", 6000, 40)
     assert len(a) == 40 and [i.id for i in a] == [i.id for i in build_conflict_set(DATA / "halueval", 6000, 40)]
@@ -57,7 +57,7 @@ def test_the_set_is_fixed_by_its_range_and_seed_and_never_gives_the_original_awa
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (DATA / "halueval" / "qa.jsonl").exists(), reason="needs ../shared/data (HaluEval)")
+@needs_data("halueval/qa.jsonl")
 def test_conflict_benchmark_smoke(tmp_path):
     """benchmarks.conflict_qa end to end with SmolLM2 on two questions, resumed on a second call."""
     from benchmarks import conflict_qa

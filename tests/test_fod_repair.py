@@ -7,12 +7,13 @@ import math
 
 import pytest
 import torch
+from conftest import needs_data, shared_data_dir
+from mock_lm import ScriptedLM, make_word_tokenizer
 
 from features.degeneracy import degeneracy, degenerate_flags
 from fod.generator import FODGenerator
 from fod.results import ABSTAIN_TEXT
 from fod.steering import js_divergence, steered_logits
-from mock_lm import ScriptedLM, make_word_tokenizer
 from syncheck.decoding import Decoding
 from syncheck.models import load_model
 from syncheck.scorer import Scorer
@@ -117,8 +118,10 @@ def _fallback_fod():
     return make(script)
 
 
-@pytest.mark.parametrize("fallback, text, by", [("tau1", "Good. Bad.", "fallback:tau1"), ("best", "Good. Bad.", "fallback:best"),
-                                                ("prefix", "Good.", None)])
+@pytest.mark.parametrize(
+    "fallback, text, by",
+    [("tau1", "Good. Bad.", "fallback:tau1"), ("best", "Good. Bad.", "fallback:best"), ("prefix", "Good.", None)],
+)
 def test_fallback_when_every_candidate_is_pruned(fallback, text, by):
     fod = _fallback_fod()
     # London named in the context: the flagged sentence is low-scoring, not off the subject (which would end the answer)
@@ -162,7 +165,11 @@ def test_degenerate_flags_are_the_same_live_and_offline():
     fod = _looping_fod()
     live = fod.monitor.generate(question="Q?", context=CONTEXT, decoding={"max_new_tokens": 6})
     offline = fod.scorer.score(question="Q?", context=CONTEXT, response=live.text)
-    assert [s.degenerate for s in live.sentences] == [s.degenerate for s in offline.sentences] == [None, "repeat", "repeat"]
+    assert (
+        [s.degenerate for s in live.sentences]
+        == [s.degenerate for s in offline.sentences]
+        == [None, "repeat", "repeat"]
+    )
     assert offline.to_json()["sentences"][1]["degenerate"] == "repeat"
 
 
@@ -192,11 +199,11 @@ def test_invalid_settings_say_what_is_allowed():
             fod.generate(question="Q?", context="c", decoding=sampled(), **kw)
 
 
-DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = shared_data_dir()
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (DATA / "ragtruth" / "dev.jsonl").exists(), reason="needs ../shared/data (RAGTruth dev)")
+@needs_data("ragtruth/dev.jsonl")
 def test_table2_benchmark_smoke(tmp_path, capsys):
     """benchmarks.fod_table2 end to end on one context per task with SmolLM2, resumed on a second call."""
     from benchmarks import fod_table2
@@ -249,9 +256,19 @@ def test_beam_search_keeps_every_beam_within_the_token_budget():
     fod = make(script)
     tok = fod.scorer.lm.tokenizer
     for seed in range(4):
-        res = fod.generate(question="Q?", context=CONTEXT, decoding=Decoding(max_new_tokens=10, do_sample=True, seed=seed),
-                           tau1=0.5, tau2=0.7, search="beam", cut="sentence", steer="none", num_samples=6, num_beams=2,
-                           stop_degenerate=False)
+        res = fod.generate(
+            question="Q?",
+            context=CONTEXT,
+            decoding=Decoding(max_new_tokens=10, do_sample=True, seed=seed),
+            tau1=0.5,
+            tau2=0.7,
+            search="beam",
+            cut="sentence",
+            steer="none",
+            num_samples=6,
+            num_beams=2,
+            stop_degenerate=False,
+        )
         assert res.trace["backtrack"] is not None
         assert len(tok(res.text, add_special_tokens=False)["input_ids"]) <= 10, res.text
 
@@ -333,8 +350,10 @@ def test_finished_candidates_leave_the_batch_and_no_candidate_changes(monkeypatc
     from syncheck.live.engine import LiveEngine
 
     def script(text, has_context):  # candidates of 2 and 5 tokens: the long ones sample again after the short finish
-        table = {"": {"Good": 1.0}, "Good.": {" London": 0.4, " Paris": 0.2, " The": 0.4}, "Good. The": {" answer": 1.0},
-                 "Good. The answer": {" is": 1.0}, "Good. The answer is": {" Paris": 0.5, " Meh": 0.5}}
+        table = {
+            "": {"Good": 1.0}, "Good.": {" London": 0.4, " Paris": 0.2, " The": 0.4}, "Good. The": {" answer": 1.0},
+            "Good. The answer": {" is": 1.0}, "Good. The answer is": {" Paris": 0.5, " Meh": 0.5},
+        }
         if text in table:
             return table[text]
         return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_data, shared_data_dir
 
 from benchmarks.halueval.pairs import answer_sentence, build_pairs, make_pair
 from benchmarks.halueval.sentence_set import build_sentence_set, make_sentence_example, repair_knowledge
 from benchmarks.halueval.spans import compatible, name_runs, span_shape
 from benchmarks.halueval.splits import is_test, split_items
-from syncheck.stats import bootstrap_auroc
 from features.sentences import split_sentences
+from syncheck.stats import bootstrap_auroc
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "halueval"
-needs_data = pytest.mark.skipif(not (DATA_DIR / "qa.jsonl").exists(), reason=f"HaluEval not found at {DATA_DIR}")
+DATA_DIR = shared_data_dir() / "halueval"
+needs_qa = needs_data("halueval/qa.jsonl")
 
 KNOWLEDGE = (
     "Arthur's Magazine (1844–1846) was an American literary periodical published in Philadelphia in the 19th century. "
@@ -64,7 +64,11 @@ def test_distractor_has_the_answers_shape_is_in_the_context_and_is_never_the_ans
     assert d in KNOWLEDGE and answer in KNOWLEDGE
     assert compatible(d, answer)  # not the answer, not inside it, no shared content word
     # as close in length as any same-shape stand-in in the text
-    others = [c for c in (r.text for r in name_runs(KNOWLEDGE)) if compatible(c, answer)] if span_shape(answer) == "name" else []
+    others = (
+        [c for c in (r.text for r in name_runs(KNOWLEDGE)) if compatible(c, answer)]
+        if span_shape(answer) == "name"
+        else []
+    )
     if others:
         assert abs(len(d) - len(answer)) == min(abs(len(c) - len(answer)) for c in others)
     good, bad = pair.examples()
@@ -100,7 +104,7 @@ def test_pairs_are_seeded_and_reproducible():
     assert a == b
 
 
-@needs_data
+@needs_qa
 def test_pairs_on_halueval_keep_lengths_close():
     pairs = build_pairs(DATA_DIR, limit=200)
     assert len(pairs) > 100
@@ -158,7 +162,7 @@ def test_too_short_knowledge_gives_no_example():
     assert make_sentence_example("qa", 0, "One sentence. Two sentences.", "Q") is None
 
 
-@needs_data
+@needs_qa
 def test_sentence_set_on_halueval():
     xs = build_sentence_set(DATA_DIR, limit=60)
     assert len(xs) > 10 and {x.subset for x in xs} <= {"qa", "dialogue"}
@@ -191,7 +195,7 @@ def test_bootstrap_auroc_with_groups():
 
 # ---------------------------------------------------------------------------- end to end
 @pytest.mark.slow
-@needs_data
+@needs_qa
 def test_benchmark_runs_end_to_end(tmp_path):
     from benchmarks.halueval.pipeline import BenchConfig, load_scored
     from benchmarks.halueval.run import main
@@ -199,10 +203,13 @@ def test_benchmark_runs_end_to_end(tmp_path):
     results_md = tmp_path / "RESULTS.md"
     results_md.write_text("# R\n\n## HaluEval: aggregators and baselines\n\n_pending_\n\n## Next\n\nkeep\n")
     work = tmp_path / "work"
-    summary = main([
-        "--data-dir", str(DATA_DIR), "--work-dir", str(work), "--limit", "4", "--summarization-limit", "0",
-        "--ablation-seeds", "1", "--bootstrap", "50", "--results-md", str(results_md), "--json", str(tmp_path / "r.json"),
-    ])
+    summary = main(
+        [
+            "--data-dir", str(DATA_DIR), "--work-dir", str(work), "--limit", "4", "--summarization-limit", "0",
+            "--ablation-seeds", "1", "--bootstrap", "50", "--results-md", str(results_md), "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     rows = {(r["row"], r["set"]) for r in summary["results"]}
     assert ("SynCheck-MLP", "pairs") in rows and ("response length (trivial)", "qa") in rows
     assert ("meta-classifier (RAGulator)", "dialogue") in rows and ("SynCheck-LR", "sentences") in rows

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import shared_data
 
 from syncheck.provenance import (
     ProvenanceChecker,
@@ -21,15 +21,6 @@ from syncheck.provenance import (
 )
 
 CHUNKS = ["Paris is the capital of France.", "Bananas are yellow.", "France borders Spain.", "The sky is blue."]
-
-
-def shared_data(*files: str) -> Path:
-    """``../shared/data``, or skip the test when one of ``files`` (relative to it) is not there."""
-    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    missing = [f for f in files if not (shared / f).exists()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not found under {shared}")
-    return shared
 
 
 class FixedRelevance:
@@ -105,7 +96,9 @@ def test_best_source_is_the_best_supporting_selected_chunk():
 
 
 def test_claim_prompt_text():
-    assert claim_prompt("Who wrote Hamlet?", "Shakespeare.") == "The answer to question Who wrote Hamlet? is Shakespeare."
+    assert (
+        claim_prompt("Who wrote Hamlet?", "Shakespeare.") == "The answer to question Who wrote Hamlet? is Shakespeare."
+    )
     assert claim_prompt("What is the capital of France?", " Paris ") == (
         "The answer to question What is the capital of France? is Paris."
     )
@@ -121,7 +114,9 @@ def test_relevance_probabilities_are_a_tempered_softmax():
 
 
 def test_split_context():
-    assert split_context("Paris is big. It is old.\n\nRome is older") == ["Paris is big.", "It is old.", "Rome is older"]
+    assert split_context("Paris is big. It is old.\n\nRome is older") == [
+        "Paris is big.", "It is old.", "Rome is older",
+    ]
     assert split_context(["chunk one", "  ", "chunk two "]) == ["chunk one", "chunk two"]
 
 
@@ -136,14 +131,18 @@ def test_checker_end_to_end_with_hand_values():
     assert [s.weight for s in result.sources] == pytest.approx([2 / 3, 1 / 3])
     assert result.factuality == pytest.approx(2 / 3 * 0.9 + 1 / 3 * 0.4)
     assert result.best_source == 0
-    assert nli.calls == [([CHUNKS[0], CHUNKS[2]], ["The answer to question What is the capital of France? is Paris."] * 2)]
+    assert nli.calls == [
+        ([CHUNKS[0], CHUNKS[2]], ["The answer to question What is the capital of France? is Paris."] * 2)
+    ]
     row = result.to_json()
     assert set(row) == {"id", "factuality", "sources", "best_source", "error"}
     assert row["sources"][1] == {"index": 2, "weight": pytest.approx(1 / 3), "support": pytest.approx(0.4)}
     json.dumps(row)
 
     answer_only = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, claim="answer", premise="each")
-    assert answer_only.check(question="What is the capital of France?", context=CHUNKS, answer=" Paris ").claim == "Paris"
+    assert (
+        answer_only.check(question="What is the capital of France?", context=CHUNKS, answer=" Paris ").claim == "Paris"
+    )
     assert nli.calls[-1][1] == ["Paris", "Paris"]
 
     top2_min = ProvenanceChecker(relevance=relevance, nli=nli, top_k=2, aggregation="min", premise="each")
@@ -156,9 +155,12 @@ def test_joined_premise_checks_the_selected_sources_once_in_context_order():
     nli = FixedSupport({CHUNKS[0]: 0.9, CHUNKS[2]: 0.4, joined: 0.7})
     checker = ProvenanceChecker(relevance=relevance, nli=nli, top_p=0.8, premise="joined")
     result = checker.check(question="What is the capital of France?", context=CHUNKS, answer="Paris")
-    assert result.error is None and nli.calls == [([joined], ["The answer to question What is the capital of France? is Paris."])]
+    assert result.error is None and nli.calls == [([joined], ["The answer to question What is the capital of France? "
+                                                              "is Paris."])]
     assert result.factuality == pytest.approx(0.7)  # not max(0.9, 0.4): one premise, one support
-    assert [s.index for s in result.sources] == [0, 2] and [s.support for s in result.sources] == pytest.approx([0.7, 0.7])
+    assert [s.index for s in result.sources] == [0, 2] and [s.support for s in result.sources] == pytest.approx(
+        [0.7, 0.7]
+    )
     assert result.best_source == 0  # equal supports: the most relevant source
 
 
@@ -193,7 +195,8 @@ def test_checker_errors_come_back_in_the_result():
     checker = ProvenanceChecker(relevance="bm25", nli="lexical")
     assert "empty context" in checker.check(question="q?", context=[], answer="Paris").error
     assert "empty answer" in checker.check(question="q?", context=CHUNKS, answer="  ").error
-    ok = checker.check(question="What is the capital of France?", context=" ".join(CHUNKS), answer="Paris is the capital.")
+    ok = checker.check(question="What is the capital of France?", context=" ".join(CHUNKS), answer="Paris is the "
+                                                                                                   "capital.")
     assert ok.error is None and 0.0 <= ok.factuality <= 1.0
 
 
@@ -274,8 +277,12 @@ def test_provenance_check_benchmark_smoke(tmp_path):
     shared = shared_data("halueval/qa.jsonl")
     results = tmp_path / "RESULTS.md"
     joined = VARIANTS.index(Variant("joined", "TopK 3", "question", "verdict"))  # FOD's final check
-    out = main(["--halueval-dir", str(shared / "halueval"), "--sets", "pairs,dialogue", "--start", "2000", "--limit", "3",
-                "--variants", f"0,{joined}", "--bootstrap", "20", "--results-md", str(results)])
+    out = main(
+        [
+            "--halueval-dir", str(shared / "halueval"), "--sets", "pairs,dialogue", "--start", "2000", "--limit", "3",
+            "--variants", f"0,{joined}", "--bootstrap", "20", "--results-md", str(results),
+        ]
+    )
     assert set(out) == {"pairs", "dialogue"}
     assert {VARIANTS[0].name, VARIANTS[joined].name} < set(out["pairs"])
     assert all(0 <= row[0] <= 1 for row in out["dialogue"].values())
