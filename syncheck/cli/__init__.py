@@ -18,7 +18,8 @@ from syncheck.cli.train import train
 
 
 def installed_version() -> str:
-    """The installed distribution's version (pyproject's), or ``syncheck.__version__`` when syncheck is not installed."""
+    """The installed distribution's version (pyproject's), or ``syncheck.__version__`` when syncheck is not
+    installed."""
     try:
         return metadata.version("syncheck")
     except metadata.PackageNotFoundError:
