@@ -168,7 +168,7 @@ def test_unseen_tables_put_each_score_beside_the_trivial_baselines():
         label = i % 2
         sents = [
             {
-                "text": "x" * int(rng.integers(5, 50)), "score": float(rng.random()),
+                "chars": int(rng.integers(5, 50)), "score": float(rng.random()),
                 "final_score": float(rng.random()) * 0.5 + 0.5 * label, "label": label, "overlap": float(rng.random()),
             }
             for _ in range(3)

@@ -15,6 +15,7 @@ trained on it).
 - 95% intervals: percentile bootstrap over source documents.
 
 Resumable: scored rows go to ``--out`` as JSON lines, one per response, and a rerun scores only the missing ones.
+The rows hold scores, labels and lengths, never the responses' text (RAGTruth is not redistributed here).
 
     python -m benchmarks.ragtruth.unseen --data ../shared/data/ragtruth/dev_extra.jsonl \\
         --out benchmarks/runs/ragtruth_dev_extra_smollm2.jsonl
@@ -55,7 +56,7 @@ def score_rows(records: Sequence[RAGTruthRecord], scorer, out: Path) -> list[dic
             row = {"id": rec.id, "source_id": rec.source_id, "task": rec.task, "writer": rec.model,
                    "label": rec.label, "error": res.error, "response_score": res.response_score,
                    "words": len(rec.response.split()), "overlap": word_overlap(rec.context, rec.response),
-                   "sentences": [{"text": s.text, "start": s.start, "end": s.end, "score": s.score,
+                   "sentences": [{"chars": len(s.text), "start": s.start, "end": s.end, "score": s.score,
                                   "final_score": s.final_score, "label": lab,
                                   "overlap": word_overlap(rec.context, s.text)}
                                  for s, lab in zip(res.sentences, labels)]}
@@ -109,7 +110,7 @@ def tables(rows: Sequence[dict], n_boot: int) -> str:
         g = [src for _, src in sents]
         cols = [_auc(y, [s["final_score"] for s, _ in sents], g, n_boot),
                 _auc(y, [s["score"] for s, _ in sents], g, n_boot),
-                _auc(y, [-len(s["text"]) for s, _ in sents], g, n_boot),
+                _auc(y, [-s["chars"] for s, _ in sents], g, n_boot),
                 _auc(y, [s["overlap"] for s, _ in sents], g, n_boot)]
         lines.append(f"| {task} | {len(y)} ({len(y) - sum(y)}) | " + " | ".join(map(_fmt, cols)) + " |")
     lines += ["", "Response AUROC (unfaithful = any annotated span; lengths in their better direction on these rows):",
