@@ -228,7 +228,7 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
     from syncheck.prompts import format_context
     from syncheck.results import decode_vectors
 
-    X, H, y, groups, chars, overlap, task, record = [], [], [], [], [], [], [], []
+    X, H, y, groups, chars, words, overlap, task, record = [], [], [], [], [], [], [], [], []
     for k, (rec, row) in enumerate(zip(records, rows)):
         if row.get("error") is not None or not row.get("sentences"):
             skipped.append(f"id {rec.record.id}: {row.get('error') or 'no sentences'}")
@@ -247,6 +247,7 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
             y.append(label)
             groups.append(rec.group)
             chars.append(len(s["text"]))
+            words.append(len(s["text"].split()))
             overlap.append(word_overlap(context, s["text"]))
             task.append(rec.task or "all")
             record.append(k)
@@ -255,7 +256,8 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
     return {
         "X": np.asarray(X, dtype=np.float64), "hidden": np.stack(H).astype(np.float64),
         "y": np.asarray(y, dtype=np.int64), "groups": np.asarray(groups), "chars": np.asarray(chars, dtype=np.float64),
-        "overlap": np.asarray(overlap, dtype=np.float64), "task": np.asarray(task),
+        "words": np.asarray(words, dtype=np.float64), "overlap": np.asarray(overlap, dtype=np.float64),
+        "task": np.asarray(task),
         "record": np.asarray(record, dtype=np.int64),
     }
 
@@ -313,6 +315,13 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
 
     learned = out_of_fold(fit_predict, y, groups, seed=seed, fill=0.5)
     signals = {label + "learned verdict (held out)": learned, label + "min of sentence scores": np.nanmin(X, axis=1)}
+    if not label:  # the trivial baselines on the same responses, once
+        words = np.asarray([table["words"][at[r]].sum() for r in records])
+        signals.update({
+            "answer length in words (trivial; fewer = faithful)": -words,
+            "sentences (trivial; fewer = faithful)": -np.asarray([len(at[r]) for r in records], dtype=np.float64),
+            "word overlap with the context (trivial; sentence mean)": np.asarray(
+                [table["overlap"][at[r]].mean() for r in records])})
     rows = _auroc_rows(y, groups, task, signals, seed, level="response")
     save_response_model(ResponseVerdict(tau=tau).fit(X, y), out, {
         "data": "every calibration record's out-of-fold sentence scores (5 folds grouped by source document)",

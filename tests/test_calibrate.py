@@ -205,7 +205,10 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
     assert verdict["training"]["responses"] == 24 and verdict["params"]["tau"] == meta["decoding"]["tau1"]
     response_rows = {r["name"] for r in result.heldout if r.get("level") == "response"}
     assert response_rows == {"learned verdict (held out)", "min of sentence scores",
-                             "final: learned verdict (held out)", "final: min of sentence scores"}
+                             "final: learned verdict (held out)", "final: min of sentence scores",
+                             "answer length in words (trivial; fewer = faithful)",
+                             "sentences (trivial; fewer = faithful)",
+                             "word overlap with the context (trivial; sentence mean)"}
     assert "response: learned verdict (held out)" in result.summary()
     # and the final (whole-answer) model with its own verdict, read by a Scorer as the stacked default's is
     final_meta = json.loads((tmp_path / "cal" / "final" / "meta.json").read_text())
