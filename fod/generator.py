@@ -374,8 +374,11 @@ class _Run:
         if self.decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens:
             return None
         pending = row.pending_sentences(final)
-        end = pending[-1][2] if pending else len(row.ids) if len(row.ids) - row.kl_done >= CHECK_EVERY else None
-        if end is None:
+        if pending:
+            end = pending[-1][2]  # the finished sentences
+        elif len(row.ids) - row.kl_done >= CHECK_EVERY:
+            end = len(row.ids)  # the last CHECK_EVERY tokens of a sentence still being drafted
+        else:
             return None
         start, skip = row.kl_done, max(0, self.steered_upto - row.kl_done)
         probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, self.decode, skip)  # noqa: E731

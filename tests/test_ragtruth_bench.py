@@ -181,3 +181,37 @@ def test_unseen_tables_put_each_score_beside_the_trivial_baselines():
     assert "40 of 41 responses scored" in text
     qa = [line for line in text.splitlines() if line.startswith("| QA |")]
     assert len(qa) == 2 and qa[1].count("|") == 10  # sentence row, response row with its paired difference
+
+
+def test_the_paired_auroc_difference_is_the_difference_of_the_two_aurocs_with_a_grouped_interval():
+    from sklearn.metrics import roc_auc_score
+
+    from syncheck.stats import bootstrap_auroc_difference
+
+    rng = np.random.default_rng(1)
+    y = np.tile([0, 1], 40)
+    a, b = y + rng.normal(0, 0.8, 80), y + rng.normal(0, 2.0, 80)
+    diff, lo, hi = bootstrap_auroc_difference(y, a, b, n=200, groups=np.arange(80) // 4)
+    assert diff == pytest.approx(roc_auc_score(y, a) - roc_auc_score(y, b)) and lo <= diff <= hi
+    assert bootstrap_auroc_difference(y, a, a, n=50) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="one length"):
+        bootstrap_auroc_difference(y, a, b[:-1])
+
+
+def test_unseen_scoring_resumes_past_a_half_written_line(tmp_path):
+    """A run killed mid-write leaves a partial last line: the rerun drops it and scores that record again."""
+    from types import SimpleNamespace
+
+    from benchmarks.ragtruth.data import RAGTruthRecord
+    from benchmarks.ragtruth.unseen import score_rows
+
+    recs = [RAGTruthRecord(str(i), f"s{i}", "QA", "m", "Q?", "Paris is in France.", "Paris is in France.", ())
+            for i in range(2)]
+    sent = SimpleNamespace(text="Paris is in France.", start=0, end=19, score=0.9, final_score=0.8)
+    scorer = SimpleNamespace(score=lambda **kw: SimpleNamespace(sentences=[sent], error=None, response_score=0.7))
+    out = tmp_path / "rows.jsonl"
+    first = score_rows(recs[:1], scorer, out)
+    out.write_bytes(out.read_bytes() + b'{"id": "1", "sour')
+    rows = score_rows(recs, scorer, out)
+    assert [r["id"] for r in rows] == ["0", "1"] and rows[0] == first[0]
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["0", "1"]

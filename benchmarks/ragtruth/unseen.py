@@ -35,8 +35,8 @@ from tqdm import tqdm
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision as word_overlap
-from syncheck.jsonl import iter_jsonl
-from syncheck.stats import bootstrap_auroc
+from syncheck.io import complete_rows
+from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 
 TITLE = "The shipped default on RAGTruth responses never trained or chosen on"
 
@@ -45,8 +45,10 @@ def score_rows(records: Sequence[RAGTruthRecord], scorer, out: Path) -> list[dic
     """One row per record (scored now or read back from ``out``), in record order."""
     done: dict[str, dict] = {}
     if out.exists():
-        for row in iter_jsonl(out):
-            done[row["id"]] = row
+        rows, end = complete_rows(out)  # a line half-written when a run was killed is dropped
+        done = {row["id"]: row for row in rows}
+        with out.open("r+b") as fh:
+            fh.truncate(end)
     todo = [r for r in records if r.id not in done]
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a", encoding="utf-8") as fh:
@@ -72,21 +74,6 @@ def _auc(labels, scores, groups, n_boot: int, better_direction: bool = False) ->
         auc, lo, hi = bootstrap_auroc(labels, -np.asarray(scores, dtype=float), n=n_boot, groups=groups)
         return auc, lo, hi, " (flipped: longer = faithful)"
     return auc, lo, hi, ""
-
-
-def _paired_diff(labels, a, b, groups, n_boot: int, seed: int = 0) -> tuple[float, float, float]:
-    """AUROC(a) - AUROC(b) on the same rows, with a 95% interval resampling whole source documents."""
-    from sklearn.metrics import roc_auc_score
-
-    y, a, b, g = (np.asarray(v) for v in (labels, a, b, groups))
-    point = roc_auc_score(y, a) - roc_auc_score(y, b)
-    members = [np.flatnonzero(g == k) for k in np.unique(g)]
-    rng, diffs = np.random.default_rng(seed), []
-    while len(diffs) < n_boot:
-        idx = np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
-        if len(np.unique(y[idx])) == 2:
-            diffs.append(roc_auc_score(y[idx], a[idx]) - roc_auc_score(y[idx], b[idx]))
-    return point, float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))
 
 
 def _fmt(a: tuple) -> str:
@@ -132,7 +119,8 @@ def tables(rows: Sequence[dict], n_boot: int) -> str:
                 _auc(y, [-len(r["sentences"]) for r in rs], g, n_boot, better_direction=True),
                 _auc(y, [r["overlap"] for r in rs], g, n_boot)]
         sign = -1.0 if cols[3][3] else 1.0  # length as the column above scored it (in its better direction)
-        d = _paired_diff(y, [r["response_score"] for r in rs], [-sign * r["words"] for r in rs], g, n_boot)
+        d = bootstrap_auroc_difference(y, [r["response_score"] for r in rs], [-sign * r["words"] for r in rs],
+                                       n=n_boot, groups=g)
         lines.append(f"| {task} | {len(y)} ({len(y) - sum(y)}) | " + " | ".join(map(_fmt, cols))
                      + f" | {d[0]:+.3f} [{d[1]:+.2f}, {d[2]:+.2f}] |")
     return "\n".join(lines) + "\n"
