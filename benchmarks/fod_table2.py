@@ -9,10 +9,12 @@ Contexts (the question and the documents only; stored answers are never read):
 
 Methods: greedy, abstain, rerank, CAD, AdaCAD, FOD backtrack-only, FOD as the paper's Algorithm 1 (``fod-paper``:
 sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
-token-level backtrack, AdaCAD-steered candidates, repair search, ``tau1`` fallback, degenerate stop), and one
+greedy phases on CAD's tokens checked every few tokens, token-level backtrack, AdaCAD-steered candidates, repair
+search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
 ``fod-beam``, ``fod-no-meta``, ``fod-cad``: CAD-steered candidates, ``fod-s12``: 12 samples, ``fod-greedy-decode``:
-plain greedy phases instead of AdaCAD's tokens, ``fod-cad-decode``: CAD's tokens (fixed alpha) instead of AdaCAD's,
+plain greedy phases instead of CAD's tokens, ``fod-adacad-decode``: AdaCAD's tokens (alpha from the step's
+divergence) instead of CAD's, ``fod-cad-decode``: CAD's tokens named explicitly (the default, kept for older runs),
 ``fod-t10``: candidates at the paper's temperature 1.0 instead of 0.7, ``fod-specifics``: a sentence naming what the
 context lacks is flagged too, and their combinations).
 
@@ -77,6 +79,7 @@ FOD_VARIANTS = {
     "fod-specifics-t10": {"flag_specifics": True, "temperature": 1.0},
     "fod-specifics-t10-greedy-decode": {"flag_specifics": True, "temperature": 1.0, "decode": "greedy"},
     "fod-cad-decode": {"decode": "cad"},
+    "fod-adacad-decode": {"decode": "adacad"},
     "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
 }
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
