@@ -1,26 +1,29 @@
 """Load on ``syncheck serve``: throughput and latency at several concurrencies, beside ``Monitor`` run sequentially.
 
-The same requests (distinct questions over one set of documents, greedy, ``--tokens`` new tokens at most, method
-``monitor``) are sent by the official ``openai`` client as streams, ``--requests`` of them at each concurrency
-(1, 4, 8 by default), to a server started in a subprocess on loopback with ``--max-concurrent`` equal to the
-largest concurrency. The baseline runs the same requests one after another through
-:meth:`syncheck.monitor.Monitor.steps` in this process, with the same scorer settings, timed the same way: time
+The same requests (distinct questions over one set of documents, or over ``--doc-sets K`` sets in turn; greedy,
+``--tokens`` new tokens at most, method ``monitor``) are sent by the official ``openai`` client as streams,
+``--requests`` of them at each concurrency (1, 4, 8 by default), to a server started in a subprocess on loopback
+with ``--max-concurrent`` equal to the largest concurrency. The baseline runs the same requests one after another
+through :meth:`syncheck.monitor.Monitor.steps` in this process, with the same scorer settings, timed the same way: time
 to the first token, to the first sentence event, and to the end. Phases never overlap (the server is idle while
-the baseline runs).
+the baseline runs). With more requests than the concurrency (``--requests 32 --concurrency 8``), freed slots
+refill: each client thread sends the next request as its stream ends, as a server in use sees.
 
 The phases are interleaved and repeated, as in ``benchmarks.monitor_overhead``: each of ``--rounds`` rounds runs
 the baseline and then every concurrency level, so a machine that drifts during the run moves both sides of a ratio
 alike. Each ratio is taken within its round, and the table prints the median over rounds with the spread
-(lowest-highest) beside it: a spread wider than the effect means the run says nothing.
+(lowest-highest) beside it: a spread wider than the effect means the run says nothing. Each round's figures are
+printed as it ends, so a run cut short still leaves its finished rounds.
 
 Usage::
 
     .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
-    [--rounds 3] [--with-fod] [--ray-replicas 2 [--replica-cpus 1]]
+    [--rounds 3] [--doc-sets 1] [--with-fod] [--ray-replicas 2 [--replica-cpus 1]]
 
 ``--ray-replicas N`` also serves the model as N Ray Serve replicas (``syncheck serve --replicas N``, the
 ``serve-ray`` extra) and runs every level against them in the same rounds; the last column then gives the share of
-its requests served by the replica that served the first request over the same documents (document affinity).
+its requests served by the replica that served the first request over the same documents (document affinity,
+counted per document set), and in brackets how many distinct replicas served the sets' first requests.
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
@@ -54,18 +57,78 @@ QUESTIONS = [
     "Where did the canal lead?", "When did the last commercial barge unload?", "What runs from the Marlowe Basin?",
     "Why did the canal lose its traffic?", "How many locks does the canal have?", "What did the mills produce?",
 ]
+#: Document sets with their questions, of about the same length; ``--doc-sets K`` cycles through the first K.
+DOCUMENT_SETS: list[tuple[list[str], list[str]]] = [
+    (DOCUMENTS, QUESTIONS),
+    ([
+        "The Harrow Point lighthouse was first lit in 1868. Its 31 m granite tower was designed by the engineer "
+        "Edith Calloway, and its lamp could be seen 24 km out to sea on a clear night.",
+        "Keepers lived at the station until 1964, when the light was automated; the keepers' cottages became a "
+        "museum in 1991 and hold the original Fresnel lens.",
+        "The lighthouse is open to visitors from April to October, and about 18,000 people climb its 132 steps "
+        "each year.",
+    ], [
+        "When was the lighthouse first lit?", "Who designed the tower?", "How tall is the tower?",
+        "How far could the lamp be seen?", "When was the light automated?", "What is in the museum?",
+        "How many steps does the tower have?", "When is the lighthouse open?", "How many people visit each year?",
+        "What is the tower built of?", "When did the cottages become a museum?", "Who lived at the station?",
+    ]),
+    ([
+        "The Orrin Valley observatory opened in 1931 on a ridge 1,420 m above sea level. Its main telescope, a 1.2 m "
+        "reflector, was built by the Tamsin optical works and paid for by the Halden family.",
+        "In 1957 the observatory tracked the first artificial satellites, and from 1972 it ran a survey of variable "
+        "stars that catalogued 6,300 of them.",
+        "Since 2005 it has been run by the regional university, which opens the dome to the public on the first "
+        "Friday of each month.",
+    ], [
+        "When did the observatory open?", "How high is the ridge?", "How large is the main telescope?",
+        "Who built the telescope?", "Who paid for the telescope?", "What did it track in 1957?",
+        "How many variable stars were catalogued?", "Who runs the observatory now?", "When is the dome open?",
+        "When did the survey start?", "Where is the observatory?", "What kind of telescope is the main one?",
+    ]),
+]
 
 
-def _stream_request(base_url: str, question: str, tokens: int) -> dict[str, Any]:
+def workload(requests: int, doc_sets: int = 1) -> list[tuple[str, list[str], int]]:
+    """The requests of one level, in sending order: ``(question, documents, set index)``, interleaving the first
+    ``doc_sets`` document sets (request ``i`` is over set ``i % doc_sets``, and asks that set's questions in turn)."""
+    if not 1 <= doc_sets <= len(DOCUMENT_SETS):
+        raise ValueError(f"--doc-sets must be between 1 and {len(DOCUMENT_SETS)}, got {doc_sets}")
+    out = []
+    for i in range(requests):
+        docs, questions = DOCUMENT_SETS[i % doc_sets]
+        out.append((questions[(i // doc_sets) % len(questions)], docs, i % doc_sets))
+    return out
+
+
+def affinity(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Document affinity of requests that name their replica (on Ray Serve), per document set: the share of the
+    requests over each set served by the replica that served that set's first request (pooled over sets), and how
+    many distinct replicas served the sets' first requests (the spread). Empty when no row names a replica."""
+    first: dict[int, str] = {}
+    same = served = 0
+    for r in rows:
+        if not r.get("replica"):
+            continue
+        owner = first.setdefault(r.get("doc_set", 0), r["replica"])
+        same += r["replica"] == owner
+        served += 1
+    if not served:
+        return {}
+    return {"same_replica_share": same / served, "first_replicas": float(len(set(first.values())))}
+
+
+def _stream_request(base_url: str, request: tuple[str, list[str], int], tokens: int) -> dict[str, Any]:
     import openai
 
+    question, documents, doc_set = request
     client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=600)
     t0 = time.perf_counter()
     first_token = first_sentence = replica = None
     n = 0
     stream = client.chat.completions.create(
         model="bench", messages=[{"role": "user", "content": question}], max_tokens=tokens, temperature=0,
-        stream=True, stream_options={"include_usage": True}, extra_body={"documents": DOCUMENTS})
+        stream=True, stream_options={"include_usage": True}, extra_body={"documents": documents})
     for chunk in stream:
         now = time.perf_counter() - t0
         if chunk.choices and chunk.choices[0].delta.content and first_token is None:
@@ -78,7 +141,7 @@ def _stream_request(base_url: str, question: str, tokens: int) -> dict[str, Any]
             n = chunk.usage.completion_tokens
     total = time.perf_counter() - t0
     return {"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total, "tokens": n,
-            "replica": replica}
+            "replica": replica, "doc_set": doc_set}
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -89,8 +152,6 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _summary(rows: list[dict[str, Any]], wall: float) -> dict[str, float]:
     tokens = sum(r["tokens"] for r in rows)
-    served = [r["replica"] for r in rows if r.get("replica")]
-    affinity = {"same_replica_share": sum(r == served[0] for r in served) / len(served)} if served else {}
     return {
         "requests": len(rows), "tokens": tokens, "wall_s": wall,
         "requests_per_s": len(rows) / wall, "tokens_per_s": tokens / wall,
@@ -99,18 +160,22 @@ def _summary(rows: list[dict[str, Any]], wall: float) -> dict[str, float]:
         "first_sentence_median_s": statistics.median(r["first_sentence"] for r in rows),
         "latency_median_s": statistics.median(r["total"] for r in rows),
         "latency_p95_s": _percentile([r["total"] for r in rows], 0.95),
-        **affinity,
+        **affinity(rows),
     }
 
 
-def run_server_level(base_url: str, questions: list[str], tokens: int, concurrency: int) -> dict[str, float]:
+def run_server_level(base_url: str, requests: list[tuple[str, list[str], int]], tokens: int,
+                     concurrency: int) -> dict[str, float]:
+    """Send ``requests`` with ``concurrency`` client threads: with more requests than threads, each thread takes the
+    next request as its stream ends, so the server's freed slots refill."""
     t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
-        rows = list(pool.map(lambda q: _stream_request(base_url, q, tokens), questions))
+        rows = list(pool.map(lambda req: _stream_request(base_url, req, tokens), requests))
     return _summary(rows, time.perf_counter() - t0)
 
 
-def run_level_beside_fod(base_url: str, questions: list[str], tokens: int, concurrency: int) -> dict[str, float]:
+def run_level_beside_fod(base_url: str, requests: list[tuple[str, list[str], int]], tokens: int,
+                        concurrency: int) -> dict[str, float]:
     """:func:`run_server_level` while one FOD request, forced to backtrack (``tau1`` 1), runs: the level starts once
     the FOD stream has started. ``fod_overlapped`` is 1 when FOD was still running when the level finished."""
     import openai
@@ -135,7 +200,7 @@ def run_level_beside_fod(base_url: str, questions: list[str], tokens: int, concu
     with ThreadPoolExecutor(1) as background:
         job = background.submit(fod)
         started.wait(600)
-        row = run_server_level(base_url, questions, tokens, concurrency)
+        row = run_server_level(base_url, requests, tokens, concurrency)
         level_end = time.perf_counter()
         job.result()
     row["fod_overlapped"] = float(finished[0] >= level_end)
@@ -153,15 +218,15 @@ class SequentialMonitor:
         self.monitor = Monitor(Scorer(model, **scorer_args), background_kl=False)
         self.monitor.generate(question=QUESTIONS[0], context=DOCUMENTS, decoding={"max_new_tokens": 4})  # warm-up
 
-    def run(self, questions: list[str], tokens: int) -> dict[str, float]:
+    def run(self, requests: list[tuple[str, list[str], int]], tokens: int) -> dict[str, float]:
         decoding = {"max_new_tokens": tokens}
         rows = []
         t_all = time.perf_counter()
-        for q in questions:
+        for q, documents, _ in requests:
             t0 = time.perf_counter()
             first_token = first_sentence = None
             n = 0
-            for step in self.monitor.steps(question=q, context=DOCUMENTS, decoding=decoding):
+            for step in self.monitor.steps(question=q, context=documents, decoding=decoding):
                 now = time.perf_counter() - t0
                 if step.text and first_token is None:
                     first_token = now
@@ -173,6 +238,15 @@ class SequentialMonitor:
             rows.append({"ttft": first_token or total, "first_sentence": first_sentence or total, "total": total,
                          "tokens": n})
         return _summary(rows, time.perf_counter() - t_all)
+
+
+def round_lines(k: int, this_round: dict[str, dict[str, float]], baseline: str) -> str:
+    """One line per setup of a finished round, printed at once, so a run cut short still leaves its rounds."""
+    base = this_round[baseline]["tokens_per_s"]
+    return "\n".join(
+        f"round {k}: {name}: {r['tokens_per_s']:.1f} tokens/s ({r['tokens_per_s'] / base:.2f}x baseline), TTFT median "
+        f"{r['ttft_median_s']:.2f} s, latency p50 / p95 {r['latency_median_s']:.2f} / {r['latency_p95_s']:.2f} s"
+        for name, r in this_round.items())
 
 
 def combine_rounds(rounds: list[dict[str, dict[str, float]]], baseline: str) -> dict[str, dict[str, float]]:
@@ -217,7 +291,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
-    ap.add_argument("--requests", type=int, default=8, help="requests per concurrency level (distinct questions)")
+    ap.add_argument("--requests", type=int, default=8,
+                    help="requests per concurrency level; more than --concurrency: freed slots refill")
+    ap.add_argument("--doc-sets", type=int, default=1,
+                    help=f"document sets the requests cycle through (1-{len(DOCUMENT_SETS)}); with --ray-replicas, "
+                         "document affinity is counted per set")
     ap.add_argument("--concurrency", default="1,4,8")
     ap.add_argument("--with-fod", action="store_true",
                     help="also run the largest level beside one FOD request, and compare the streams' TTFT")
@@ -231,7 +309,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     levels = [int(c) for c in args.concurrency.split(",")]
-    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(args.requests)]
+    try:
+        requests = workload(args.requests, args.doc_sets)
+    except ValueError as exc:
+        ap.error(str(exc))
     extra = (["--device", args.device] if args.device else []) + ["--dtype", args.dtype]
 
     from syncheck.serve.process import ServerProcess
@@ -249,33 +330,35 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                                        "--max-queue", "64", "--replicas", str(args.ray_replicas), "--ray",
                                        "--replica-cpus", str(args.replica_cpus), *extra,
                                        env={"PYTHONWARNINGS": "ignore"})
-            _stream_request(ray_server.base_url, questions[0], 4)  # warm-up
+            _stream_request(ray_server.base_url, requests[0], 4)  # warm-up
         base = server.base_url
-        _stream_request(base, questions[0], 4)  # warm-up
-        for _ in range(args.rounds):
-            this_round = {baseline_name: baseline.run(questions, args.tokens)}
+        _stream_request(base, requests[0], 4)  # warm-up
+        for k in range(args.rounds):
+            this_round = {baseline_name: baseline.run(requests, args.tokens)}
             for c in levels:
-                this_round[f"server, concurrency {c}"] = run_server_level(base, questions, args.tokens, c)
+                this_round[f"server, concurrency {c}"] = run_server_level(base, requests, args.tokens, c)
                 if ray_server is not None:
                     this_round[f"Ray Serve, {args.ray_replicas} replicas, concurrency {c}"] = run_server_level(
-                        ray_server.base_url, questions, args.tokens, c)
+                        ray_server.base_url, requests, args.tokens, c)
             if args.with_fod:
-                this_round[beside_fod] = run_level_beside_fod(base, questions, args.tokens, max(levels))
+                this_round[beside_fod] = run_level_beside_fod(base, requests, args.tokens, max(levels))
             rounds.append(this_round)
+            print(round_lines(k + 1, this_round, baseline_name), flush=True)
     finally:
         server.stop()
         if ray_server is not None:
             ray_server.stop()
     results = combine_rounds(rounds, baseline_name)
 
-    print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} (greedy, method monitor); "
+    print(f"\nmodel={args.model} requests={args.requests} over {args.doc_sets} document set(s) "
+          f"max_tokens={args.tokens} (greedy, method monitor); "
           f"{args.rounds} interleaved rounds, medians over rounds, ratios taken within each round")
     print("| setup | requests/s | tokens/s | x baseline tokens/s | spread over rounds | TTFT median (max), s "
-          "| first sentence median, s | latency p50 / p95, s | same replica |")
+          "| first sentence median, s | latency p50 / p95, s | same replica (sets' first replicas) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in [baseline_name] + [n for n in results if n != baseline_name]:
         r = results[name]
-        share = f"{r['same_replica_share']:.0%}" if "same_replica_share" in r else "-"
+        share = (f"{r['same_replica_share']:.0%} ({r['first_replicas']:.0f})" if "same_replica_share" in r else "-")
         print(f"| {name} | {r['requests_per_s']:.2f} | {r['tokens_per_s']:.1f} | {r['tokens_per_s_vs_baseline']:.2f} "
               f"| {r['tokens_per_s_vs_baseline_min']:.2f}-{r['tokens_per_s_vs_baseline_max']:.2f} "
               f"| {r['ttft_median_s']:.2f} ({r['ttft_max_s']:.2f}) | {r['first_sentence_median_s']:.2f} "
@@ -292,7 +375,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     from syncheck.passes import prompt_pair
 
     lm = baseline.monitor.scorer.lm
-    prompt_tokens = len(prompt_pair(lm, DOCUMENTS, questions[0], args.tokens).with_context)
+    question, documents, _ = requests[0]
+    prompt_tokens = len(prompt_pair(lm, documents, question, args.tokens).with_context)
     rates = decode_step_rates(lm, sorted({1, max(levels)}), prompt_tokens)
     print(f"\nbare decode step, {prompt_tokens}-token prompt (the ceiling of batching concurrent requests):")
     print("| batch | tokens/s | x batch 1 |")

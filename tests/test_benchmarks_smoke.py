@@ -130,6 +130,26 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
     assert "| server, concurrency 2 |" in capsys.readouterr().out
 
 
+def test_serve_load_interleaves_document_sets_and_counts_affinity_per_set():
+    from benchmarks.serve_load import DOCUMENT_SETS, affinity, round_lines, workload
+
+    one = workload(5)
+    assert [set_ for _, _, set_ in one] == [0] * 5 and len({q for q, _, _ in one}) == 5
+    three = workload(7, doc_sets=3)
+    assert [set_ for _, _, set_ in three] == [0, 1, 2, 0, 1, 2, 0]
+    assert all(docs is DOCUMENT_SETS[set_][0] and q in DOCUMENT_SETS[set_][1] for q, docs, set_ in three)
+    assert three[3][0] == DOCUMENT_SETS[0][1][1]  # each set asks its own questions in turn
+    with pytest.raises(ValueError, match="--doc-sets"):
+        workload(4, doc_sets=len(DOCUMENT_SETS) + 1)
+    # set 0 stays on replica a (3 of 3), set 1 starts on b and strays once (1 of 2): 4 of 5 pooled, 2 first replicas
+    rows = [{"replica": r, "doc_set": d} for r, d in [("a", 0), ("b", 1), ("a", 0), ("a", 1), ("a", 0)]]
+    assert affinity(rows) == {"same_replica_share": 0.8, "first_replicas": 2.0}
+    assert affinity([{"replica": None, "doc_set": 0}]) == {}
+    line = round_lines(2, {"base": {"tokens_per_s": 10.0, "ttft_median_s": 0.5, "latency_median_s": 1.0,
+                                    "latency_p95_s": 2.0}}, "base")
+    assert line.startswith("round 2: base: 10.0 tokens/s (1.00x baseline)") and "p50 / p95 1.00 / 2.00" in line
+
+
 def test_serve_load_ratios_are_taken_within_each_round():
     from benchmarks.serve_load import combine_rounds
 
