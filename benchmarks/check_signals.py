@@ -38,6 +38,7 @@ import numpy as np
 
 from benchmarks.provenance_check import SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
+from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign
 from syncheck.jsonl import iter_jsonl
@@ -86,6 +87,7 @@ def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, An
     todo = [e for e in examples if e.id not in done]
     if todo:
         scorer = Scorer(DEFAULT_MODEL)
+        stamp = run_stamp({"model": DEFAULT_MODEL, "batch": batch})
         cache.parent.mkdir(parents=True, exist_ok=True)
         with cache.open("a") as out:
             for i in range(0, len(todo), batch):
@@ -98,7 +100,7 @@ def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, An
                 for e, rec, res in zip(part, records, scorer.score_records(records)):
                     row = {"id": e.id, "group": e.group, "label": e.label, "context": rec.context,
                            "response": rec.response, "error": res.error, "response_score": res.response_score,
-                           "sentences": [s.to_json() for s in res.sentences]}
+                           "sentences": [s.to_json() for s in res.sentences], "run": stamp}
                     done[e.id] = row
                     out.write(json.dumps(row) + "\n")
                 print(f"  scored {min(i + batch, len(todo))} of {len(todo)}", file=sys.stderr, flush=True)

@@ -41,6 +41,7 @@ from benchmarks.conflict_set import ConflictItem, build_conflict_set, contains_a
 from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
+from benchmarks.run_stamp import run_stamp
 
 SECTION = "## FOD on knowledge-conflict QA"
 CONDITIONS = ("swapped", "original")
@@ -90,6 +91,7 @@ def run(args, items: list[ConflictItem], plan: list[tuple[str, str]]) -> None:
     from syncheck.aggregators.thresholds import resolve_threshold
 
     tau1 = resolve_threshold(scorer, "tau1", args.tau1)[0]
+    stamp = run_stamp(args)
     from tqdm import tqdm
 
     with open(args.out, "a", encoding="utf-8") as out:
@@ -111,6 +113,7 @@ def run(args, items: list[ConflictItem], plan: list[tuple[str, str]]) -> None:
                             "stop": tr.get("stop"), "repairs": tr.get("repairs"),
                             "backtracks": tr.get("backtracks"), "replacements": _replacements(tr),
                             "skipped_non_answers": tr.get("skipped_non_answers")})
+            row["run"] = stamp
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()
 

@@ -36,6 +36,8 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from benchmarks.run_stamp import run_stamp
+
 METHODS = ("greedy", "abstain", "rerank", "cad", "fod-bt", "fod")
 
 
@@ -187,6 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     results: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
     out = open(args.out, "w", encoding="utf-8") if args.out else None
+    stamp = run_stamp(args)
     for p, c in zip(pairs, cf):
         settings = [("original", p.context, p.answer, None)]
         if c is not None:
@@ -214,7 +217,8 @@ def main(argv: list[str] | None = None) -> dict:
                                           "question": p.question, "target": target, "text": res.text,
                                           "sentences": [{"text": s.text, "score": s.score} for s in res.sentences],
                                           "supported": supported, "seconds": dt,
-                                          "trace": res.trace}, ensure_ascii=False, default=str) + "\n")
+                                          "trace": res.trace, "run": stamp}, ensure_ascii=False,
+                                         default=str) + "\n")
     if out is not None:
         out.close()
 

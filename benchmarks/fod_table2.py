@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.fod_faithfulness import bootstrap_mean, bootstrap_paired_difference
+from benchmarks.run_stamp import run_stamp
 
 TASKS = ("QA", "Summary", "Data2txt", "HaluEval-QA")
 QUESTIONS = {"Summary": "Summarize the following news article.",
@@ -162,6 +163,7 @@ def run_generation(args, ctxs: list[dict], methods: list[str]) -> None:
         return
     scorer = Scorer(args.model, dtype=args.dtype, aggregator=args.aggregator)
     gens = build(scorer, methods)
+    stamp = run_stamp(args)
     from tqdm import tqdm
 
     with open(args.out, "a", encoding="utf-8") as out:
@@ -178,6 +180,7 @@ def run_generation(args, ctxs: list[dict], methods: list[str]) -> None:
                 "backtracked": bool(tr.get("backtrack")) if m in FOD_VARIANTS else None,
                 "repairs": tr.get("repairs"), "stop": tr.get("stop"),
                 "steps": [{"cut": s.get("cut"), "chosen_by": s.get("chosen_by")} for s in tr.get("steps", [])],
+                "run": stamp,
             }, ensure_ascii=False) + "\n")
             out.flush()
 
@@ -246,12 +249,13 @@ def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]]
         by_context[ctx].append((k, claim))
     judge = make_judge(spec, dtype)
     name = judge_dtype_name(dtype)
+    stamp = run_stamp({"judge": spec, "judge_dtype": name})
     with open(path, "a", encoding="utf-8") as out, tqdm(total=len(todo), desc="judge") as bar:
         for ctx, items in by_context.items():
             ps = judge.score([ctx] * len(items), [claim for _, claim in items])
             for (k, _), p in zip(items, ps):
                 cache[k] = float(p)
-                out.write(json.dumps({"key": k, "p": float(p), "dtype": name}) + "\n")
+                out.write(json.dumps({"key": k, "p": float(p), "dtype": name, "run": stamp}) + "\n")
             out.flush()
             bar.update(len(items))
 

@@ -37,6 +37,7 @@ import numpy as np
 from benchmarks.check_signals import cached_rows, checked_as_default, row_cache, score_rows
 from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
+from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision
 from syncheck.stats import bootstrap_auroc
 from syncheck.support import CLAIMS, answer_claims
@@ -80,10 +81,12 @@ def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_toke
 
         kwargs = {"max_premise_tokens": premise_tokens} if premise_tokens else {}
         scorer = make_alignment_scorer(judge, dtype=dtype, **kwargs)
+        stamp = run_stamp({"judge": judge, "dtype": dtype, "premise_tokens": premise_tokens, "forms": list(forms)})
         cache.parent.mkdir(parents=True, exist_ok=True)
         with cache.open("a") as out:
             for n, group in enumerate(todo.values(), 1):
                 for row in judge_record(scorer, group, forms):
+                    row["run"] = stamp
                     done[row["id"]] = row
                     out.write(json.dumps(row) + "\n")
                 out.flush()

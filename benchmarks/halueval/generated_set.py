@@ -42,6 +42,7 @@ from typing import Any, Iterator, Sequence
 from tqdm import tqdm
 
 from benchmarks.halueval.splits import is_test
+from benchmarks.run_stamp import run_stamp
 from syncheck.jsonl import iter_jsonl
 
 DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
@@ -78,8 +79,9 @@ def generation_jobs(pairs, counterfactuals, samples: int, seed: int) -> Iterator
 
 
 def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *, max_new_tokens: int = 64,
-          threshold: float = 0.5, seed: int = 0) -> int:
-    """Generate, featurize and label each job not yet in ``out``; returns the rows written."""
+          threshold: float = 0.5, seed: int = 0, stamp: dict[str, Any] | None = None) -> int:
+    """Generate, featurize and label each job not yet in ``out``; returns the rows written. Each row carries
+    ``stamp`` (:func:`benchmarks.run_stamp.run_stamp`) under ``"run"``."""
     from syncheck.decoding import Decoding
 
     done = set()
@@ -98,7 +100,7 @@ def build(monitor: Any, judge: Any, jobs: Sequence[dict[str, Any]], out: Path, *
             row = {"id": job["id"], "record": job["record"], "variant": job["variant"], "sample": job["sample"],
                    "question": job["question"], "context": job["context"], "response": gen.text,
                    "sentences": [s.to_json(vectors=True) for s in gen.sentences],
-                   "sentence_labels": labels, "judge_scores": scores, "error": None}
+                   "sentence_labels": labels, "judge_scores": scores, "error": None, "run": stamp}
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             f.flush()
             written += 1
@@ -135,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = list(generation_jobs(pairs, counterfactual_contexts(pairs, args.seed), args.samples, args.seed))
     monitor = Monitor(Scorer(args.model, aggregator=None, vectors=True))  # vectors: to train the hidden-state probe
     judge = make_alignment_scorer(args.judge)
-    n = build(monitor, judge, jobs, Path(args.output), max_new_tokens=args.max_new_tokens,
+    n = build(monitor, judge, jobs, Path(args.output), stamp=run_stamp(args), max_new_tokens=args.max_new_tokens,
               threshold=args.judge_threshold, seed=args.seed)
     print(f"wrote {n} rows to {args.output} ({len(jobs)} jobs from {len(pairs)} records)")
     return n

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from benchmarks.halueval.evaluate import Result, SetData, ablation_table, main_table, transfer_table
 from benchmarks.halueval.pipeline import BenchConfig, add_common_args, load_scored, split, syncheck_feature_names
 from benchmarks.halueval.sets import SETS, level
+from benchmarks.run_stamp import run_stamp
 
 SECTION = "## HaluEval: aggregators and baselines"
 #: Provenance (Sankararaman et al., 2024), Table 3: ROC AUC on raw HaluEval (published, not rerun here).
@@ -182,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     env = environment(cfg)
     summary = {
         "config": {"limits": cfg.limits, "seed": cfg.seed, "response_aggregation": args.response_aggregation,
-                   "features": names, "work_dir": str(cfg.work_dir)},
+                   "features": names, "work_dir": Path(cfg.work_dir).name},
+        "run": run_stamp(args),
         "counts": {s: {"train": c[0], "test": c[1]} for s, c in counts.items()},
         "results": [r.__dict__ for r in results],
         "ablation": ablation_rows,

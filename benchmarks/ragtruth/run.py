@@ -42,6 +42,7 @@ from benchmarks.ragtruth.evaluate import (
     task_figures,
 )
 from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
+from benchmarks.run_stamp import run_stamp
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.folds import grouped_folds
@@ -326,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     figures = {r.label: {t: {"sentence": list(f.sentence), "response": list(f.response), "f1": f.f1,
                              "n_sentences": f.n_sentences, "n_responses": f.n_responses} for t, f in r.tasks.items()}
                for r in rows}
-    summary = {"rows": figures, "ablation": abl, "counts": counts, "dropped": table.dropped}
+    summary = {"rows": figures, "ablation": abl, "counts": counts, "dropped": table.dropped, "run": run_stamp(args)}
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary

@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth
 from benchmarks.results_md import measured_line
+from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision as word_overlap
 from syncheck.io import complete_rows
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
@@ -41,8 +42,10 @@ from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 TITLE = "The shipped default on RAGTruth responses never trained or chosen on"
 
 
-def score_rows(records: Sequence[RAGTruthRecord], scorer, out: Path) -> list[dict[str, Any]]:
-    """One row per record (scored now or read back from ``out``), in record order."""
+def score_rows(records: Sequence[RAGTruthRecord], scorer, out: Path,
+               stamp: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per record (scored now or read back from ``out``), in record order; rows scored now carry
+    ``stamp`` (:func:`benchmarks.run_stamp.run_stamp`) under ``"run"``."""
     done: dict[str, dict] = {}
     if out.exists():
         rows, end = complete_rows(out)  # a line half-written when a run was killed is dropped
@@ -61,7 +64,7 @@ def score_rows(records: Sequence[RAGTruthRecord], scorer, out: Path) -> list[dic
                    "sentences": [{"chars": len(s.text), "start": s.start, "end": s.end, "score": s.score,
                                   "final_score": s.final_score, "label": lab,
                                   "overlap": word_overlap(rec.context, s.text)}
-                                 for s, lab in zip(res.sentences, labels)]}
+                                 for s, lab in zip(res.sentences, labels)], "run": stamp}
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[rec.id] = row
@@ -144,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     from syncheck.scorer import Scorer
 
     scorer = Scorer(args.model, dtype=args.dtype)
-    rows = score_rows(records, scorer, Path(args.out))
+    rows = score_rows(records, scorer, Path(args.out), run_stamp(args))
     head = (f"{len(records)} RAGTruth responses of `{Path(args.data).name}`, scored by `{args.model}` ({args.dtype}) "
             f"with its shipped defaults (aggregator: {scorer.aggregator_source}). {measured_line()}\n\n"
             f"```bash\n.venv/bin/python -m benchmarks.ragtruth.unseen --data {args.data} --out {args.out}\n```\n\n")

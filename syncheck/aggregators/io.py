@@ -37,6 +37,7 @@ from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
 from syncheck.aggregators.response import RESPONSE_FILE, load_response_model
+from syncheck.build_info import source_commit, without_machine_paths
 
 if TYPE_CHECKING:  # syncheck.probes imports this package (for the logistic function)
     from syncheck.probes import LinearProbe
@@ -60,8 +61,10 @@ def make_aggregator(kind: str, **params: Any) -> BaseAggregator:
         raise ValueError(f"unknown aggregator kind {kind!r}; choose from {sorted(KINDS)}") from None
 
 
-def library_versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
+def library_versions() -> dict[str, str | None]:
+    """Versions of Python and the libraries a saved aggregator depends on, and syncheck's commit when it runs from
+    a git checkout (``None`` otherwise)."""
+    out: dict[str, str | None] = {"python": platform.python_version(), "commit": source_commit()}
     for dist in ("syncheck", "scikit-learn", "xgboost", "numpy", "safetensors", "torch", "transformers"):
         try:
             out[dist] = metadata.version(dist)
@@ -153,7 +156,7 @@ def save_aggregator(
     written = {"lr": {"model.json"}, "xgb": {"model.json", "scaler.json"}, "mlp": {"model.safetensors"}}[agg.kind]
     for stale in {"model.json", "scaler.json", "model.safetensors"} - written:  # another kind saved here before
         (out / stale).unlink(missing_ok=True)
-    _write_json(out / META_FILE, meta)
+    _write_json(out / META_FILE, without_machine_paths(meta))
     return out
 
 
