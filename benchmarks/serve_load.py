@@ -6,8 +6,8 @@ The same requests (distinct questions over one set of documents, or over ``--doc
 with ``--max-concurrent`` equal to the largest concurrency. The baseline runs the same requests one after another
 through :meth:`syncheck.monitor.Monitor.steps` in this process, with the same scorer settings, timed the same way: time
 to the first token, to the first sentence event, and to the end. Phases never overlap (the server is idle while
-the baseline runs). With more requests than the concurrency (``--requests 32 --concurrency 8``), freed slots
-refill: each client thread sends the next request as its stream ends, as a server in use sees.
+the baseline runs). With requests > concurrency (``--requests 32 --concurrency 8``), freed slots refill: each
+client thread sends the next request as its stream ends, as a server in use sees.
 
 The phases are interleaved and repeated, as in ``benchmarks.monitor_overhead``: each of ``--rounds`` rounds runs
 the baseline and then every concurrency level, so a machine that drifts during the run moves both sides of a ratio
@@ -57,7 +57,8 @@ QUESTIONS = [
     "Where did the canal lead?", "When did the last commercial barge unload?", "What runs from the Marlowe Basin?",
     "Why did the canal lose its traffic?", "How many locks does the canal have?", "What did the mills produce?",
 ]
-#: Document sets with their questions, of about the same length; ``--doc-sets K`` cycles through the first K.
+#: Document sets with their questions, of about the same length; ``--doc-sets K`` cycles through the first K
+#: (:func:`document_set` numbers copies of them beyond these).
 DOCUMENT_SETS: list[tuple[list[str], list[str]]] = [
     (DOCUMENTS, QUESTIONS),
     ([
@@ -89,14 +90,24 @@ DOCUMENT_SETS: list[tuple[list[str], list[str]]] = [
 ]
 
 
+def document_set(i: int) -> tuple[list[str], list[str]]:
+    """Document set ``i`` with its questions: the built-in sets first, then copies of them that open with a file
+    number (same questions, about the same length, documents of their own, so of their own replica)."""
+    docs, questions = DOCUMENT_SETS[i % len(DOCUMENT_SETS)]
+    if i < len(DOCUMENT_SETS):
+        return docs, questions
+    return [f"File {i // len(DOCUMENT_SETS) + 1}. {docs[0]}", *docs[1:]], questions
+
+
 def workload(requests: int, doc_sets: int = 1) -> list[tuple[str, list[str], int]]:
     """The requests of one level, in sending order: ``(question, documents, set index)``, interleaving the first
     ``doc_sets`` document sets (request ``i`` is over set ``i % doc_sets``, and asks that set's questions in turn)."""
-    if not 1 <= doc_sets <= len(DOCUMENT_SETS):
-        raise ValueError(f"--doc-sets must be between 1 and {len(DOCUMENT_SETS)}, got {doc_sets}")
+    if doc_sets < 1:
+        raise ValueError(f"--doc-sets must be at least 1, got {doc_sets}")
+    sets = [document_set(k) for k in range(doc_sets)]
     out = []
     for i in range(requests):
-        docs, questions = DOCUMENT_SETS[i % doc_sets]
+        docs, questions = sets[i % doc_sets]
         out.append((questions[(i // doc_sets) % len(questions)], docs, i % doc_sets))
     return out
 
@@ -294,8 +305,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--requests", type=int, default=8,
                     help="requests per concurrency level; more than --concurrency: freed slots refill")
     ap.add_argument("--doc-sets", type=int, default=1,
-                    help=f"document sets the requests cycle through (1-{len(DOCUMENT_SETS)}); with --ray-replicas, "
-                         "document affinity is counted per set")
+                    help=f"document sets the requests cycle through ({len(DOCUMENT_SETS)} built in, numbered copies "
+                         "of them beyond); with --ray-replicas, document affinity is counted per set")
     ap.add_argument("--concurrency", default="1,4,8")
     ap.add_argument("--with-fod", action="store_true",
                     help="also run the largest level beside one FOD request, and compare the streams' TTFT")

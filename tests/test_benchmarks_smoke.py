@@ -131,7 +131,7 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
 
 
 def test_serve_load_interleaves_document_sets_and_counts_affinity_per_set():
-    from benchmarks.serve_load import DOCUMENT_SETS, affinity, round_lines, workload
+    from benchmarks.serve_load import DOCUMENT_SETS, SequentialMonitor, affinity, round_lines, workload
 
     one = workload(5)
     assert [set_ for _, _, set_ in one] == [0] * 5 and len({q for q, _, _ in one}) == 5
@@ -140,7 +140,24 @@ def test_serve_load_interleaves_document_sets_and_counts_affinity_per_set():
     assert all(docs is DOCUMENT_SETS[set_][0] and q in DOCUMENT_SETS[set_][1] for q, docs, set_ in three)
     assert three[3][0] == DOCUMENT_SETS[0][1][1]  # each set asks its own questions in turn
     with pytest.raises(ValueError, match="--doc-sets"):
-        workload(4, doc_sets=len(DOCUMENT_SETS) + 1)
+        workload(4, doc_sets=0)
+    n = len(DOCUMENT_SETS)
+    more = workload(2 * (n + 1), doc_sets=n + 1)  # beyond the built-in sets: a numbered copy of set 0
+    copy = more[n]
+    assert copy[2] == n and copy[1] != DOCUMENT_SETS[0][0] and copy[1][1:] == DOCUMENT_SETS[0][0][1:]
+    assert copy[0] in DOCUMENT_SETS[0][1] and len({tuple(docs) for _, docs, _ in more}) == n + 1
+    # the baseline answers the same (question, documents) pairs in the same order as the server's levels
+    asked = []
+
+    class Recorder:
+        def steps(self, question, context, decoding):
+            asked.append((question, context))
+            return iter(())
+
+    baseline = SequentialMonitor.__new__(SequentialMonitor)
+    baseline.monitor = Recorder()
+    baseline.run(more, tokens=4)
+    assert asked == [(q, docs) for q, docs, _ in more]
     # set 0 stays on replica a (3 of 3), set 1 starts on b and strays once (1 of 2): 4 of 5 pooled, 2 first replicas
     rows = [{"replica": r, "doc_set": d} for r, d in [("a", 0), ("b", 1), ("a", 0), ("a", 1), ("a", 0)]]
     assert affinity(rows) == {"same_replica_share": 0.8, "first_replicas": 2.0}

@@ -166,6 +166,38 @@ def test_a_full_deployment_answers_429_with_retry_after(ray_server):
     assert ray_server.client().chat.completions.create(**ask(QUESTIONS[0], max_tokens=2)).choices[0].message.content
 
 
+def live_replicas() -> dict[str, str]:
+    """The model replicas' live actors: actor name by replica id (the ``replica`` a reply names)."""
+    return {a["name"].rsplit("#", 1)[1]: a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["namespace"] == "serve" and "#syncheck-replica#" in a["name"]}
+
+
+def kill_replica(replica: str) -> None:
+    ray.kill(ray.get_actor(live_replicas()[replica], namespace="serve"), no_restart=True)
+
+
+def running_replicas() -> int:
+    """The model replicas Ray Serve reports running."""
+    from ray import serve
+
+    deployment = serve.status().applications["syncheck"].deployments["syncheck-replica"]
+    return deployment.replica_states.get("RUNNING", 0)
+
+
+def test_ray_serve_replaces_a_killed_replica(ray_server):
+    client = ray_server.client()
+    replica = client.chat.completions.create(**docs_ask(QUESTIONS[0], DOCS, max_tokens=1)).model_extra["syncheck"][
+        "replica"]
+    assert running_replicas() == 2 and len(live_replicas()) == 2
+    kill_replica(replica)
+    deadline = time.time() + 60
+    while not (replica not in live_replicas() and len(live_replicas()) == 2 and running_replicas() == 2):
+        assert time.time() < deadline, f"still {running_replicas()} running replicas after 60 s"
+        time.sleep(0.5)
+    reply = client.chat.completions.create(**docs_ask(QUESTIONS[1], DOCS, max_tokens=2))
+    assert reply.choices[0].message.content and reply.model_extra["syncheck"]["replica"] in live_replicas()
+
+
 def test_a_replica_that_dies_mid_stream_ends_the_stream_with_an_error_event(ray_server):
     client = ray_server.client()
     first = client.chat.completions.create(**docs_ask(QUESTIONS[0], DOCS, max_tokens=1))
@@ -173,9 +205,7 @@ def test_a_replica_that_dies_mid_stream_ends_the_stream_with_an_error_event(ray_
     stream = client.chat.completions.create(**docs_ask(QUESTIONS[3], DOCS, max_tokens=LONG, stream=True))
     pieces = iter(stream)
     next(pieces)
-    name = next(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                if a["namespace"] == "serve" and a["name"].endswith("#" + replica))
-    ray.kill(ray.get_actor(name, namespace="serve"), no_restart=True)
+    kill_replica(replica)
     with pytest.raises(openai.APIError, match="stopped"):
         for _ in pieces:
             pass
