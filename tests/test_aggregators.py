@@ -161,6 +161,12 @@ def test_loading_for_a_scorer_without_the_features_names_them_and_says_how_to_fi
     assert resolve_aggregator(str(path), FakeScorer(NAMES + ["mean_prob"])).model is not None
     with pytest.warns(UserWarning, match="different scorer setup: model 'm'"):
         resolve_aggregator(str(path), FakeScorer(NAMES, model="other"))
+    # a model given by path is saved by its file name (no machine path in meta.json): the same file is no drift
+    path = save_aggregator(make_aggregator("lr", feature_names=NAMES).fit(X, y), tmp_path / "b",
+                           scorer={"model": "/models/m.gguf", "lid_layers": [14]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_aggregator(str(path), FakeScorer(NAMES, model="/elsewhere/m.gguf"))
 
 
 def test_aggregate_response():

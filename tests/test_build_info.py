@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+import syncheck
 from benchmarks.run_stamp import run_stamp
 from syncheck.aggregators import make_aggregator
 from syncheck.aggregators.io import save_aggregator
@@ -40,6 +41,11 @@ def test_the_commit_is_named_in_a_checkout_and_none_outside(tmp_path):
     assert source_commit(tmp_path) is None
 
 
+def test_without_git_the_commit_is_none(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    assert source_commit() is None
+
+
 def test_a_benchmark_stamp_carries_the_commit_and_the_options_without_machine_paths():
     stamp = run_stamp(argparse.Namespace(out="/tmp/run/a.jsonl", limit=5, data_dir="../shared/data/halueval"))
     assert set(stamp) == {"commit", "config"} and stamp["commit"] == source_commit()
@@ -55,7 +61,8 @@ def test_a_saved_meta_json_names_the_commit_and_no_machine_path(tmp_path):
     out = save_aggregator(agg, tmp_path / "agg", training={"data": str(tmp_path / "train.jsonl")},
                           scorer={"model": "/root/.cache/models/m.gguf"})
     meta = json.loads((out / "meta.json").read_text())
-    assert "commit" in meta["versions"] and meta["training"]["data"] == "train.jsonl"
+    assert meta["syncheck_version"] == syncheck.__version__ and meta["commit"] == source_commit()
+    assert meta["training"]["data"] == "train.jsonl" and meta["scorer"]["model"] == "m.gguf"
     assert not [s for s in strings(meta) if s.startswith(("/", "~"))]
 
 
@@ -65,3 +72,48 @@ def test_no_shipped_meta_json_names_a_machine_path():
     for path in files:
         found = [s for s in strings(json.loads(path.read_text())) if s.startswith(("/", "~")) or ":\\" in s]
         assert not found, f"{path.relative_to(SHIPPED)} names machine paths: {found}"
+
+
+def test_cached_feature_rows_carry_the_stamp_and_old_rows_without_it_are_reused(tmp_path):
+    """benchmarks.halueval.scoring: rows scored now carry ``run``; a row written before it existed still matches."""
+    from types import SimpleNamespace
+
+    from benchmarks.halueval.scoring import Item, item_hash, score_items
+
+    items = [Item(str(i), "pairs", "qa", i, "Paris is in France.", "Where is Paris?", "Paris is in France.", label=1)
+             for i in range(2)]
+    row = {"sentences": [{"text": "Paris is in France.", "start": 0, "end": 19, "features": {"kl": 0.1}}],
+           "error": None}
+    cache = tmp_path / "pairs-key.jsonl"
+    cache.write_text(json.dumps({"id": "0", "hash": item_hash(items[0]), "seconds": 0.5, "row": row,
+                                 "extra": [{}]}) + "\n")
+    scored_ids = []
+
+    def score_records(recs):
+        scored_ids.extend(r.id for r in recs)
+        return [SimpleNamespace(to_json=lambda vectors=False: row) for _ in recs]
+
+    stamp = run_stamp({"model": "/models/m.gguf", "batch_size": 2})
+    out = score_items(items, cache, lambda: SimpleNamespace(score_records=score_records), None, stamp=stamp)
+    assert scored_ids == ["1"] and [s.error for s in out] == [None, None] and out[0].seconds == 0.5
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    assert "run" not in lines[0] and lines[1]["run"] == stamp and stamp["config"]["model"] == "m.gguf"
+
+
+def test_unseen_rows_carry_the_stamp_and_resume_over_rows_without_it(tmp_path):
+    from types import SimpleNamespace
+
+    from benchmarks.ragtruth.data import RAGTruthRecord
+    from benchmarks.ragtruth.unseen import score_rows
+
+    recs = [RAGTruthRecord(str(i), f"s{i}", "QA", "m", "Q?", "Paris is in France.", "Paris is in France.", ())
+            for i in range(2)]
+    old = {"id": "0", "source": "s0", "task": "QA", "label": 1, "response_score": 0.7, "sentences": []}
+    out = tmp_path / "rows.jsonl"
+    out.write_text(json.dumps(old) + "\n")
+    sent = SimpleNamespace(text="Paris is in France.", start=0, end=19, score=0.9, final_score=0.8)
+    scorer = SimpleNamespace(score=lambda **kw: SimpleNamespace(sentences=[sent], error=None, response_score=0.7))
+    stamp = run_stamp(argparse.Namespace(data="/data/ragtruth/test.jsonl", out=str(out)))
+    rows = score_rows(recs, scorer, out, stamp)
+    assert rows[0] == old and rows[1]["run"] == stamp
+    assert stamp["config"] == {"data": "test.jsonl", "out": "rows.jsonl"}

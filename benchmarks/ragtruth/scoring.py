@@ -20,6 +20,7 @@ import numpy as np
 
 from benchmarks.halueval.scoring import Item, ScoredItem, config_key, score_items
 from benchmarks.ragtruth.data import RAGTruthRecord
+from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision as word_overlap
 from features.sentences import Span
 from syncheck.featurize import fill_text_checks
@@ -78,7 +79,8 @@ def score_ragtruth(records: Sequence[RAGTruthRecord], cfg: ScoringConfig, work_d
         return EmbeddingScorer(progress=False)
 
     return score_items(items, cache, cfg.make_scorer, embedder if cfg.embedding else None, chunk=2 * cfg.batch_size,
-                       desc="scoring RAGTruth", vectors=True)
+                       desc="scoring RAGTruth", vectors=True,
+                       stamp=run_stamp({**cfg.settings(), "batch_size": cfg.batch_size}))
 
 
 @dataclass

@@ -5,7 +5,10 @@ A saved aggregator is a directory:
 - ``meta.json``: ``kind`` (``lr`` | ``xgb`` | ``mlp``), ``feature_names`` (in
   input order), ``classes``, ``threshold``, the estimator's parameters, a
   description of the training data, the scorer configuration the features
-  came from (model, alignment backend, LID layers), and library versions;
+  came from (model, alignment backend, LID layers), library versions, ``syncheck_version`` and ``commit`` (the
+  git commit of a syncheck that runs from a checkout, with ``-dirty`` when tracked files differ; ``null`` when
+  installed); paths are reduced to file names, so no machine's paths are written
+  (:func:`syncheck.build_info.without_machine_paths`);
 - the weights: ``model.json`` (LR: scaler, coefficients, intercept as JSON),
   ``model.json`` + ``scaler.json`` (XGBoost's own JSON format + the scaler),
   or ``model.safetensors`` (MLP weights and scaler, float64);
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from syncheck import __version__
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.linear import LogisticAggregator
@@ -61,10 +65,9 @@ def make_aggregator(kind: str, **params: Any) -> BaseAggregator:
         raise ValueError(f"unknown aggregator kind {kind!r}; choose from {sorted(KINDS)}") from None
 
 
-def library_versions() -> dict[str, str | None]:
-    """Versions of Python and the libraries a saved aggregator depends on, and syncheck's commit when it runs from
-    a git checkout (``None`` otherwise)."""
-    out: dict[str, str | None] = {"python": platform.python_version(), "commit": source_commit()}
+def library_versions() -> dict[str, str]:
+    """Versions of Python and the libraries a saved aggregator depends on."""
+    out = {"python": platform.python_version()}
     for dist in ("syncheck", "scikit-learn", "xgboost", "numpy", "safetensors", "torch", "transformers"):
         try:
             out[dist] = metadata.version(dist)
@@ -117,6 +120,8 @@ def save_aggregator(
         "n_iter": getattr(agg, "n_iter_", None),
         "training": dict(training or {}),
         "scorer": dict(scorer or {}),
+        "syncheck_version": __version__,
+        "commit": source_commit(),
         "versions": library_versions(),
     }
     if decoding:

@@ -33,6 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from syncheck.aggregators.base import sigmoid
+from syncheck.build_info import without_machine_paths
 
 FORMAT = "syncheck-response-verdict"
 FORMAT_VERSION = 1
@@ -210,10 +211,11 @@ def response_model_from_state(state: Mapping[str, Any]) -> ResponseVerdict:
 def save_response_model(
     model: ResponseVerdict, directory: str | Path, training: Mapping[str, Any] | None = None
 ) -> Path:
-    """Write ``response.json`` (weights and a description of the training data) into ``directory``; returns it."""
+    """Write ``response.json`` (weights and a description of the training data, its machine paths reduced to file
+    names) into ``directory``; returns it."""
     state = response_model_state(model)
     if training:
-        state["training"] = dict(training)
+        state["training"] = without_machine_paths(dict(training))
     path = Path(directory) / RESPONSE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
