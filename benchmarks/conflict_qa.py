@@ -228,6 +228,24 @@ def failure_table(rows: list[dict], ids: set[str], methods: list[str]) -> list[s
     return lines
 
 
+def abstentions_beside_cad(rows: list[dict], ids: set[str]) -> list[str]:
+    """For each FOD variant, its abstentions on the conflict beside CAD's answer to the same question: how many CAD
+    answered with a bare entity (at most three words) and how many CAD answered with the passage's answer."""
+    by_key = {(r["id"], r["method"]): r for r in rows if r["condition"] == "swapped" and not r.get("error")}
+    lines = []
+    for m in dict.fromkeys(r["method"] for r in rows):
+        if m not in FOD_VARIANTS:
+            continue
+        cads = [by_key.get((i, "cad")) for (i, method), r in by_key.items()
+                if method == m and i in ids and r.get("abstained")]
+        if cads and all(cads):
+            bare = sum(len((c.get("text") or "").split()) <= 3 for c in cads)
+            faithful = int(sum(judged(c)["faithful"] for c in cads))
+            lines.append(f"`{m}` abstained on {len(cads)} questions; there CAD answered with at most three words in "
+                         f"{bare}, and with the passage's answer in {faithful}.")
+    return lines
+
+
 def report(args, items: list[ConflictItem]) -> str:
     rows = [r for r in run_rows(args.out) if r.get("model", args.model) == args.model]
     tau1 = _tau1(rows, args.tau1)
@@ -263,6 +281,9 @@ def report(args, items: list[ConflictItem]) -> str:
         "",
         *failure_table(rows, set(ids), methods),
     ]
+    beside_cad = abstentions_beside_cad(rows, set(ids))
+    if beside_cad:
+        lines += ["", *beside_cad]
     if control:
         lines += ["", "### The no-conflict control: the same records unswapped", "",
                   "accurate = the answer gives HaluEval's right answer, which the passage holds.", "",

@@ -25,13 +25,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_NUMBER = re.compile(r"(?<![\w.])[$€£¥]?\d[\d,]*(?:\.\d+)?%?")
-_TIME = re.compile(
+NUMBER_RE = re.compile(r"(?<![\w.])[$€£¥]?\d[\d,]*(?:\.\d+)?%?")
+TIME_RE = re.compile(
     r"\b(?P<h12>\d{1,2})(?::(?P<m12>\d{2}))?\s*(?P<ampm>[ap])\.?\s?m\b\.?|\b(?P<h24>\d{1,2}):(?P<m24>\d{1,2})\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[^\W\d_][\w'’\-]*", re.UNICODE)
-_MONTHS = frozenset(
+WORD_RE = re.compile(r"[^\W\d_][\w'’\-]*", re.UNICODE)
+MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
 )
 #: Number words matched against digits (and the reverse).
@@ -45,7 +45,7 @@ NUMBER_WORDS = {
 }
 NUMBER_WORDS["dozen"] = "12"
 #: Capitalised words that are not names (sentence openers, pronouns, days are names but common).
-_NOT_NAMES = frozenset(
+NOT_NAMES = frozenset(
     """the a an this that these those it its he she they we i you his her their our my your in on at for and but
     or if as by of to with from based according overall however also additionally furthermore moreover while
     despite although though after before during since when where who what which there here yes no not""".split()
@@ -74,7 +74,7 @@ def normalize_number(text: str) -> str:
 def times_of_day(text: str) -> set[tuple[int, int]]:
     """Times of day in ``text`` as ``(hour 0-23, minute)``: ``"5:30 pm"`` -> ``(17, 30)``, ``"17:0"`` -> ``(17, 0)``."""
     out = set()
-    for m in _TIME.finditer(text):
+    for m in TIME_RE.finditer(text):
         if m.group("ampm"):
             hour = int(m.group("h12")) % 12 + (12 if m.group("ampm").lower() == "p" else 0)
             out.add((hour, int(m.group("m12") or 0)))
@@ -85,9 +85,9 @@ def times_of_day(text: str) -> set[tuple[int, int]]:
 
 def numbers(text: str) -> list[str]:
     """Normalised numbers of ``text`` outside times of day, digits and number words alike, in order."""
-    bare = _TIME.sub(" ", text)
-    out = [normalize_number(m.group(0)) for m in _NUMBER.finditer(bare)]
-    out += [NUMBER_WORDS[w.lower()] for w in _WORD.findall(bare) if w.lower() in NUMBER_WORDS]
+    bare = TIME_RE.sub(" ", text)
+    out = [normalize_number(m.group(0)) for m in NUMBER_RE.finditer(bare)]
+    out += [NUMBER_WORDS[w.lower()] for w in WORD_RE.findall(bare) if w.lower() in NUMBER_WORDS]
     return out
 
 
@@ -97,16 +97,16 @@ def context_specifics(context: str) -> Specifics:
     return Specifics(
         numbers=frozenset(numbers(context)),
         times=frozenset(times_of_day(context)),
-        words=frozenset(w.lower() for w in _WORD.findall(context)),
+        words=frozenset(w.lower() for w in WORD_RE.findall(context)),
     )
 
 
 def sentence_specifics(sentence: str) -> tuple[list[str], list[tuple[int, int]], list[str]]:
     """``(numbers, times, names and months)`` of a sentence (the first word is never taken for a name)."""
     names = []
-    for i, word in enumerate(_WORD.findall(_TIME.sub(" ", sentence))):
+    for i, word in enumerate(WORD_RE.findall(TIME_RE.sub(" ", sentence))):
         low = word.lower()
-        if low in _MONTHS or (i > 0 and word[0].isupper() and low not in _NOT_NAMES and low not in NUMBER_WORDS):
+        if low in MONTHS or (i > 0 and word[0].isupper() and low not in NOT_NAMES and low not in NUMBER_WORDS):
             names.append(low)
     return numbers(sentence), sorted(times_of_day(sentence)), names
 
@@ -135,18 +135,18 @@ def unsupported_specific_offsets(context: str, sentence: str) -> list[int]:
     """
     ctx = context_specifics(context)
     starts = []
-    bare = _TIME.sub(lambda m: " " * len(m.group(0)), sentence)  # keeps offsets
-    for m in _TIME.finditer(sentence):
+    bare = TIME_RE.sub(lambda m: " " * len(m.group(0)), sentence)  # keeps offsets
+    for m in TIME_RE.finditer(sentence):
         if not times_of_day(m.group(0)) <= ctx.times:
             starts.append(m.start())
-    for m in _NUMBER.finditer(bare):
+    for m in NUMBER_RE.finditer(bare):
         if normalize_number(m.group(0)) not in ctx.numbers:
             starts.append(m.start())
-    for i, m in enumerate(_WORD.finditer(bare)):
+    for i, m in enumerate(WORD_RE.finditer(bare)):
         word, low = m.group(0), m.group(0).lower()
         if low in NUMBER_WORDS:
             if NUMBER_WORDS[low] not in ctx.numbers:
                 starts.append(m.start())
-        elif (low in _MONTHS or (i > 0 and word[0].isupper() and low not in _NOT_NAMES)) and low not in ctx.words:
+        elif (low in MONTHS or (i > 0 and word[0].isupper() and low not in NOT_NAMES)) and low not in ctx.words:
             starts.append(m.start())
     return sorted(starts)

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 from features.sentences import Span, split_sentences
 
 # the specifics check's own patterns, so an entity swap changes what that check reads as a figure, date or name
-from features.specifics import _MONTHS, _NOT_NAMES, _NUMBER, _TIME, _WORD, NUMBER_WORDS, normalize_number, numbers
+from features.specifics import MONTHS, NOT_NAMES, NUMBER_RE, NUMBER_WORDS, TIME_RE, WORD_RE, normalize_number, numbers
 
 #: Every kind of edit, in the order :func:`make_edits` returns them.
 ALL_KINDS = ("entity_swap", "negation", "subject_object_swap", "unsupported_sentence")
@@ -100,7 +100,7 @@ class _Lexicon:
 def _words(text: str) -> list[tuple[int, str, bool]]:
     """``(offset, word, possessive)`` of each word of ``text``, a trailing possessive (``'s``) dropped from it."""
     out = []
-    for m in _WORD.finditer(text):
+    for m in WORD_RE.finditer(text):
         word = _POSSESSIVE.sub("", m.group(0)) or m.group(0)
         out.append((m.start(), word, word != m.group(0)))
     return out
@@ -179,7 +179,7 @@ def _before_noun(sentence: str, m: _Mention) -> bool:
     if not after:
         return False
     word = after.group(1)
-    return not (word in _NOT_NAMES or word in _AUX or word in _VERBS or word.endswith(("ed", "s", "ly", "ing")))
+    return not (word in NOT_NAMES or word in _AUX or word in _VERBS or word.endswith(("ed", "s", "ly", "ing")))
 
 
 def _name_type(sentence: str, m: _Mention, lex: _Lexicon) -> str:
@@ -189,7 +189,7 @@ def _name_type(sentence: str, m: _Mention, lex: _Lexicon) -> str:
     own = lex.name_types.get(m.text.lower(), "other")
     before = re.search(r"\b([a-z]+|[A-Z][a-z]*) $", sentence[:m.start])
     plural = m.text.endswith("s") and not m.text.endswith("ss")  # "Americans", "DREAMers": no modifiers
-    if (before and (before.group(1).islower() or before.group(1).lower() in _NOT_NAMES) and own != "person"
+    if (before and (before.group(1).islower() or before.group(1).lower() in NOT_NAMES) and own != "person"
             and not plural and m.text.count(" ") < 2 and _before_noun(sentence, m)):
         return "modifier"
     return own
@@ -202,7 +202,7 @@ def _is_name_word(word: str, opens: bool, lex: _Lexicon, before_name: bool = Fal
     low = word.lower()
     if len(word) < 2 or not word[0].isupper() or word.title() in _WEEKDAYS:
         return False
-    if low in _NOT_NAMES or low in _MONTHS or low in NUMBER_WORDS:
+    if low in NOT_NAMES or low in MONTHS or low in NUMBER_WORDS:
         return False
     return not opens or ((word in lex.proper_words or before_name) and low not in lex.lower_words)
 
@@ -261,7 +261,7 @@ def _number_kind(sentence: str, start: int, end: int) -> str | None:
 def _mentions(sentence: str, lex: _Lexicon) -> list[_Mention]:
     """The numbers, dates and names of ``sentence``, in order, none overlapping."""
     out: list[_Mention] = []
-    times = [(m.start(), m.end()) for m in _TIME.finditer(sentence)]
+    times = [(m.start(), m.end()) for m in TIME_RE.finditer(sentence)]
     for m in _DATE.finditer(sentence):
         if m.group("weekday"):
             kind = "weekday"
@@ -271,14 +271,14 @@ def _mentions(sentence: str, lex: _Lexicon) -> list[_Mention]:
             kind = "month" + "".join(f"+{part}" for part in ("day", "year") if m.group(part))
         out.append(_Mention(m.start(), m.end(), m.group(0), kind))
     taken = times + [(d.start, d.end) for d in out]
-    for m in _NUMBER.finditer(sentence):
+    for m in NUMBER_RE.finditer(sentence):
         if any(a <= m.start() < b for a, b in taken):
             continue
         end = m.start() + len(m.group(0).rstrip(","))  # "Thomas, 30, said": the comma is not the number's
         kind = _number_kind(sentence, m.start(), end)
         if kind:
             out.append(_Mention(m.start(), end, sentence[m.start():end], kind))
-    for m in _WORD.finditer(sentence):
+    for m in WORD_RE.finditer(sentence):
         if m.group(0).lower() in _COUNT_WORDS and not any(a <= m.start() < b for a, b in taken):
             out.append(_Mention(m.start(), m.end(), m.group(0), "count"))
     taken += [(x.start, x.end) for x in out]

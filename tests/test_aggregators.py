@@ -167,6 +167,11 @@ def test_loading_for_a_scorer_without_the_features_names_them_and_says_how_to_fi
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         resolve_aggregator(str(path), FakeScorer(NAMES, model="/elsewhere/m.gguf"))
+        # a meta.json written before paths were reduced names the full path: still the same file
+        meta = json.loads((path / "meta.json").read_text())
+        meta["scorer"]["model"] = "/old/machine/m.gguf"
+        (path / "meta.json").write_text(json.dumps(meta))
+        resolve_aggregator(str(path), FakeScorer(NAMES, model="/elsewhere/m.gguf"))
 
 
 def test_aggregate_response():

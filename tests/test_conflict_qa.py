@@ -73,3 +73,20 @@ def test_conflict_benchmark_smoke(tmp_path):
     assert "FOD's replacements in this table" in text and "python -m benchmarks.conflict_qa" in text
     conflict_qa.main([*args, "--report"])  # resumes: nothing new is generated
     assert len(out.read_text().splitlines()) == 8
+
+
+def test_fod_abstentions_are_counted_beside_cads_answer_to_the_same_question():
+    from benchmarks.conflict_qa import abstentions_beside_cad
+
+    def row(i, method, text, abstained=False):
+        return {"condition": "swapped", "id": i, "method": method, "text": text, "abstained": abstained,
+                "substitute": "1965", "original": "1972", "seconds": 1.0, "error": None}
+
+    rows = [row("a", "fod", "I cannot answer.", True), row("a", "cad", "1965"),
+            row("b", "fod", "I cannot answer.", True), row("b", "cad", "It opened in 1972, long ago."),
+            row("c", "fod", "1965"), row("c", "cad", "1965")]
+    assert abstentions_beside_cad(rows, {"a", "b", "c"}) == [
+        "`fod` abstained on 2 questions; there CAD answered with at most three words in 1, and with the passage's "
+        "answer in 1."]
+    assert abstentions_beside_cad(rows, {"c"}) == []  # no abstention among these
+    assert abstentions_beside_cad([r for r in rows if r["method"] == "fod"], {"a"}) == []  # no CAD row to compare

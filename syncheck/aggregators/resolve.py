@@ -297,9 +297,11 @@ def probe_vector_layers(probes: Sequence[Any], vector_layers: Sequence[int], kee
 
 
 def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
-    trained = (getattr(agg, "meta", None) or {}).get("scorer") or {}
-    # meta.json names a model given by path by its file name (syncheck.build_info): compare the same way
-    current = {**current, "model": without_machine_paths(current.get("model"))}
+    # meta.json names a model given by path by its file name (syncheck.build_info); one saved before that names its
+    # path: compare both sides by file name
+    trained = dict((getattr(agg, "meta", None) or {}).get("scorer") or {})
+    trained["model"], current = without_machine_paths(trained.get("model")), {
+        **current, "model": without_machine_paths(current.get("model"))}
     keys = ("alignment", "align_with_question", "lid_layers")
     if not (trained.get("fingerprint") and trained.get("fingerprint") == current.get("fingerprint")):
         keys = ("model",) + keys  # the same weights under another name or path are the same model
