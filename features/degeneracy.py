@@ -9,8 +9,10 @@ faithfulness features on purpose: it must never be folded into the score.
 
 :func:`degeneracy` returns the reason, or ``None``:
 
-- ``"no_content"``: the sentence has no word with a letter in it (list markers,
-  numbers, punctuation);
+- ``"no_content"``: the sentence has no word with a letter in it and is not one
+  number: list markers ("1. 2. 3.", a lone "2." or "3)" unless the question asks
+  for a number), punctuation. A bare number ("1965", "322,421") answers a
+  question about a year or an amount, so it is content;
 - ``"repeat"``: it says again what an earlier sentence of the same answer said
   (at least :data:`REPEAT_OVERLAP` of its content words, stemmed, occur in one
   earlier sentence that has as many content words; or the two are equal up to
@@ -26,8 +28,8 @@ faithfulness features on purpose: it must never be folded into the score.
   steps:") is left alone;
 - ``"asks"``: it is a question ("What's a perfect start to a joke?"): an answer
   that asks instead of answering;
-- ``"off_topic"``: not one of its content words (stemmed) occurs in the question
-  or the context, so it is about neither: chit-chat ("Yessss, thank you for the
+- ``"off_topic"``: it has words, and not one of them (content words, stemmed)
+  occurs in the question or the context, so it is about neither: chit-chat ("Yessss, thank you for the
   interesting detail.") or a drift. Checked only when the context is given.
 
 The last two are what a replacement sentence must never be: FOD skips such candidates, as it skips repeats.
@@ -52,6 +54,13 @@ REASONS = ("no_content", "repeat", "question", "meta", "asks", "off_topic")
 NON_ANSWERS = ("question", "asks", "off_topic")
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+#: one number, with its separators and an optional sign, unit symbol or closing mark: "1965", "322,421", "-3.5%"
+_ONE_NUMBER = re.compile(r"^\W*?[-+\u2212]?[$\u00a3\u20ac]?\d+(?:[.,\u2009 ]\d+)*\W*$")
+#: a list marker: one or two digits closed by "." or ")" ("2.", "3)")
+_LIST_MARKER = re.compile(r"^\W*\d{1,2}[.)]\W*$")
+#: a question that a bare number answers
+_ASKS_NUMBER = re.compile(r"\b(?:how\s+(?:many|much|old|long|far|tall|high|large|big|often)|(?:what|which)\s+(?:year|"
+                          r"number|percentage|age|amount)|when|in\s+what\s+year)\b", re.I)
 #: a document label copied from the prompt at the start of a sentence: "Passage 4:", "[Document 2] -"
 _DOC_LABEL = re.compile(r"^\W*(?:passage|document|doc|context|source|article)\s*#?\d+\s*\]?\s*[:\-]", re.I)
 #: a preamble that announces what follows instead of saying it
@@ -64,6 +73,14 @@ def _is_meta(sentence: str) -> bool:
     if _DOC_LABEL.match(sentence):
         return True
     return bool(_PREAMBLE.match(sentence)) and sentence.rstrip().endswith(":") and bool(_INPUT_WORD.search(sentence))
+
+
+def _is_number_answer(sentence: str, question: str | None) -> bool:
+    """Whether a sentence without letters is one number that answers: not a list marker, unless the question asks
+    for a number ("How many ...?" "4.")."""
+    if not _ONE_NUMBER.match(sentence):
+        return False
+    return not _LIST_MARKER.match(sentence) or bool(question and _ASKS_NUMBER.search(question))
 
 
 def _content(text: str) -> list[str]:
@@ -93,7 +110,7 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
     Returns:
         One of :data:`REASONS`, or ``None`` (see the module docstring).
     """
-    if not _LETTER.search(sentence):
+    if not _LETTER.search(sentence) and not _is_number_answer(sentence, question):
         return "no_content"
     if _is_meta(sentence):
         return "meta"
@@ -111,7 +128,8 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
             return "repeat"
     if sentence.rstrip().rstrip("\"')\u201d\u2019").endswith("?"):
         return "asks"
-    if context is not None and content and not set(content) & (_context_words(context) | set(_content(question or ""))):
+    named = {w for w in content if _LETTER.search(w)}  # a number alone says what, not what about
+    if context is not None and named and not named & (_context_words(context) | set(_content(question or ""))):
         return "off_topic"
     return None
 

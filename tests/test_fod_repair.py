@@ -181,6 +181,24 @@ def test_degeneracy_reasons():
     assert degeneracy("The tower was completed in 1889 for the fair.", ["It was completed in 1889."]) is None
 
 
+@pytest.mark.parametrize("sentence, question, reason", [
+    ("1965", "When was the tower completed?", None),  # a bare number answers
+    ("322,421.", "What is the population?", None),
+    ("4.", "How many towers are there?", None),  # a lone marker-like number, asked for
+    ("4.", "Who built the tower?", "no_content"),  # the same, not asked for: a list marker
+    ("1. 2. 3.", "How many towers are there?", "no_content"),
+    ("1889", "Why was the tower completed in 1889?", "question"),  # echoes the question
+])
+def test_a_bare_number_is_an_answer_not_a_sentence_without_content(sentence, question, reason):
+    assert degeneracy(sentence, [], question, "The tower was completed in 1889.") == reason
+
+
+def test_a_number_alone_is_never_off_the_subject():
+    # the context lacks the number: an unsupported specific, for the score and the specifics check to judge
+    assert degeneracy("1965", [], "When?", "The tower was completed in 1889.") is None
+    assert degeneracy("Thanks, 1965!", [], "When?", "The tower was completed in 1889.") == "off_topic"
+
+
 def test_repair_search_resumes_greedy_after_a_repair():
     def script(text, has_context):
         table = {"": {"Good": 1.0}, "Good.": {" London": 0.7, " Paris": 0.3}, "Good. Paris.": {" Fine": 1.0}}
@@ -332,6 +350,13 @@ def test_a_degenerate_first_sentence_falls_back_instead_of_abstaining():
     assert res.trace["backtrack"]["degenerate"] == "no_content"
     assert res.text == "Bad." and res.trace["steps"][0]["chosen_by"] == "fallback:tau1"
     assert res.trace["abstained"] is False
+
+
+def test_a_bare_number_that_answers_is_kept():
+    # the same "4." as above, but the question asks for a number: it is the answer, not a list marker
+    res = _degenerate_then("").generate(question="How many?", context=CONTEXT, decoding=sampled(), tau1=0.5,
+                                        tau2=0.9, steer="none")
+    assert res.text == "4." and res.trace["backtrack"] is None and res.trace["abstained"] is False
 
 
 def test_a_degenerate_sentence_after_good_ones_ends_the_answer():
