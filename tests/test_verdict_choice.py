@@ -1,0 +1,61 @@
+"""Choosing the response verdict's form: the rule, the trivial rules' direction, the benchmark on a synthetic table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.ragtruth import verdict_choice as vc
+from tests.test_response_verdict import synthetic_table
+
+MEAN, MIN, VERDICT = (name for name, _, _ in vc.FORMS[:3])
+
+
+def figs(**means: float) -> dict[str, vc.FormFigures]:
+    names = {"mean": MEAN, "min": MIN, "verdict": VERDICT, "length": vc.LENGTH,
+             "overlap": "word overlap with the context"}
+    return {names[k]: vc.FormFigures(seeds=[v]) for k, v in means.items()}
+
+
+def test_the_best_form_ships_when_no_simpler_one_is_as_good():
+    f = figs(mean=0.70, min=0.72, verdict=0.80, length=0.60, overlap=0.55)
+    f[f"{VERDICT} - {MEAN}"] = vc.FormFigures(ci=(0.10, 0.02, 0.18))
+    f[f"{VERDICT} - {MIN}"] = vc.FormFigures(ci=(0.08, 0.01, 0.15))
+    assert vc.choose(f)[0] == VERDICT
+
+
+def test_a_simpler_form_replaces_the_best_when_their_paired_interval_holds_zero():
+    f = figs(mean=0.78, min=0.72, verdict=0.80, length=0.60, overlap=0.55)
+    f[f"{VERDICT} - {MEAN}"] = vc.FormFigures(ci=(0.02, -0.03, 0.07))
+    f[f"{VERDICT} - {MIN}"] = vc.FormFigures(ci=(0.08, 0.01, 0.15))
+    chosen, why = vc.choose(f)
+    assert chosen == MEAN and "simpler" in why
+
+
+def test_a_form_that_does_not_beat_length_by_the_margin_falls_back_to_the_best_rule():
+    f = figs(mean=0.66, min=0.62, verdict=0.64, length=0.63, overlap=0.70)
+    f[f"{VERDICT} - {MEAN}"] = vc.FormFigures(ci=(-0.02, -0.05, 0.01))
+    f[f"{MEAN} - {MIN}"] = vc.FormFigures(ci=(0.04, 0.0, 0.08))
+    chosen, why = vc.choose(f)
+    assert chosen == "word overlap with the context" and "falls back" in why
+
+
+def test_trivial_rules_take_the_direction_that_ranks_better_on_the_other_folds():
+    label = np.array([1, 0] * 10)
+    words = np.where(label == 1, 10.0, 50.0)  # shorter = faithful
+    fold = np.arange(20) % 4
+    out = vc.better_direction(words, label, fold)
+    assert (out == -words).all()
+    assert (vc.better_direction(-words, label, fold) == -words).all()
+
+
+def test_benchmark_smoke_writes_its_section_with_every_task_and_a_choice(tmp_path):
+    table = synthetic_table()
+    per_task = vc.evaluate(table, [0, 1], folds=3, n_boot=20, tau=0.5, log=lambda *_: None)
+    counts = {t: (18, 6) for t in ("QA", "Summary", "Data2txt")}
+    md, choices = vc.markdown(per_task, counts, [0, 1], ["header"])
+    assert set(choices) == {"QA", "Summary", "Data2txt"}
+    for task, figures in per_task.items():
+        assert all(len(figures[name].seeds) == 2 for name, _, _ in vc.FORMS)
+        assert figures[VERDICT].brier is not None and figures[vc.LENGTH].brier is None
+        assert figures[vc.LENGTH].minus_length is None and figures[MEAN].minus_length is not None
+    assert md.count("Chosen for") == 3 and "| answer length in words |" in md
