@@ -41,9 +41,9 @@ from benchmarks.provenance_offline import parse_run_args, publish
 from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign
+from syncheck.checking.support import SUMMARY_LEXICAL_WEIGHT, answer_task, lean_on_lexical
 from syncheck.jsonl import iter_jsonl
 from syncheck.stats import bootstrap_auroc
-from syncheck.support import SUMMARY_LEXICAL_WEIGHT, answer_task, lean_on_lexical
 
 SECTION = "### What the final check reads: the last `check_signals` run"
 #: Features that compare the answer with its context and read nothing of its fluency on its own.
@@ -78,8 +78,8 @@ def cached_rows(cache: Path) -> dict[str, dict[str, Any]]:
 
 def score_rows(examples: list, cache: Path, batch: int = 8) -> list[dict[str, Any]]:
     """One JSON row per example (cached in ``cache`` by id; an example already there is not scored again)."""
-    from syncheck.models import DEFAULT_MODEL
-    from syncheck.provenance import joined_premise, split_context
+    from syncheck.checking.provenance import joined_premise, split_context
+    from syncheck.model.models import DEFAULT_MODEL
     from syncheck.records import Record
     from syncheck.scorer import Scorer
 
@@ -141,7 +141,7 @@ def signals(rows: list[dict], model: Any = None,
     """``{signal: (per-response score, direction note)}``, higher = faithful for every score as returned.
 
     ``questions`` (one per row) give the row of the check's default, ``--task auto``, which checks each answer as a
-    summary or a QA answer by its question (:func:`syncheck.support.answer_task`).
+    summary or a QA answer by its question (:func:`syncheck.checking.support.answer_task`).
     """
     out: dict[str, tuple[np.ndarray, str]] = {}
     verdict = np.asarray([r["response_score"] for r in rows])

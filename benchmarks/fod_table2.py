@@ -221,7 +221,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
 
 def judge_dtype_name(dtype: str | None) -> str:
     """The dtype an LLM judge loads in, by name (``"auto"`` resolved for this machine)."""
-    from syncheck.models import model_dtype
+    from syncheck.model.models import model_dtype
 
     return str(model_dtype(dtype or "float32")).removeprefix("torch.")
 

@@ -39,8 +39,8 @@ from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
 from benchmarks.provenance_offline import parse_run_args, publish
 from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision
+from syncheck.checking.support import CLAIMS, answer_claims
 from syncheck.stats import bootstrap_auroc
-from syncheck.support import CLAIMS, answer_claims
 
 SECTION = "### Provenance's final check with an LLM judge: the last `judge_check` run"
 DEFAULT_JUDGE = "llm-judge:qwen2.5-coder-1.5b"
@@ -60,7 +60,7 @@ def cache_path(work: Path, subset: str, start: int, judge: str, dtype: str, prem
 
 def record_premise(context: str) -> str:
     """The premise ``syncheck check`` judges an answer against by default: every chunk, joined in context order."""
-    from syncheck.provenance import joined_premise, split_context
+    from syncheck.checking.provenance import joined_premise, split_context
 
     chunks = split_context(context)
     return joined_premise(chunks, range(len(chunks)))
@@ -68,9 +68,9 @@ def record_premise(context: str) -> str:
 
 def judge_rows(examples: list, cache: Path, judge: str, dtype: str, premise_tokens: int | None,
                forms: Sequence[str] = ("paper",)) -> list[dict[str, Any]]:
-    """One row per example with ``factuality`` per claim form (``forms``, from :data:`syncheck.support.CLAIMS`),
-    cached in ``cache`` by id; a cached row lacking a form is judged again in every form asked. The answers of one
-    record are judged together (:func:`judge_record`)."""
+    """One row per example with ``factuality`` per claim form (``forms``, from
+    :data:`syncheck.checking.support.CLAIMS`), cached in ``cache`` by id; a cached row lacking a form is judged again
+    in every form asked. The answers of one record are judged together (:func:`judge_record`)."""
     done = cached_rows(cache)
     todo: dict[tuple[str, str], list] = {}  # answers of one record that share its context are judged together
     for e in examples:

@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     import warnings
 
-    from syncheck.monitor import Monitor
-    from syncheck.passes import prompt_pair
+    from syncheck.live.monitor import Monitor
+    from syncheck.model.passes import prompt_pair
     from syncheck.scorer import Scorer
 
     global _DEVICE

@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     from benchmarks.random_shape import random_model, synchronize
     from syncheck.lid_reference import bundled_records, load_or_build
-    from syncheck.models import load_model
-    from syncheck.passes import encode_record
+    from syncheck.model.models import load_model
+    from syncheck.model.passes import encode_record
     from syncheck.scorer import Scorer
 
     if args.shape:

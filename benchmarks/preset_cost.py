@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from syncheck.cli.common import PRESETS
     from syncheck.lid_reference import bundled_records
-    from syncheck.monitor import Monitor
+    from syncheck.live.monitor import Monitor
 
     names = [p for p in args.presets.split(",") if p]
     unknown = set(names) - set(PRESETS)
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
 def _scorer(preset: dict, args):
     """The preset's scorer: its model by name, or (``--random-weights``) its shape with random weights and the
     aggregator shipped for that model."""
-    from syncheck.models import model_dtype
+    from syncheck.model.models import model_dtype
     from syncheck.scorer import Scorer
 
     if not args.random_weights:

@@ -3,8 +3,8 @@
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.provenance_check --halueval-dir PATH/TO/halueval \\
         --start 2000 --limit 100 [--sets pairs,dialogue,summarization,ragtruth-qa] [--results-md benchmarks/RESULTS.md]
 
-Every row is :class:`syncheck.provenance.ProvenanceChecker` itself, with the ``syncheck`` support backend (SynCheck's
-own score of the answer given a premise, the offline default) and BM25 relevance; the variants differ in:
+Every row is :class:`syncheck.checking.provenance.ProvenanceChecker` itself, with the ``syncheck`` support backend
+(SynCheck's own score of the answer given a premise, the offline default) and BM25 relevance; the variants differ in:
 
 - **premise**: ``each`` selected source on its own, supports combined by ``max`` (the paper's form), or the
   selected sources ``joined`` in context order into one premise;
@@ -115,8 +115,8 @@ def halueval_examples(data_dir: str, subset: str, start: int, limit: int, seed: 
 def evaluate(examples: list[Example], variants: Sequence[Variant], scorer: CachedScorer, n_boot: int,
              seed: int) -> dict[str, tuple[float, float, float, float]]:
     """``{row name: (auc, lo, hi, support passes per answer)}`` for each variant and the trivial baselines."""
-    from syncheck.provenance import ProvenanceChecker
-    from syncheck.support import SynCheckSupport
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import SynCheckSupport
 
     y = np.asarray([e.label for e in examples])
     groups = [e.group for e in examples]
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, tuple]]:
     ap.add_argument("--model", default=None, help="scoring model (default: the embedded default)")
     ap.add_argument("--dtype", default="float32", help="the scoring model's dtype (float32, bfloat16, auto)")
     args = parse_run_args(ap, argv)
-    from syncheck.models import DEFAULT_MODEL
+    from syncheck.model.models import DEFAULT_MODEL
     from syncheck.scorer import Scorer
 
     sets = [s for s in args.sets.split(",") if s]

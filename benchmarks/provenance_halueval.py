@@ -17,7 +17,7 @@ time per (context, sentence) pair.
 
 Relevance and support scores are computed once per (example, chunk) for every
 chunk any configuration selects, then each configuration is assembled with
-:func:`syncheck.provenance.combine` (the code path of ``ProvenanceChecker``).
+:func:`syncheck.checking.provenance.combine` (the code path of ``ProvenanceChecker``).
 Time per example = relevance time per example + support time per pair x the
 configuration's mean number of sources.
 
@@ -42,7 +42,7 @@ from features.alignment.lexical import lexical_precision
 from features.alignment.relevance import BiEncoderRelevance, make_relevance_scorer
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
-from syncheck.provenance import (
+from syncheck.checking.provenance import (
     claim_prompt,
     combine,
     relevance_probabilities,

@@ -20,7 +20,7 @@ BM25 relevance, TopP 0.9 and TopK 3, max and weighted aggregation: ROC AUC of
 records / documents), beside response length and word overlap on the same
 rows, and the time per answer. Supports are computed once per (answer,
 source) and every configuration is assembled with
-:func:`syncheck.provenance.combine`, the code path of ``ProvenanceChecker``.
+:func:`syncheck.checking.provenance.combine`, the code path of ``ProvenanceChecker``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from features.alignment.lexical import lexical_precision
-from syncheck.provenance import (
+from syncheck.checking.provenance import (
     claim_prompt,
     combine,
     relevance_probabilities,
@@ -79,7 +79,7 @@ def ragtruth_examples(path: str, limit: int | None) -> list[Example]:
 
 def make_backend(name: str):
     if name == "syncheck":
-        from syncheck.support import SynCheckSupport
+        from syncheck.checking.support import SynCheckSupport
 
         return SynCheckSupport()
     from syncheck.alignment import make_alignment_scorer

@@ -49,10 +49,10 @@ SHAPES: dict[str, dict[str, Any]] = {
 
 def random_model(shape: str, *, tokenizer: Any = None, device: str | torch.device | None = None,
                  dtype: torch.dtype | str = torch.float32, seed: int = 0):
-    """A :class:`syncheck.models.LoadedModel` of ``shape`` with random weights, built directly on ``device``."""
+    """A :class:`syncheck.model.models.LoadedModel` of ``shape`` with random weights, built directly on ``device``."""
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; choose from {sorted(SHAPES)}")
@@ -81,7 +81,7 @@ def random_model(shape: str, *, tokenizer: Any = None, device: str | torch.devic
 def load_tokenizer(tokenizer: Any = None):
     """``tokenizer`` itself, or the one saved in the folder it names, or SmolLM2's (``None``)."""
     if tokenizer is None:
-        from syncheck.models import load_model
+        from syncheck.model.models import load_model
 
         return load_model("smollm2-135m").tokenizer
     if isinstance(tokenizer, (str, os.PathLike)):

@@ -5,7 +5,7 @@
    process, on a worker thread that also loaded the model. On CPU, PyTorch's OpenMP pool was fast only in the thread
    that first used it, hence the server's single model thread on the main thread.
 2. **Where a pooled round's time goes.** ``--streams`` generations decoded together by
-   :class:`syncheck.pool.DecodePool` as the server runs them (prefilled together in the first round, on the prompt
+   :class:`syncheck.live.pool.DecodePool` as the server runs them (prefilled together in the first round, on the prompt
    prefix cache), timing the engine's prefills, batched decode steps and per-stream without-context flushes (the
    rest is text decoding and scoring), against the same generations run one after another in the same process:
    how far batching gets without any HTTP.
@@ -29,7 +29,7 @@ from benchmarks.serve_load import DOCUMENTS, QUESTIONS
 
 
 def _monitor(model: str):
-    from syncheck.monitor import Monitor
+    from syncheck.live.monitor import Monitor
     from syncheck.scorer import Scorer
 
     return Monitor(Scorer(model))
@@ -75,7 +75,7 @@ def _in_worker(model: str, tokens: int, rounds: int) -> float:
 def pooled_split(model: str, tokens: int, streams: int) -> dict[str, float]:
     """Seconds of ``streams`` pooled generations as the server runs them (prefilled together in the pool's first
     round), the part spent in each engine phase, and the same generations run one after another (``sequential``)."""
-    from syncheck.pool import DecodePool
+    from syncheck.live.pool import DecodePool
 
     monitor = _monitor(model)
     engine = monitor.engine

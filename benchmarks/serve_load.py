@@ -4,9 +4,9 @@ The same requests (distinct questions over one set of documents, or over ``--doc
 ``--tokens`` new tokens at most, method ``monitor``) are sent by the official ``openai`` client as streams,
 ``--requests`` of them at each concurrency (1, 4, 8 by default), to a server started in a subprocess on loopback
 with ``--max-concurrent`` equal to the largest concurrency. The baseline runs the same requests one after another
-through :meth:`syncheck.monitor.Monitor.steps` in this process, with the same scorer settings, timed the same way: time
-to the first token, to the first sentence event, and to the end. Phases never overlap (the server is idle while
-the baseline runs). With requests > concurrency (``--requests 32 --concurrency 8``), freed slots refill: each
+through :meth:`syncheck.live.monitor.Monitor.steps` in this process, with the same scorer settings, timed the same
+way: time to the first token, to the first sentence event, and to the end. Phases never overlap (the server is idle
+while the baseline runs). With requests > concurrency (``--requests 32 --concurrency 8``), freed slots refill: each
 client thread sends the next request as its stream ends, as a server in use sees.
 
 The phases are interleaved and repeated, as in ``benchmarks.monitor_overhead``: each of ``--rounds`` rounds runs
@@ -27,7 +27,7 @@ counted per document set), and in brackets how many distinct replicas served the
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
-The server batches the decode steps of its running streams (:class:`syncheck.pool.DecodePool`); prefills,
+The server batches the decode steps of its running streams (:class:`syncheck.live.pool.DecodePool`); prefills,
 without-context flushes and sentence scoring stay per stream. To show how far that is from the limit, the last table
 times the bare model's decode step over a cache of the same prompt length at batch 1 and at the largest concurrency,
 in this process: the ceiling of a batched server's raw token rate.
@@ -219,10 +219,10 @@ def run_level_beside_fod(base_url: str, requests: list[tuple[str, list[str], int
 
 
 class SequentialMonitor:
-    """The baseline: the requests one after another through one in-process :class:`~syncheck.monitor.Monitor`."""
+    """The baseline: the requests one after another through one in-process :class:`~syncheck.live.monitor.Monitor`."""
 
     def __init__(self, model: str, scorer_args: dict[str, Any]) -> None:
-        from syncheck.monitor import Monitor
+        from syncheck.live.monitor import Monitor
         from syncheck.scorer import Scorer
 
         # flushed between decode steps, as the server does: the ratios measure what batching streams gains
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
               f"level alone: {statistics.median(ratios):.2f}x (spread {min(ratios):.2f}-{max(ratios):.2f}; FOD "
               f"still running at the level's end in {sum(r[beside_fod]['fod_overlapped'] for r in rounds):.0f} of "
               f"{len(rounds)} rounds)")
-    from syncheck.passes import prompt_pair
+    from syncheck.model.passes import prompt_pair
 
     lm = baseline.monitor.scorer.lm
     question, documents, _ = requests[0]

@@ -7,7 +7,7 @@ parameters (shipped with that package) on first use. The model-based backends
 of :mod:`features.alignment` (embedding, NLI, AlignScore, the cross-encoder
 relevance scorer) load their model, from the hub or a local directory, when
 they are built; the LLM judge is given a loaded model or a loader
-(``syncheck.models.load_model``).
+(``syncheck.model.models.load_model``).
 
 Each calculator documents its input shapes and its *sign convention*: whether
 a higher value means the sentence is more faithful to the context (``+``) or

@@ -8,6 +8,8 @@ Importing this package loads no model.
 
 from __future__ import annotations
 
+from syncheck._lazy import lazy_getattr
+
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -20,13 +22,6 @@ _LAZY = {
     "AdaCADGenerator": "fod.baselines",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'fod' has no attribute {name!r}")
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = list(_LAZY)

@@ -126,7 +126,7 @@ class CADGenerator(FODGenerator):
                  decoding: DecodingLike = None) -> GenerationResult:
         """Greedy on the contrast; ``decoding`` gives the token budget and stop strings (CAD does not sample:
         ``do_sample=True`` raises)."""
-        from syncheck.passes import decode_text, prompt_pair
+        from syncheck.model.passes import decode_text, prompt_pair
 
         dec = Decoding.coerce(decoding, GREEDY)
         if dec.do_sample:

@@ -22,8 +22,8 @@ import torch
 from fod.steering import steered_logits
 from syncheck.decoding import Decoding
 from syncheck.featurize import Premise
+from syncheck.live.monitor import Monitor, SentenceEvent
 from syncheck.live.state import Batch
-from syncheck.monitor import Monitor, SentenceEvent
 
 #: Tokens a straggler may run past twice the longest finished candidate (see the module docstring).
 STRAGGLER_SLACK = 8

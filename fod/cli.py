@@ -137,7 +137,7 @@ def _load_scorer(model: str, device: str | None, dtype: str, aggregator: str, ch
     if not check:
         return scorer, None
     from fod.generator import FINAL_CHECK_TOP_K
-    from syncheck.provenance import ProvenanceChecker
+    from syncheck.checking.provenance import ProvenanceChecker
 
     return scorer, ProvenanceChecker.for_scorer(scorer, top_k=FINAL_CHECK_TOP_K)
 

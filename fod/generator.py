@@ -56,12 +56,12 @@ from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
 from fod.steering import STEERING, first_disagreement
 from fod.trace import FODTrace, StopReason
 from syncheck.aggregators.thresholds import resolve_thresholds
+from syncheck.checking.provenance import FINAL_CHECK_TOP_K
 from syncheck.decoding import GREEDY, REPAIR_SAMPLING, Decoding, SettingsError
 from syncheck.featurize import Premise
 from syncheck.live.branching import ended_view
+from syncheck.live.monitor import Monitor, SentenceEvent
 from syncheck.live.state import Batch
-from syncheck.monitor import Monitor, SentenceEvent
-from syncheck.provenance import FINAL_CHECK_TOP_K
 from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
@@ -303,7 +303,7 @@ class FODGenerator:
     def _finish(self, result: GenerationResult, question, context) -> GenerationResult:
         result.response_score = self.scorer.finish_response(result.sentences)  # and each sentence's final_score
         if self.checker == "auto":
-            from syncheck.provenance import ProvenanceChecker
+            from syncheck.checking.provenance import ProvenanceChecker
 
             self.checker = ProvenanceChecker.for_scorer(self.scorer, top_k=FINAL_CHECK_TOP_K)
         if self.checker is not None and result.sentences:

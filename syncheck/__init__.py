@@ -3,32 +3,35 @@
 Importing this package loads no model. Main entry points:
 
 - :class:`syncheck.scorer.Scorer` — offline per-sentence SynCheck features.
-- :func:`syncheck.models.load_model` — load a model by alias, hub id, path or GGUF file.
-- :func:`syncheck.calibrate.calibrate` — fit and register an aggregator for one model.
+- :func:`syncheck.model.models.load_model` — load a model by alias, hub id, path or GGUF file.
+- :func:`syncheck.calibration.calibrate.calibrate` — fit and register an aggregator for one model.
+
+The pipeline's stages are subpackages: :mod:`syncheck.model` (loading and running a model), :mod:`syncheck.live`
+(live decoding: the monitor and the pool), :mod:`syncheck.calibration` (labels, folds, calibration) and
+:mod:`syncheck.checking` (the Provenance answer check). The paths these modules had directly under
+``syncheck`` still import, with a ``DeprecationWarning`` (:mod:`syncheck._moved`).
 """
 
 from __future__ import annotations
 
+from syncheck import _moved
+from syncheck._lazy import lazy_getattr
+
 __version__ = "0.2.0"
+
+_moved.install()
 
 _LAZY = {
     "Scorer": "syncheck.scorer",
-    "load_model": "syncheck.models",
-    "LoadedModel": "syncheck.models",
+    "load_model": "syncheck.model.models",
+    "LoadedModel": "syncheck.model.models",
     "ScoredResponse": "syncheck.results",
     "ScoredSentence": "syncheck.results",
     "LIDReference": "syncheck.lid_reference",
-    "Monitor": "syncheck.monitor",
-    "SynCheckLogitsProcessor": "syncheck.logits_processor",
+    "Monitor": "syncheck.live.monitor",
+    "SynCheckLogitsProcessor": "syncheck.live.logits_processor",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'syncheck' has no attribute {name!r}")
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = list(_LAZY)

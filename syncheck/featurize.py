@@ -52,7 +52,7 @@ def text_check_features(context: str, sentence: str) -> dict[str, float]:
 def fill_text_checks(features: Mapping[str, float], context: str, sentence: str) -> dict[str, float]:
     """``features`` plus the string checks it lacks (rows cached before a check existed); values present are kept.
 
-    ``context`` must be the formatted context the row was scored with (:func:`syncheck.prompts.format_context`).
+    ``context`` must be the formatted context the row was scored with (:func:`syncheck.model.prompts.format_context`).
     """
     missing = [n for n in TEXT_CHECK_FEATURES if n not in features]
     if not missing:

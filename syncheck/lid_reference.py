@@ -27,8 +27,8 @@ import torch
 from features.lid import DEFAULT_K
 from features.sentences import assign_tokens, split_sentences
 from syncheck.cache import cache_dir, slug
-from syncheck.models import LoadedModel
-from syncheck.passes import encode_record, token_stats
+from syncheck.model.models import LoadedModel
+from syncheck.model.passes import encode_record, token_stats
 from syncheck.records import Record, read_jsonl
 
 BUNDLED_CORPUS = "lid_reference_corpus.jsonl"

@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from features.registry import FEATURES
 from syncheck.aggregators.base import sigmoid
-from syncheck.folds import out_of_fold_predict
+from syncheck.calibration.folds import out_of_fold_predict
 
 #: probe feature name -> the sentence vector it reads (:mod:`features.registry`).
 PROBE_INPUTS = {f.name: f.vector for f in FEATURES if f.probe}
@@ -134,7 +134,8 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
 def fit_probe(probe: LinearProbe, X: np.ndarray, y: np.ndarray, groups: Sequence, folds: int = 5,
               seed: int = 0) -> tuple[LinearProbe, np.ndarray]:
     """The probe fitted on all rows, and its out-of-fold P(faithful) for each row
-    (:func:`syncheck.folds.out_of_fold_predict`: ``folds`` shuffled folds grouped by ``groups``, seeded by ``seed``).
+    (:func:`syncheck.calibration.folds.out_of_fold_predict`: ``folds`` shuffled folds grouped by ``groups``, seeded
+    by ``seed``).
 
     Rows that cannot be scored out of fold (fewer than two groups; a fold whose training part lacks a class) get 0.5.
     """

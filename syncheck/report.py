@@ -13,7 +13,7 @@ The report says which one it used. A row's value for the ROC and calibration
 plots is its ``response_score``, else its ``factuality`` (Provenance), else the
 minimum over its sentences of the colouring value (a response is as faithful
 as its worst sentence). Labels (1 = faithful, 0 = unfaithful, read by
-:func:`syncheck.labels.parse_label`) come from a labels file, else a ``label``
+:func:`syncheck.calibration.labels.parse_label`) come from a labels file, else a ``label``
 field of the scored row, else of the input row (a row label that rule refuses
 is left out); ``subset`` fields group the curves.
 
@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from syncheck.labels import LabelError, parse_label
+from syncheck.calibration.labels import LabelError, parse_label
 from syncheck.records import load_json
 from syncheck.stats import bootstrap_auroc
 
@@ -96,11 +96,12 @@ def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
 def read_labels(path: Path) -> dict[Any, tuple[int, str | None]]:
     """``{id: (label, subset)}`` from JSONL (``{"id", "label", "subset"?}``) or CSV/TSV with those columns.
 
-    Labels are read by :func:`syncheck.labels.parse_label` (1 / "faithful", 0 / "unfaithful" / "hallucinated").
+    Labels are read by :func:`syncheck.calibration.labels.parse_label` (1 / "faithful", 0 / "unfaithful" /
+    "hallucinated").
 
     Raises:
-        ValueError: an entry without ``id`` or ``label``; :class:`~syncheck.labels.LabelError` (a ``ValueError``):
-            a label :func:`~syncheck.labels.parse_label` refuses.
+        ValueError: an entry without ``id`` or ``label``; :class:`~syncheck.calibration.labels.LabelError` (a
+            ``ValueError``): a label :func:`~syncheck.calibration.labels.parse_label` refuses.
     """
     if path.suffix.lower() in (".csv", ".tsv"):
         with open(path, newline="", encoding="utf-8") as f:

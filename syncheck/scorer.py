@@ -21,13 +21,13 @@ from features.stats import TokenStats
 from syncheck.aggregators.apply import aggregate_response, resolve_response_aggregation
 from syncheck.aggregators.final import final_sentence_scores
 from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator, resolve_final_model
-from syncheck.attention import enable_lookback
 from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
 from syncheck.lid_reference import LIDReference, load_or_build
-from syncheck.models import DEFAULT_MODEL, LoadedModel, load_model
-from syncheck.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
+from syncheck.model.attention import enable_lookback
+from syncheck.model.models import DEFAULT_MODEL, LoadedModel, load_model
+from syncheck.model.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
+from syncheck.model.prompts import format_context
 from syncheck.probes import default_probe_layers
-from syncheck.prompts import format_context
 from syncheck.records import Record, RecordError, script_warning
 from syncheck.results import ScoredResponse, ScoredSentence
 
@@ -45,7 +45,7 @@ class Scorer:
     """Computes SynCheck's per-sentence features for existing responses.
 
     Args:
-        model: anything :func:`syncheck.models.load_model` accepts (alias, hub
+        model: anything :func:`syncheck.model.models.load_model` accepts (alias, hub
             id, directory, GGUF file, loaded model) or a :class:`LoadedModel`.
         tokenizer: the tokenizer when ``model`` is an already-loaded model.
         device, dtype: passed to :func:`load_model`.
@@ -68,7 +68,7 @@ class Scorer:
         lookback: record each attention head's lookback ratio (``lookback_ratio``
             feature; the ``lookback_lens`` probe's input). Switches the model's
             attention to a recording wrapper of its own kernel (same outputs;
-            see :mod:`syncheck.attention`). Costs a few percent in the live monitor.
+            see :mod:`syncheck.model.attention`). Costs a few percent in the live monitor.
         text_checks: compute the string checks against the context
             (:data:`syncheck.featurize.TEXT_CHECK_FEATURES`: unsupported specifics,
             contradicted JSON fields, novel bigrams, local and word-pair support).

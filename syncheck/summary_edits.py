@@ -579,7 +579,8 @@ def edit_rows(records: Iterable[dict[str, Any]], seed: int = 0, *, kinds: Sequen
     ``{"id": "<id>-edit-<kind>-<k>", "context", "response", "sentence_labels", "edit", "source_id"}`` out.
 
     ``source_id`` is the record's own ``source_id`` when it has one (the document's id, as RAGTruth gives it), else
-    its ``id``: :mod:`syncheck.labels` groups by it, so an edit lands on the same side of every split as its source.
+    its ``id``: :mod:`syncheck.calibration.labels` groups by it, so an edit lands on the same side of every split as its
+    source.
     A record's ``question`` and ``task_type`` are kept, so the edit is scored with the prompt its source had.
     """
     rows = []

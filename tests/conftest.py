@@ -74,7 +74,7 @@ def tiny_tokenizer():
 
 @pytest.fixture(scope="session")
 def tiny_lm(tiny_tokenizer):
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     return load_model(make_model(len(tiny_tokenizer)), tiny_tokenizer, name="tiny-llama")
 
@@ -82,7 +82,7 @@ def tiny_lm(tiny_tokenizer):
 @pytest.fixture(scope="session")
 def tiny_lm_plain():
     """The same kind of model with a tokenizer that has no chat template."""
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     tok = make_tokenizer(None)
     return load_model(make_model(len(tok), seed=1), tok, name="tiny-llama-plain")

@@ -13,8 +13,8 @@ import torch
 import syncheck.live.background
 from syncheck.decoding import Decoding
 from syncheck.lid_reference import LIDReference
-from syncheck.monitor import Monitor
-from syncheck.passes import capture_hidden, response_ids_and_offsets
+from syncheck.live.monitor import Monitor
+from syncheck.model.passes import capture_hidden, response_ids_and_offsets
 from syncheck.scorer import Scorer
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]

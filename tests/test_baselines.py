@@ -9,7 +9,7 @@ from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, tab
 from fod.baselines import METHODS, AbstainGenerator, CADGenerator, GreedyGenerator, RerankGenerator
 from fod.results import ABSTAIN_TEXT
 from syncheck.decoding import Decoding
-from syncheck.models import load_model
+from syncheck.model.models import load_model
 from syncheck.scorer import Scorer
 
 TOKENS_20 = Decoding(max_new_tokens=20)
@@ -126,7 +126,7 @@ def test_cad_equals_transformers_classifier_free_guidance(tiny_lm, alpha):
     transformers' unbatched CFG is (1 + alpha) * log p(with) - alpha * log p(without), as CAD is."""
     import torch
 
-    from syncheck.passes import decode_text, prompt_pair
+    from syncheck.model.passes import decode_text, prompt_pair
 
     scorer = Scorer(tiny_lm, aggregator=None)
     ctx = "The tower is 330 m tall. It opened in 1889."

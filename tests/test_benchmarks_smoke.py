@@ -74,7 +74,7 @@ def test_a_saved_random_model_loads_by_path_with_the_tokenizer_it_was_saved_with
 
     from benchmarks.random_shape import main as save
     from benchmarks.random_shape import random_model
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     tiny_tokenizer.save_pretrained(tmp_path / "tok")
     save(["tiny", str(tmp_path / "model"), "--tokenizer", str(tmp_path / "tok")])
@@ -200,15 +200,15 @@ def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
     from benchmarks.serve_profile import read_raw
 
     model = ("serve (syncheck/cli/serve.py:42);Scheduler.run (syncheck/serve/scheduler.py:148);"
-             "DecodePool.step (syncheck/pool.py:58)")
+             "DecodePool.step (syncheck/live/pool.py:58)")
     raw = tmp_path / "serve.raw"
     raw.write_text("\n".join([
         f"{model};LiveEngine.start_many (syncheck/live/engine.py:119);Module._call_impl "
         "(torch/nn/modules/module.py:1789) 30",
         f"{model};LiveEngine.step (syncheck/live/engine.py:170);Module._call_impl (torch/nn/modules/module.py:1789) 50",
-        f"{model};MonitorRun.advance (syncheck/monitor.py:272);LiveEngine.flush_kl (syncheck/live/engine.py:214);"
+        f"{model};MonitorRun.advance (syncheck/live/monitor.py:272);LiveEngine.flush_kl (syncheck/live/engine.py:214);"
         "Module._call_impl (torch/nn/modules/module.py:1789) 10",
-        f"{model};MonitorRun.advance (syncheck/monitor.py:272);SentenceFeaturizer.featurize "
+        f"{model};MonitorRun.advance (syncheck/live/monitor.py:272);SentenceFeaturizer.featurize "
         "(syncheck/featurize.py:156) 5",
         "_bootstrap (threading.py:1002);run (uvicorn/server.py:60);dumps (json/__init__.py:231) 3",
         "_bootstrap (threading.py:1002);run (asyncio/base_events.py:600) 2",

@@ -15,15 +15,15 @@ from click.testing import CliRunner
 from conftest import CHAT_TEMPLATE, make_model, make_tokenizer
 
 from syncheck.aggregators import resolve as resolve_mod
-from syncheck.calibrations import (
+from syncheck.calibration.calibrations import (
     calibrations_for_name,
     find_calibration,
     list_calibrations,
     model_fingerprint,
     register_calibration,
 )
-from syncheck.labels import LabelError, parse_labelled, read_labelled, sentence_labels_from_spans
-from syncheck.models import load_model
+from syncheck.calibration.labels import LabelError, parse_labelled, read_labelled, sentence_labels_from_spans
+from syncheck.model.models import load_model
 from syncheck.scorer import Scorer
 
 CONTEXT = "The tower is 330 m tall. It opened in 1889."
@@ -141,8 +141,8 @@ def test_any_family_gets_the_portable_default_with_one_warning(family, tiny_toke
 def test_live_features_equal_offline_in_every_family(family, tiny_tokenizer):
     from test_monitor import assert_same_features
 
-    from syncheck.monitor import Monitor
-    from syncheck.passes import response_ids_and_offsets
+    from syncheck.live.monitor import Monitor
+    from syncheck.model.passes import response_ids_and_offsets
 
     lm = load_model(FAMILIES[family](len(tiny_tokenizer)), tiny_tokenizer, name=f"tiny-{family}")
     scorer = Scorer(lm, vectors=True, aggregator=None)
@@ -172,7 +172,7 @@ def test_fod_runs_on_any_family(family, tiny_tokenizer):
 def test_bos_comes_from_the_template_or_the_tokenizer_never_twice():
     from tokenizers import processors
 
-    from syncheck.prompts import build_prompt, prompt_ids
+    from syncheck.model.prompts import build_prompt, prompt_ids
 
     tok = make_tokenizer(None)
     bos = tok.bos_token_id
@@ -188,7 +188,7 @@ def test_bos_comes_from_the_template_or_the_tokenizer_never_twice():
 
 # ------------------------------------------------------------------ calibrate
 def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer, tmp_path):
-    from syncheck.calibrate import calibrate
+    from syncheck.calibration.calibrate import calibrate
 
     path = tmp_path / "lab.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in labelled_rows()), encoding="utf-8")
@@ -245,7 +245,7 @@ def test_calibrate_registers_an_aggregator_that_scorer_then_uses(tiny_tokenizer,
 
 
 def test_calibrate_needs_both_labels(tiny_lm, tmp_path):
-    from syncheck.calibrate import calibrate
+    from syncheck.calibration.calibrate import calibrate
 
     rows = [{**r, "labels": []} for r in labelled_rows(8)]
     path = tmp_path / "lab.jsonl"
@@ -259,7 +259,7 @@ def qwen2_dir(tmp_path_factory):
     """A tiny random Qwen2 saved with save_pretrained beside SmolLM2's real tokenizer (ChatML template)."""
     from transformers import AutoTokenizer
 
-    from syncheck.models import _resolve
+    from syncheck.model.models import _resolve
 
     source, _ = _resolve("smollm2-135m")
     tok = AutoTokenizer.from_pretrained(source)
@@ -316,7 +316,7 @@ def test_cli_scores_calibrates_and_then_uses_the_calibration(qwen2_dir, tmp_path
 
 @pytest.mark.slow
 def test_smollm2_loaded_by_another_name_keeps_its_shipped_default():
-    from syncheck.models import _resolve
+    from syncheck.model.models import _resolve
 
     source, _ = _resolve("smollm2-135m")  # the converted directory: another name, the same weights
     with warnings.catch_warnings():
@@ -326,7 +326,7 @@ def test_smollm2_loaded_by_another_name_keeps_its_shipped_default():
 
 
 def test_an_aggregator_shipped_for_another_model_is_found_by_name(tiny_tokenizer, tmp_path, monkeypatch):
-    from syncheck.calibrate import calibrate
+    from syncheck.calibration.calibrate import calibrate
 
     path = tmp_path / "lab.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in labelled_rows()), encoding="utf-8")

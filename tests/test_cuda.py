@@ -94,7 +94,7 @@ except pytest.skip.Exception:
 @pytest.fixture(scope="module")
 def tiny_lm(tiny_tokenizer):
     """conftest's tiny random Llama, on :data:`DEVICE`."""
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     return load_model(make_model(len(tiny_tokenizer)), tiny_tokenizer, device=DEVICE, name="tiny-llama")
 

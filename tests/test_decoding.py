@@ -11,8 +11,8 @@ from transformers import GenerationConfig
 from fod.baselines import METHODS
 from fod.generator import FODGenerator
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding
-from syncheck.models import load_model
-from syncheck.monitor import Monitor
+from syncheck.live.monitor import Monitor
+from syncheck.model.models import load_model
 from syncheck.scorer import Scorer
 
 CONTEXT = "The Eiffel Tower was completed in 1889. It is 330 metres tall."

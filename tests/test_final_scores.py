@@ -9,8 +9,8 @@ import pytest
 from syncheck.aggregators import load_aggregator, make_aggregator, save_aggregator
 from syncheck.aggregators.final import FINAL_DIR, final_sentence_scores, relative_bases, with_relative
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, save_response_model
-from syncheck.monitor import Monitor
-from syncheck.passes import response_ids_and_offsets
+from syncheck.live.monitor import Monitor
+from syncheck.model.passes import response_ids_and_offsets
 from syncheck.records import Record
 from syncheck.scorer import Scorer
 
@@ -141,7 +141,7 @@ def test_the_servers_sentence_json_carries_the_final_score_once_there_is_one():
 
 
 def test_provenance_support_takes_the_final_verdict_or_the_live_one(tiny_lm, saved):
-    from syncheck.support import SynCheckSupport
+    from syncheck.checking.support import SynCheckSupport
 
     scorer = Scorer(tiny_lm, lid=None, aggregator=str(saved))
     premise, claim = " ".join(CONTEXT), RESPONSES[2]

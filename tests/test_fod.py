@@ -8,7 +8,7 @@ from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, score_by_text, tab
 from fod.generator import FODGenerator, _spread
 from fod.results import ABSTAIN_TEXT
 from syncheck.decoding import Decoding
-from syncheck.models import load_model
+from syncheck.model.models import load_model
 from syncheck.scorer import Scorer
 
 
@@ -137,7 +137,7 @@ def test_backtracking_reuses_the_cache_instead_of_recomputing_the_prefix():
     fod = make_fod({**START, "Good.": {" Bad": 0.5, " Fine": 0.5}})
     fod.generate(question="Q?", context=CONTEXT, decoding=sampled(0))
     calls = fod.scorer.lm.model.calls
-    from syncheck.passes import prompt_pair
+    from syncheck.model.passes import prompt_pair
 
     without_len = len(prompt_pair(fod.scorer.lm, CONTEXT, "Q?", 40, fod.scorer.max_length).without_context)
     # the long prefills happen once per prompt (with and without context); nothing re-feeds the prefix later

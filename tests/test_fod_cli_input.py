@@ -17,7 +17,7 @@ import syncheck.scorer
 from fod.baselines import METHODS, GreedyGenerator
 from fod.cli import METHOD_NAMES, main
 from fod.results import ABSTAIN_TEXT
-from syncheck.models import load_model
+from syncheck.model.models import load_model
 
 #: greedy says "Good. Bad." (Bad scores 0.2); FOD repairs the second sentence to "Fine." (0.95)
 SCRIPT = {"": {"Good": 1.0}, "Good.": {" Bad": 0.6, " Fine": 0.4}}

@@ -15,7 +15,7 @@ from fod.generator import FODGenerator
 from fod.results import ABSTAIN_TEXT
 from fod.steering import js_divergence, steered_logits
 from syncheck.decoding import Decoding
-from syncheck.models import load_model
+from syncheck.model.models import load_model
 from syncheck.scorer import Scorer
 
 CONTEXT = "Paris is the answer: good, bad, fine, meh."  # every scripted word but London is on the subject

@@ -11,7 +11,7 @@ from benchmarks.halueval.generated_set import build, generation_jobs, label_sent
 from benchmarks.halueval.pairs import DistractorPair
 from benchmarks.halueval.splits import is_test
 from syncheck.cli import main as cli
-from syncheck.monitor import Monitor
+from syncheck.live.monitor import Monitor
 from syncheck.scorer import Scorer
 
 

@@ -147,7 +147,7 @@ def test_a_nan_feature_becomes_an_error_row_not_a_null(tiny_tokenizer):
     import torch
 
     from syncheck.io import dumps_row
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
     from syncheck.scorer import Scorer
 
     model = make_model(len(tiny_tokenizer), seed=3)

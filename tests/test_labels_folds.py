@@ -1,4 +1,5 @@
-"""One label rule (syncheck.labels.parse_label) and one grouped out-of-fold helper (syncheck.folds)."""
+"""One label rule (syncheck.calibration.labels.parse_label) and one grouped out-of-fold helper
+(syncheck.calibration.folds)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from syncheck.folds import FoldError, grouped_folds, out_of_fold, out_of_fold_predict
-from syncheck.labels import LabelError, parse_label, parse_label_list
+from syncheck.calibration.folds import FoldError, grouped_folds, out_of_fold, out_of_fold_predict
+from syncheck.calibration.labels import LabelError, parse_label, parse_label_list
 
 ACCEPTED = [(1, 1), (0, 0), (1.0, 1), (0.0, 0), (np.int64(1), 1), ("1", 1), ("0", 0), (" Faithful ", 1),
             ("unfaithful", 0), ("HALLUCINATED", 0)]
@@ -43,7 +44,7 @@ def test_sentence_label_lists():
 
 
 def _calibrate_label(value):
-    from syncheck.labels import parse_labelled
+    from syncheck.calibration.labels import parse_labelled
 
     return parse_labelled({"id": 1, "context": "c", "response": "A.", "label": value}).label
 
@@ -177,8 +178,8 @@ def test_every_jsonl_reader_turns_a_line_json_cannot_parse_into_an_error_not_a_c
     """Deep nesting makes json.loads raise RecursionError; calibrate's, train's and report's readers say so."""
     import click
 
+    from syncheck.calibration.labels import read_labelled
     from syncheck.cli.train import _read_jsonl
-    from syncheck.labels import read_labelled
     from syncheck.report import read_jsonl_rows
 
     path = tmp_path / "deep.jsonl"

@@ -6,7 +6,7 @@ import torch
 
 from syncheck.decoding import GREEDY
 from syncheck.live import LiveEngine
-from syncheck.passes import prompt_pair, response_ids_and_offsets
+from syncheck.model.passes import prompt_pair, response_ids_and_offsets
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
 TEXT = "It was completed in 1889. It is tall."
@@ -122,7 +122,7 @@ def test_rows_and_batches_are_written_only_by_their_own_methods():
 
 
 def test_caches_built_by_the_kv_helpers_hold_their_tensors_without_copying_and_grow_as_usual():
-    from syncheck.kv import cache_length, cache_of, gather_left_padded
+    from syncheck.model.kv import cache_length, cache_of, gather_left_padded
 
     k = torch.randn(2, 3, 5, 4)
     v = torch.randn(2, 3, 5, 4)

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from syncheck.cli import main
-from syncheck.models import ModelNotFoundError, load_model
+from syncheck.model.models import ModelNotFoundError, load_model
 
 
 def write_jsonl(path, rows):
@@ -133,7 +133,7 @@ def test_model_shipped_in_parts_is_joined_in_order_once(tmp_path, monkeypatch):
     import sys
     import types
 
-    from syncheck import models
+    from syncheck.model import models
 
     pieces = [b"GGUF-head ", b"middle ", b"tail"]
     for i, data in enumerate(pieces, 1):
@@ -190,7 +190,7 @@ def test_the_commands_that_load_a_model_take_a_preset(command):
 def test_auto_dtype_is_bfloat16_only_where_the_hardware_computes_it(monkeypatch):
     import torch
 
-    from syncheck import models
+    from syncheck.model import models
 
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
@@ -213,7 +213,7 @@ def test_the_quality_preset_checks_with_the_mean_of_the_default_support_and_the_
 
     from click.testing import CliRunner
 
-    from syncheck import provenance
+    from syncheck.checking import provenance
     from syncheck.cli import main
 
     seen = {}

@@ -9,9 +9,9 @@ from transformers import GenerationConfig
 
 from syncheck.decoding import Decoding
 from syncheck.lid_reference import LIDReference
-from syncheck.logits_processor import SynCheckLogitsProcessor
-from syncheck.monitor import Monitor
-from syncheck.passes import prompt_pair, response_ids_and_offsets
+from syncheck.live.logits_processor import SynCheckLogitsProcessor
+from syncheck.live.monitor import Monitor
+from syncheck.model.passes import prompt_pair, response_ids_and_offsets
 from syncheck.scorer import Scorer
 
 CONTEXT = ["The Eiffel Tower was completed in 1889.", "It is 330 m tall."]
@@ -41,9 +41,9 @@ def tiny_scorer(tiny_lm):
 def test_live_path_falls_back_to_output_hidden_states_like_the_offline_path(tiny_scorer, monkeypatch):
     """A regression: a model whose decoder layers cannot be hooked raised KeyError live (offline fell back)."""
     import syncheck.live.engine
-    import syncheck.passes
+    import syncheck.model.passes
 
-    monkeypatch.setattr(syncheck.passes, "decoder_layers", lambda model: None)
+    monkeypatch.setattr(syncheck.model.passes, "decoder_layers", lambda model: None)
     monkeypatch.setattr(syncheck.live.engine, "decoder_layers", lambda model: None)
     ids, _ = response_ids_and_offsets(tiny_scorer.lm.tokenizer, RESPONSE)
     live = Monitor(tiny_scorer).generate(question="When?", context=CONTEXT, forced_ids=ids)
@@ -212,7 +212,7 @@ def test_question_aware_alignment_is_the_same_offline_and_live(tiny_lm):
 # ------------------------------------------------------------------ one argument convention
 def test_public_text_functions_take_keywords_only(tiny_scorer):
     from fod.baselines import METHODS
-    from syncheck.provenance import ProvenanceChecker
+    from syncheck.checking.provenance import ProvenanceChecker
 
     mon = Monitor(tiny_scorer)
     checker = ProvenanceChecker(relevance="bm25", nli="lexical")

@@ -13,9 +13,9 @@ from features.grounding import pmi_mean, pmi_min, pmi_negative_share, pointwise_
 from features.lookback import lookback_ratios
 from features.novelty import novel_ngram_share
 from features.specifics import normalize_number, times_of_day, unsupported_specifics, unsupported_specifics_count
-from syncheck.attention import enable_lookback, record_lookback
-from syncheck.monitor import Monitor
-from syncheck.passes import encode_record, response_ids_and_offsets, token_stats
+from syncheck.live.monitor import Monitor
+from syncheck.model.attention import enable_lookback, record_lookback
+from syncheck.model.passes import encode_record, response_ids_and_offsets, token_stats
 from syncheck.scorer import Scorer
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -191,7 +191,7 @@ def test_a_probe_for_another_model_is_reported_as_missing(tmp_path, lookback_sco
 
     _stacked_on_tiny(lookback_scorer, tmp_path)
     other = make_model(len(tiny_lm_plain.tokenizer), seed=2, layers=1)
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     lm = load_model(other, tiny_lm_plain.tokenizer, name="one-layer")
     with pytest.raises(FeatureMismatchError, match="hidden_probe: the aggregator's probe .* reads one model's hidden "
@@ -201,7 +201,7 @@ def test_a_probe_for_another_model_is_reported_as_missing(tmp_path, lookback_sco
 
 def test_lookback_of_left_padded_beams_equals_one_row_decoding(lookback_scorer):
     """FOD decodes beams of different lengths as one left-padded batch: each row's ratios must be its own."""
-    from syncheck.passes import prompt_pair
+    from syncheck.model.passes import prompt_pair
 
     mon = Monitor(lookback_scorer)
     engine, lm = mon.engine, lookback_scorer.lm
@@ -229,8 +229,8 @@ def test_lookback_of_left_padded_beams_equals_one_row_decoding(lookback_scorer):
 
 def test_syncheck_support_backend_scores_each_source_with_the_question(tiny_lm):
     from syncheck.aggregators import make_aggregator
-    from syncheck.provenance import ProvenanceChecker
-    from syncheck.support import SynCheckSupport
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import SynCheckSupport
 
     rng = np.random.default_rng(0)
     agg = make_aggregator("lr", feature_names=["min_prob", "pmi_mean"]).fit(rng.normal(size=(40, 2)), np.arange(40) % 2)
@@ -267,14 +267,14 @@ def test_syncheck_support_backend_scores_each_source_with_the_question(tiny_lm):
      "only on that data.", "qa"),
 ])
 def test_auto_task_reads_the_question(question, task):
-    from syncheck.support import answer_task
+    from syncheck.checking.support import answer_task
 
     assert answer_task(question) == task
     assert answer_task(question, "qa") == "qa" and answer_task(question, "summary") == "summary"
 
 
 def test_answer_task_rejects_an_unknown_task():
-    from syncheck.support import answer_task
+    from syncheck.checking.support import answer_task
 
     with pytest.raises(ValueError, match=r"unknown task 'news'; use one of \('auto', 'qa', 'summary'\)"):
         answer_task("When?", "news")
@@ -283,8 +283,8 @@ def test_answer_task_rejects_an_unknown_task():
 def test_summary_task_averages_the_verdict_with_the_mean_local_support(tiny_lm):
     """``task="summary"`` (``syncheck check --task summary``): the syncheck support leans on the lexical support."""
     from syncheck.aggregators import make_aggregator
-    from syncheck.provenance import ProvenanceChecker
-    from syncheck.support import SUMMARY_LEXICAL_WEIGHT, MeanSupport, SynCheckSupport, mean_local_support
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import SUMMARY_LEXICAL_WEIGHT, MeanSupport, SynCheckSupport, mean_local_support
 
     rng = np.random.default_rng(0)
     agg = make_aggregator("lr", feature_names=["min_prob", "pmi_mean"]).fit(rng.normal(size=(40, 2)), np.arange(40) % 2)
@@ -371,7 +371,7 @@ def test_a_template_that_rewrites_the_message_still_scores_without_lookback():
     """Only lookback needs the context verbatim in the prompt; other scoring must not depend on it."""
     from conftest import make_model, make_tokenizer
 
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     template = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] | replace('Context:', 'Documents:') }}\n"
                 "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from features.model_cache import cache_kwargs
-from syncheck.monitor import Monitor
-from syncheck.pool import DecodePool
+from syncheck.live.monitor import Monitor
+from syncheck.live.pool import DecodePool
 from syncheck.scorer import Scorer
 
 CONTEXT = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It is 330 metres tall."]
@@ -101,7 +101,7 @@ def test_prefill_many_equals_prefill_of_each_prompt(monitor):
 
 
 def _layers(cache):
-    from syncheck.kv import _kv
+    from syncheck.model.kv import _kv
 
     return _kv(cache)
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import shared_data
 
-from syncheck.provenance import (
+from syncheck.checking.provenance import (
     ProvenanceChecker,
     aggregate,
     claim_prompt,
@@ -165,7 +165,7 @@ def test_joined_premise_checks_the_selected_sources_once_in_context_order():
 
 
 def test_question_and_answer_query_ranks_the_chunks_against_both():
-    from syncheck.provenance import relevance_query
+    from syncheck.checking.provenance import relevance_query
 
     assert relevance_query("Capital?", "Paris.", "question") == "Capital?"
     assert relevance_query("Capital?", "Paris.", "question+answer") == "Capital? Paris."
@@ -369,7 +369,7 @@ class _Recorder:
 
 
 def test_mean_support_gives_each_member_its_claim_form_and_averages():
-    from syncheck.support import MeanSupport
+    from syncheck.checking.support import MeanSupport
 
     aware, plain = _Recorder(0.9, question_aware=True), _Recorder(0.3)
     checker = ProvenanceChecker(nli=MeanSupport([aware, plain]))
@@ -382,8 +382,8 @@ def test_mean_support_gives_each_member_its_claim_form_and_averages():
 
 
 def test_support_specs_joined_by_plus_build_a_mean():
-    from syncheck.provenance import make_support
-    from syncheck.support import MeanSupport
+    from syncheck.checking.provenance import make_support
+    from syncheck.checking.support import MeanSupport
 
     mean = make_support("lexical+lexical")
     assert isinstance(mean, MeanSupport) and mean.name == "lexical+lexical"
@@ -415,7 +415,7 @@ def test_sentence_claims_check_each_sentence_and_keep_the_least_supported():
 
 
 def test_claim_forms_of_one_answer():
-    from syncheck.support import answer_claims
+    from syncheck.checking.support import answer_claims
 
     assert answer_claims("A is 1. B is 2.", "What?", "sentences") == ["A is 1.", "B is 2."]
     assert answer_claims("A is 1. B is 2.", "What?", "paper") == ["The answer to question What? is A is 1. B is 2."]
@@ -425,8 +425,8 @@ def test_claim_forms_of_one_answer():
 
 
 def test_mean_support_passes_its_claim_form_to_members_that_read_no_question():
-    from syncheck.provenance import make_support
-    from syncheck.support import MeanSupport
+    from syncheck.checking.provenance import make_support
+    from syncheck.checking.support import MeanSupport
 
     aware, plain = _Recorder(0.9, question_aware=True), _Recorder(0.3)
     res = ProvenanceChecker(nli=MeanSupport([aware, plain], claim="sentences")).check(

@@ -9,8 +9,8 @@ import torch
 from features.entropy import normalized_entropy
 from features.lid import lid_mle
 from syncheck.lid_reference import LIDReference
-from syncheck.passes import EncodedRecord, encode_record, forward_response, token_stats
-from syncheck.prompts import build_prompt, format_context, prompt_ids
+from syncheck.model.passes import EncodedRecord, encode_record, forward_response, token_stats
+from syncheck.model.prompts import build_prompt, format_context, prompt_ids
 from syncheck.records import Record, RecordError
 from syncheck.scorer import Scorer
 

@@ -164,7 +164,7 @@ def test_edit_rows_make_grouped_labelled_records():
 
 
 def test_edit_rows_are_read_by_the_label_parser():
-    from syncheck.labels import parse_labelled
+    from syncheck.calibration.labels import parse_labelled
 
     for row in edit_rows([{"id": "a", "context": DOCUMENT, "response": SUMMARY}]):
         labelled = parse_labelled(row)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from features.sentences import Span, split_sentences
-from syncheck.labels import TASK_QUESTIONS, sentence_labels_from_spans
+from syncheck.calibration.labels import TASK_QUESTIONS, sentence_labels_from_spans
 
 TASKS = ("QA", "Summary", "Data2txt")
 

@@ -3,7 +3,7 @@
     HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.response_verdict --data PATH/TO/ragtruth/dev.jsonl \\
         [--results-md benchmarks/RESULTS.md] [--plot reliability.png] [--save syncheck/data/aggregators/default]
 
-Nested, grouped cross-validation by ``source_id`` (:func:`syncheck.folds.grouped_folds`):
+Nested, grouped cross-validation by ``source_id`` (:func:`syncheck.calibration.folds.grouped_folds`):
 
 - outer folds: every sentence of fold ``k`` is scored by the default recipe (the shipped aggregator's features,
   probe and estimator, :mod:`syncheck.aggregators.recipe`) fitted on the other folds;
@@ -43,7 +43,7 @@ from benchmarks.ragtruth.scoring import SentenceTable
 from syncheck.aggregators.final import FINAL_RELATIVE_FEATURES
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
-from syncheck.folds import Fold, grouped_folds
+from syncheck.calibration.folds import Fold, grouped_folds
 from syncheck.stats import bootstrap_auroc
 
 SECTION = "## Response-level verdict: learned against min and mean"
@@ -403,7 +403,7 @@ def support_blends(table: SentenceTable, resp: Responses, verdict: np.ndarray) -
     names = [n for n in MEAN_FEATURES if n in table.features]
     if "local_support" not in names:
         return {}
-    from syncheck.support import lean_on_lexical
+    from syncheck.checking.support import lean_on_lexical
 
     support = resp.means[:, names.index("local_support")]
     out = {f"shipped verdict averaged with the mean `local_support`, weight {w}":

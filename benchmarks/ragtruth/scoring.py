@@ -24,7 +24,7 @@ from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision as word_overlap
 from features.sentences import Span
 from syncheck.featurize import fill_text_checks
-from syncheck.prompts import format_context
+from syncheck.model.prompts import format_context
 from syncheck.results import decode_vectors
 
 #: Bumped when what a cached row holds changes.

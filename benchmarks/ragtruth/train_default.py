@@ -35,7 +35,7 @@ HALUEVAL_LIMIT = 600
 
 
 def _probe_template(model: str):
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
     from syncheck.probes import LinearProbe, default_probe_layers
 
     return LinearProbe(name="hidden_probe", layers=default_probe_layers(load_model(model).num_layers))
@@ -55,7 +55,7 @@ def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5, fit
                       label: str = "default recipe") -> tuple[list[str], np.ndarray]:
     """Out-of-fold P(faithful) of the generated sentences (their records held out; ``fixed`` always trained on),
     by ``fit(rows, seed, tune_threshold=False)`` (default: the default recipe)."""
-    from syncheck.folds import out_of_fold
+    from syncheck.calibration.folds import out_of_fold
     from syncheck.stats import bootstrap_auroc
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "command": "python -m benchmarks.ragtruth.train_default "
         + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     scorer = {
         "model": args.model, "fingerprint": load_model(args.model).fingerprint, "alignment": "lexical",

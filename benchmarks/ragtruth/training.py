@@ -53,7 +53,7 @@ def _with_text_checks(sent: dict, context) -> dict:
     """``sent`` with the string checks its cached features lack computed from the texts (no model pass); as it is
     when the context is unknown (``None``)."""
     from syncheck.featurize import fill_text_checks
-    from syncheck.prompts import format_context
+    from syncheck.model.prompts import format_context
 
     if context is None:
         return sent

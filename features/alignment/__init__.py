@@ -70,7 +70,7 @@ def make_alignment_scorer(
     Specs:
         ``"lexical"``; ``"embedding"`` (packaged all-MiniLM-L6-v2) or
         ``"embedding:<encoder>"``; ``"llm-judge"`` (SmolLM2-135M-Instruct) or
-        ``"llm-judge:<model>"`` (any name ``syncheck.models.load_model``
+        ``"llm-judge:<model>"`` (any name ``syncheck.model.models.load_model``
         takes); ``"nli:<hub id or dir>"`` (a sequence-classification NLI
         model; pass ``trust_remote_code=True`` for Vectara's HHEM);
         ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)

@@ -68,7 +68,7 @@ class LLMJudgeScorer:
             ``.tokenizer``), a ``transformers`` causal LM with ``tokenizer``, or
             a model name together with ``loader``.
         loader: ``loader(name, device=..., dtype=...)`` -> a loaded model, e.g.
-            ``syncheck.models.load_model`` (what ``syncheck.alignment.make_alignment_scorer`` passes).
+            ``syncheck.model.models.load_model`` (what ``syncheck.alignment.make_alignment_scorer`` passes).
         device, dtype: used when loading by name.
         max_premise_tokens: premise window size (also capped by the model window).
         progress: tqdm bar (``None``: only for long jobs).
@@ -91,7 +91,7 @@ class LLMJudgeScorer:
         if isinstance(model, str):
             if loader is None:  # features/ cannot resolve syncheck model names: it is the bottom layer
                 raise ValueError(f"LLMJudgeScorer({model!r}) needs a loader for model names: pass "
-                                 "loader=syncheck.models.load_model, a loaded model, or build it with "
+                                 "loader=syncheck.model.models.load_model, a loaded model, or build it with "
                                  "syncheck.alignment.make_alignment_scorer('llm-judge:NAME')")
             model = loader(model, device=device, dtype=dtype or torch.float32)
         if hasattr(model, "model") and hasattr(model, "tokenizer"):

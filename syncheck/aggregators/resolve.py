@@ -4,7 +4,7 @@
 the CLI use unless told otherwise) picks, in order:
 
 1. the aggregator ``syncheck calibrate`` registered for this model's
-   fingerprint (:mod:`syncheck.calibrations`);
+   fingerprint (:mod:`syncheck.calibration.calibrations`);
 2. an aggregator shipped for this model, found by fingerprint or by name: the
    default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
    model's (``syncheck/data/aggregators/<dir>``, as ``syncheck calibrate``
@@ -198,7 +198,7 @@ def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:
 def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     """The calibrated, shipped or portable aggregator for ``scorer``'s model (see the module docstring)."""
     from syncheck.aggregators.io import load_aggregator
-    from syncheck.calibrations import calibrations_for_name, find_calibration
+    from syncheck.calibration.calibrations import calibrations_for_name, find_calibration
 
     name = str(getattr(scorer.lm, "name", "model"))
     fingerprint = _fingerprint(scorer.lm)

@@ -42,7 +42,7 @@ def calibrate(model, data_path, output_dir, kind, generations, judge, alignment,
     calibrated aggregator with no flag (matched by the model's fingerprint: config and weights). Scored rows are
     kept in the output directory, so an interrupted run resumes.
     """
-    from syncheck.calibrate import calibrate as run
+    from syncheck.calibration.calibrate import calibrate as run
 
     try:
         result = run(model, data_path, output=output_dir, kind=kind, device=device, dtype=dtype, alignment=alignment,
@@ -56,7 +56,7 @@ def calibrate(model, data_path, output_dir, kind, generations, judge, alignment,
 @click.command()
 def calibrations():
     """List the aggregators `syncheck calibrate` registered, newest last."""
-    from syncheck.calibrations import calibrations_dir, list_calibrations
+    from syncheck.calibration.calibrations import calibrations_dir, list_calibrations
 
     entries = list_calibrations()
     if not entries:

@@ -70,7 +70,13 @@ def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregat
     "question": "..." (optional), "response": "..."}. Each output line:
     {"id", "factuality", "sources": [{"index", "weight", "support"}], "best_source", "error"}.
     """
-    from syncheck.provenance import DEFAULT_NLI, DEFAULT_PREMISE, DEFAULT_QUERY, DEFAULT_RELEVANCE, ProvenanceChecker
+    from syncheck.checking.provenance import (
+        DEFAULT_NLI,
+        DEFAULT_PREMISE,
+        DEFAULT_QUERY,
+        DEFAULT_RELEVANCE,
+        ProvenanceChecker,
+    )
 
     total = count_lines(input_path)
     nli = nli or DEFAULT_NLI

@@ -62,10 +62,10 @@ class UserError(click.ClickException):
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from syncheck.aggregators.apply import FeatureMismatchError
+    from syncheck.calibration.labels import LabelError
     from syncheck.decoding import SettingsError
-    from syncheck.labels import LabelError
-    from syncheck.models import ModelNotFoundError
-    from syncheck.passes import ResponseTooLongError
+    from syncheck.model.models import ModelNotFoundError
+    from syncheck.model.passes import ResponseTooLongError
 
     return (
         FeatureMismatchError, SettingsError, LabelError, ResponseTooLongError, ModelNotFoundError, FileNotFoundError,

@@ -25,7 +25,7 @@ def lid_reference(input_path, model, device, dtype, layers, k):
     saved in the cache and used by `syncheck score` from then on.
     """
     from syncheck.lid_reference import build_reference, bundled_records, default_lid_layers, describe, reference_path
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
     from syncheck.records import Record
 
     lm = load_model(model, device=device, dtype=dtype)

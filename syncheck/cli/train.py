@@ -1,6 +1,6 @@
 """``syncheck train``: fit an aggregator (LR / XGBoost / MLP) on scored rows and labels.
 
-Labels (1 = faithful, 0 = unfaithful, read by :func:`syncheck.labels.parse_label`)
+Labels (1 = faithful, 0 = unfaithful, read by :func:`syncheck.calibration.labels.parse_label`)
 come from ``--labels LABELS.jsonl`` or, without it, from fields of the SCORED
 rows themselves. Either way a row holds
 
@@ -52,12 +52,12 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _labels_of(row: dict[str, Any], n_sentences: int, where: str) -> list[int] | None:
     """One label per scored sentence from a row's ``sentence_labels`` or ``label`` (read by
-    :func:`syncheck.labels.parse_label`); ``None`` when the row has neither.
+    :func:`syncheck.calibration.labels.parse_label`); ``None`` when the row has neither.
 
     Raises:
         LabelError: a label the rule refuses, or a ``sentence_labels`` count other than ``n_sentences``.
     """
-    from syncheck.labels import LabelError, parse_label, parse_label_list
+    from syncheck.calibration.labels import LabelError, parse_label, parse_label_list
 
     if row.get("sentence_labels") is not None:
         labels = list(parse_label_list(row["sentence_labels"], where))
@@ -181,7 +181,7 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     decoding = None
     if tune_decoding:
         from syncheck.aggregators.thresholds import tune_thresholds
-        from syncheck.folds import out_of_fold_predict
+        from syncheck.calibration.folds import out_of_fold_predict
 
         try:
             if probes:

@@ -98,7 +98,7 @@ class ScoreGroups:
 def _load_lid_reference(scorer_kwargs: Mapping[str, Any]):
     """Build or load the LID reference set once (run as a Ray task)."""
     from syncheck.lid_reference import load_or_build
-    from syncheck.models import load_model
+    from syncheck.model.models import load_model
 
     lm = load_model(scorer_kwargs.get("model", "smollm2-135m"), device=scorer_kwargs.get("device"),
                     dtype=scorer_kwargs.get("dtype", "float32"))

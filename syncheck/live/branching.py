@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from syncheck.kv import expand, gather_left_padded, select_rows
 from syncheck.live.state import Batch
+from syncheck.model.kv import expand, gather_left_padded, select_rows
 
 
 def select(batch: Batch, i: int, length: int) -> Batch:

@@ -20,9 +20,9 @@ import torch
 
 from features.context_influence import contrastive_kl
 from features.model_cache import cache_kwargs, returned_cache
-from syncheck.kv import cache_length, padding_mask
 from syncheck.live.state import Batch
-from syncheck.models import LoadedModel
+from syncheck.model.kv import cache_length, padding_mask
+from syncheck.model.models import LoadedModel
 
 
 class FlushEngine(Protocol):

@@ -2,7 +2,7 @@
 
 A sentence is complete once a visible character of the next one exists, so its token range can no longer change;
 when generation stops (``final``) the last one is complete too. :meth:`syncheck.live.state.Row.pending_sentences`
-applies it to a row; :meth:`~syncheck.monitor.Monitor.score_finished` scores what it returns and records it with
+applies it to a row; :meth:`~syncheck.live.monitor.Monitor.score_finished` scores what it returns and records it with
 :meth:`~syncheck.live.state.Row.emit_sentences`.
 """
 

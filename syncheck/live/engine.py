@@ -19,14 +19,14 @@ from transformers import DynamicCache
 from features.entropy import normalized_entropy
 from features.lookback import lookback_ratios
 from features.model_cache import cache_kwargs, returned_cache
-from syncheck.attention import record_lookback
 from syncheck.decoding import Decoding
-from syncheck.kv import cache_length, padding_mask, select_rows
 from syncheck.live import branching, deferred_kl
 from syncheck.live.prefix_cache import PromptPrefixCache
 from syncheck.live.state import Batch, Row
-from syncheck.models import LoadedModel
-from syncheck.passes import capture_hidden, decoder_layers
+from syncheck.model.attention import record_lookback
+from syncheck.model.kv import cache_length, padding_mask, select_rows
+from syncheck.model.models import LoadedModel
+from syncheck.model.passes import capture_hidden, decoder_layers
 
 
 class LiveEngine:
@@ -37,7 +37,7 @@ class LiveEngine:
         hidden_layers: layers whose hidden states are kept per token (for LID and the hidden-state probe).
         kl: run the without-context pass (deferred to sentence ends).
         lookback: record each head's lookback ratio per token (the model's attention must be switched
-            with :func:`syncheck.attention.enable_lookback`).
+            with :func:`syncheck.model.attention.enable_lookback`).
         prefix_cache: reuse the keys and values of the last with-context prompt's common prefix
             (:mod:`syncheck.live.prefix_cache`: requests over the same documents prefill only their question);
             never while recording lookback.

@@ -19,7 +19,7 @@ from typing import Sequence
 
 from transformers import DynamicCache
 
-from syncheck.kv import select_rows
+from syncheck.model.kv import select_rows
 
 
 class PromptPrefixCache:

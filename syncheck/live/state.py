@@ -19,7 +19,7 @@ from transformers import DynamicCache
 from features.sentences import Span
 from features.stats import TokenStats
 from syncheck.live.emission import complete_sentences
-from syncheck.passes import decode_offsets
+from syncheck.model.passes import decode_offsets
 
 #: what a flushed sentence boundary keeps: the with-context log-probs ``(V,)`` (``None`` where the row ended), the
 #: without-context log-probs ``(V,)`` (``None`` without that pass) and the lookback ratios ``(n_layers * H,)``
@@ -226,7 +226,7 @@ class Batch:
     context_span: tuple[int, int] | None = None  # token range of the context in ``prompt`` (lookback is recorded)
     next_lookback: np.ndarray | None = None  # (B, n_layers * H) lookback ratios of the forward giving ``next_logp``
     #: per-row with-context prompt lengths, when the rows come from different prompts (a
-    #: :class:`~syncheck.pool.DecodePool`; only :meth:`LiveEngine.step` is run on such a batch)
+    #: :class:`~syncheck.live.pool.DecodePool`; only :meth:`LiveEngine.step` is run on such a batch)
     prompt_lens: list[int] | None = None
 
     def __post_init__(self) -> None:
@@ -260,7 +260,7 @@ class Batch:
         self.next_logp = next_logp
 
     def release_with_cache(self) -> None:
-        """The with-context cache is held elsewhere from now on (a :class:`~syncheck.pool.DecodePool`'s row)."""
+        """The with-context cache is held elsewhere from now on (a :class:`~syncheck.live.pool.DecodePool`'s row)."""
         self.with_cache = None
 
 

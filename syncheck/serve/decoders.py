@@ -1,7 +1,7 @@
 """The decoders the server runs besides its own monitor, as a protocol: the server knows no concrete decoder.
 
 ``syncheck.method`` names a decoder. ``monitor`` is the server's own (its streams are decoded in one batch by
-:class:`~syncheck.pool.DecodePool`); every other name is an :class:`AnswerDecoder`, built once per served scorer
+:class:`~syncheck.live.pool.DecodePool`); every other name is an :class:`AnswerDecoder`, built once per served scorer
 by a factory registered under the ``syncheck.decoders`` entry-point group. This package's ``pyproject.toml``
 registers ``fod`` and ``abstain`` from :mod:`fod.serving`, so ``syncheck`` itself never imports ``fod``
 (the layers point one way: ``features`` <- ``syncheck`` core <- ``fod`` <- the applications). A caller that builds

@@ -4,7 +4,7 @@
 Items, in order: ``("text", str)`` (text the client may show), ``("sentence", dict)`` (a finished, scored
 sentence), then one ``("done", dict)`` with the summary. A request is a task of the
 :class:`~syncheck.serve.scheduler.Scheduler`: it runs on the model thread, and a ``monitor`` request's tokens are
-decoded in one batch with the other running streams' (:class:`~syncheck.pool.DecodePool`).
+decoded in one batch with the other running streams' (:class:`~syncheck.live.pool.DecodePool`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import Decoding
-from syncheck.passes import ResponseTooLongError, prompt_pair
-from syncheck.prompts import format_context
+from syncheck.model.passes import ResponseTooLongError, prompt_pair
+from syncheck.model.prompts import format_context
 from syncheck.results import ScoredSentence
 from syncheck.serve.decoders import DecodedAnswer, DecoderFactory, Decoders
 from syncheck.serve.protocol import ApiError, SyncheckOptions
@@ -95,8 +95,8 @@ class ChatRunner:
     """
 
     def __init__(self, scorer: Any, decoders: dict[str, DecoderFactory] | None = None) -> None:
-        from syncheck.monitor import Monitor
-        from syncheck.pool import DecodePool
+        from syncheck.live.monitor import Monitor
+        from syncheck.live.pool import DecodePool
 
         self.scorer = scorer
         # the without-context flushes run between the pool's decode steps: a worker thread beside batched steps
@@ -116,7 +116,7 @@ class ChatRunner:
 
     # ------------------------------------------------------------------ entry
     def task(self, job: Job, chat: ChatJob) -> Task:
-        """The request as a task: in ``monitor`` mode it yields its :class:`~syncheck.monitor.MonitorRun` for every
+        """The request as a task: in ``monitor`` mode it yields its :class:`~syncheck.live.monitor.MonitorRun` for every
         token (the scheduler steps all of them at once); a decoder (FOD, abstention) yields ``None`` before each of
         its forwards (:func:`~syncheck.serve.turns.in_turns`), so it takes one forward per round."""
         prompt_tokens = prompt_tokens_or_413(self.scorer, chat.question, chat.documents, chat.decoding.max_new_tokens)
@@ -159,7 +159,7 @@ class ChatRunner:
     def checker(self):
         """The Provenance checker FOD's final check uses (built on first use, on the model thread)."""
         if self._checker is None:
-            from syncheck.provenance import FINAL_CHECK_TOP_K, ProvenanceChecker
+            from syncheck.checking.provenance import FINAL_CHECK_TOP_K, ProvenanceChecker
 
             self._checker = ProvenanceChecker.for_scorer(self.scorer, top_k=FINAL_CHECK_TOP_K)
         return self._checker

@@ -3,9 +3,9 @@
 Every request becomes a *task*: a generator that uses the model between its
 ``yield`` s. One thread, the model thread, runs the tasks in rounds: each
 round gives every running task one turn. A ``monitor`` stream yields its
-:class:`~syncheck.monitor.MonitorRun` for every token, and the round ends with
+:class:`~syncheck.live.monitor.MonitorRun` for every token, and the round ends with
 one forward that decodes the next token of all those streams together
-(``batch_step``: a :class:`~syncheck.pool.DecodePool`). FOD and abstention,
+(``batch_step``: a :class:`~syncheck.live.pool.DecodePool`). FOD and abstention,
 whose decoders cannot be stepped from outside, run in a greenlet that hands
 the turn back before each of their forwards (:mod:`syncheck.serve.turns`),
 so they take one forward per round; offline scoring runs in one turn. Each
@@ -121,7 +121,7 @@ class Scheduler:
         """Run rounds until :meth:`stop`; call it on the thread that loaded the model.
 
         A round gives every running task one turn, in order. A task that yields a value (a
-        :class:`~syncheck.monitor.MonitorRun` wanting its next token) has it stepped by ``batch_step`` together
+        :class:`~syncheck.live.monitor.MonitorRun` wanting its next token) has it stepped by ``batch_step`` together
         with the values the other tasks yielded in the same round: one forward for the next token of every stream.
         """
         while True:

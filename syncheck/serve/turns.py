@@ -12,8 +12,8 @@ thread's forwards took 1.7x as long on CPU; see :mod:`syncheck.serve.scheduler`)
 decoder's ``torch.inference_mode()`` block, and grad mode is per thread, not per greenlet, so the scheduler's side
 runs under ``torch.inference_mode(False)`` (the model thread's own state) until the decoder is resumed.
 
-Lookback ratios are recorded through a per-model registry (:func:`syncheck.attention.record_lookback`) that another
-request's forward would overwrite, so a model with lookback enabled runs decoders in one turn, as before.
+Lookback ratios are recorded through a per-model registry (:func:`syncheck.model.attention.record_lookback`) that
+another request's forward would overwrite, so a model with lookback enabled runs decoders in one turn, as before.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def in_turns(fn: Callable[[], T], model: Any) -> Generator[None, None, T]:
     Exceptions raised by ``fn`` propagate from the task; closing the task (a client that left) stops ``fn`` at
     its next forward, unwinding its ``with`` blocks.
     """
-    from syncheck.attention import lookback_enabled
+    from syncheck.model.attention import lookback_enabled
 
     if lookback_enabled(model):
         return fn()

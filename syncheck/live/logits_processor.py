@@ -7,14 +7,14 @@
 It returns the scores unchanged. Each call sees the token chosen at the
 previous step (the last column of ``input_ids``), records it with its
 log-probability and entropy from the previous step's scores, and, when a
-sentence is finished, scores it exactly as :class:`~syncheck.monitor.Monitor`
+sentence is finished, scores it exactly as :class:`~syncheck.live.monitor.Monitor`
 does: the row and batch are the live engine's own (:mod:`syncheck.live.state`,
 written through the same ``Row.append_token`` / ``Row.append_hidden`` as
 :meth:`~syncheck.live.engine.LiveEngine.step`, started by
 :meth:`~syncheck.live.engine.LiveEngine.observe`), the same deferred
 without-context forward and emission policy run on them
-(:meth:`~syncheck.monitor.Monitor.score_finished`), and hidden states are
-captured by :func:`~syncheck.passes.capture_hidden`'s hooks on the decoder layers.
+(:meth:`~syncheck.live.monitor.Monitor.score_finished`), and hidden states are
+captured by :func:`~syncheck.model.passes.capture_hidden`'s hooks on the decoder layers.
 
 - As a context manager it prefills the without-context cache and registers its
   hooks on entry, and removes the hooks on exit, an exception inside
@@ -31,7 +31,7 @@ What this form cannot do:
 - raw distributions when other processors run first: ``generate`` may apply
   repetition penalties or temperature/top-k/top-p before it; features are then
   computed on the processed scores (with greedy defaults they are the raw logits);
-- lookback ratios (use :class:`~syncheck.monitor.Monitor`).
+- lookback ratios (use :class:`~syncheck.live.monitor.Monitor`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from transformers.generation.streamers import BaseStreamer
 
 from features.entropy import normalized_entropy
 from syncheck.featurize import Premise
+from syncheck.live.monitor import Monitor, SentenceEvent
 from syncheck.live.state import Batch
-from syncheck.monitor import Monitor, SentenceEvent
-from syncheck.passes import capture_hidden, decoder_layers, prompt_pair
-from syncheck.prompts import format_context
+from syncheck.model.passes import capture_hidden, decoder_layers, prompt_pair
+from syncheck.model.prompts import format_context
 
 
 class SynCheckLogitsProcessor(LogitsProcessor):

@@ -144,7 +144,7 @@ def record_lookback(
         response_start: per row, the key index where the response begins.
     """
     if not lookback_enabled(model):
-        raise RuntimeError("call syncheck.attention.enable_lookback(model) before recording lookback ratios")
+        raise RuntimeError("call syncheck.model.attention.enable_lookback(model) before recording lookback ratios")
     req = LookbackRequest(torch.as_tensor(list(context), dtype=torch.long).reshape(-1, 2),
                           torch.as_tensor(list(response_start), dtype=torch.long), queries)
     key = id(model.config)

@@ -35,8 +35,8 @@ from features.alignment import AlignmentScorer
 from features.alignment.relevance import RelevanceScorer, make_relevance_scorer
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
+from syncheck.checking.support import CLAIMS, claim_prompt, claim_supports  # noqa: F401 (claim_prompt: kept public here)
 from syncheck.records import Record, RecordError
-from syncheck.support import CLAIMS, claim_prompt, claim_supports  # noqa: F401 (claim_prompt: kept public here)
 
 AGGREGATIONS = ("min", "max", "weighted")
 #: ``each``: every selected source is a premise of its own and the supports are aggregated (the paper);
@@ -214,17 +214,17 @@ def combine(
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
                  trust_remote_code: bool = False, claim: str = "paper") -> Any:
     """A support backend from its spec: ``syncheck[:<model>]``, any :func:`make_alignment_scorer` spec, or several
-    joined by ``+`` (:class:`syncheck.support.MeanSupport`, the mean of their scores, its members that read no
+    joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that read no
     question checking the claim form ``claim``); an object passes through."""
     if not isinstance(spec, str):
         return spec
     if "+" in spec:
-        from syncheck.support import MeanSupport
+        from syncheck.checking.support import MeanSupport
 
         return MeanSupport([make_support(part.strip(), device=device, dtype=dtype, trust_remote_code=trust_remote_code)
                             for part in spec.split("+")], claim=claim)
     if spec.partition(":")[0] == "syncheck":
-        from syncheck.support import SynCheckSupport
+        from syncheck.checking.support import SynCheckSupport
 
         return SynCheckSupport(model=spec.partition(":")[2] or None, device=device, dtype=dtype)
     kwargs = {"trust_remote_code": True} if trust_remote_code and spec.startswith("nli:") else {}
@@ -233,9 +233,9 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
 
 def summary_support(support: Any) -> Any:
     """``support`` as it checks summaries: a ``syncheck`` backend (alone or in a mean of backends) with the summary
-    task's lexical weight (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`); a copy, so the backend keeps checking QA
-    answers as before. Any other backend is returned as it is: it reads summaries as it reads answers."""
-    from syncheck.support import SUMMARY_LEXICAL_WEIGHT, MeanSupport, SynCheckSupport
+    task's lexical weight (:data:`syncheck.checking.support.SUMMARY_LEXICAL_WEIGHT`); a copy, so the backend keeps
+    checking QA answers as before. Any other backend is returned as it is: it reads summaries as it reads answers."""
+    from syncheck.checking.support import SUMMARY_LEXICAL_WEIGHT, MeanSupport, SynCheckSupport
 
     if isinstance(support, SynCheckSupport):
         leaning = copy.copy(support)  # shares the scorer: no second model
@@ -257,9 +257,9 @@ class ProvenanceChecker:
         nli: an alignment scorer or spec for :func:`make_alignment_scorer`
             (``"embedding"``, ``"lexical"``, ``"llm-judge"``, ``"nli:<id>"``, ...), or
             ``"syncheck[:<model>]"``: SynCheck's own response score of the answer given the source
-            (:class:`syncheck.support.SynCheckSupport`; the question goes in its prompt, so the claim is
+            (:class:`syncheck.checking.support.SynCheckSupport`; the question goes in its prompt, so the claim is
             the answer alone whatever ``claim`` says), or several specs joined by ``+``: the mean of their
-            supports (:class:`syncheck.support.MeanSupport`; each member reads the claim form it takes).
+            supports (:class:`syncheck.checking.support.MeanSupport`; each member reads the claim form it takes).
         top_k: use TopK with this many sources; ``None`` (default) uses TopP.
         top_p: TopP threshold (ignored when ``top_k`` is given); ``1.0`` (default) keeps every chunk.
         aggregation: ``"min"``, ``"max"`` or ``"weighted"``.
@@ -282,12 +282,13 @@ class ProvenanceChecker:
             premise, checked once (``aggregation`` is then moot: every source reports the joint support).
         query: what relevance ranks the chunks against: ``"question"`` (the paper) or
             ``"question+answer"`` (the answer alone without a question, e.g. for a summary).
-        task: what the answers are (:data:`syncheck.support.TASKS`): ``"summary"``: the ``syncheck`` support (alone
-            or in a ``+`` mean) then also leans on the answer's lexical support
-            (:data:`syncheck.support.SUMMARY_LEXICAL_WEIGHT`, through :func:`summary_support`; the backend passed in
-            is not changed); other backends read summaries as they read answers. ``"qa"``: every answer answers a
-            question. ``"auto"`` (default): each answer by its question (:func:`syncheck.support.answer_task`): a
-            summary where there is no question or it asks for a summary, else a QA answer.
+        task: what the answers are (:data:`syncheck.checking.support.TASKS`): ``"summary"``: the ``syncheck``
+            support (alone or in a ``+`` mean) then also leans on the answer's lexical support
+            (:data:`syncheck.checking.support.SUMMARY_LEXICAL_WEIGHT`, through :func:`summary_support`; the backend
+            passed in is not changed); other backends read summaries as they read answers. ``"qa"``: every answer
+            answers a question. ``"auto"`` (default): each answer by its question
+            (:func:`syncheck.checking.support.answer_task`): a summary where there is no question or it asks for a
+            summary, else a QA answer.
     """
 
     def __init__(
@@ -307,7 +308,7 @@ class ProvenanceChecker:
         query: str = DEFAULT_QUERY,
         task: str = "auto",
     ) -> None:
-        from syncheck.support import TASKS
+        from syncheck.checking.support import TASKS
 
         if task not in TASKS:
             raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
@@ -338,7 +339,7 @@ class ProvenanceChecker:
 
     def support_for(self, question: str | None) -> Any:
         """The support backend an answer to ``question`` is checked with under this checker's ``task``."""
-        from syncheck.support import answer_task
+        from syncheck.checking.support import answer_task
 
         return self._summary_nli if answer_task(question, self.task) == "summary" else self.nli
 
@@ -348,7 +349,7 @@ class ProvenanceChecker:
 
         Falls back to the ``lexical`` backend when ``scorer`` has no aggregator (no response score to use).
         """
-        from syncheck.support import SynCheckSupport
+        from syncheck.checking.support import SynCheckSupport
 
         nli = SynCheckSupport(scorer) if getattr(scorer, "aggregator", None) is not None else "lexical"
         return cls(kwargs.pop("relevance", DEFAULT_RELEVANCE), kwargs.pop("nli", nli), **kwargs)

@@ -23,9 +23,9 @@ from features.entropy import normalized_entropy
 from features.likelihood import token_logprobs
 from features.lookback import lookback_ratios
 from features.stats import TokenStats
-from syncheck.attention import record_lookback
-from syncheck.models import LoadedModel
-from syncheck.prompts import build_prompt, context_token_span, format_context, prompt_ids
+from syncheck.model.attention import record_lookback
+from syncheck.model.models import LoadedModel
+from syncheck.model.prompts import build_prompt, context_token_span, format_context, prompt_ids
 
 
 class ResponseTooLongError(ValueError):
@@ -238,7 +238,7 @@ def forward_response(
         context_spans: per row, the context's token range in its prompt; when
             given, the attention masses on the context and on the response are
             recorded for every position predicting a response token (the model's
-            attention must be switched with :func:`syncheck.attention.enable_lookback`).
+            attention must be switched with :func:`syncheck.model.attention.enable_lookback`).
     """
     model = lm.model
     device = lm.device

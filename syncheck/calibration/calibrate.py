@@ -1,12 +1,12 @@
 """Calibrate an aggregator for one model: score labelled records with it, fit, report, tune FOD, register.
 
->>> from syncheck.calibrate import calibrate
+>>> from syncheck.calibration.calibrate import calibrate
 >>> result = calibrate("Qwen/Qwen2.5-7B-Instruct", "ragtruth/dev.jsonl")   # doctest: +SKIP
 >>> print(result.summary())                                                # doctest: +SKIP
 
 Steps (``syncheck calibrate`` runs the same function):
 
-1. Read labelled records (:mod:`syncheck.labels`: RAGTruth spans, or
+1. Read labelled records (:mod:`syncheck.calibration.labels`: RAGTruth spans, or
    syncheck's ``label`` / ``sentence_labels``).
 2. Score them with the model, teacher-forced, every default feature on and each
    sentence's hidden-state vector kept (:class:`~syncheck.scorer.Scorer`).
@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from syncheck.labels import LabelError, LabelledRecord, read_labelled
+from syncheck.calibration.labels import LabelError, LabelledRecord, read_labelled
 
 #: Answers generated per labelled record for threshold tuning are at most this long.
 GENERATION_TOKENS = 128
@@ -106,8 +106,8 @@ def calibrate(
     """Fit, evaluate and register an aggregator for ``model`` (see the module docstring).
 
     Args:
-        model: anything :func:`syncheck.models.load_model` accepts.
-        data: a JSONL path of labelled records, or :class:`~syncheck.labels.LabelledRecord` objects.
+        model: anything :func:`syncheck.model.models.load_model` accepts.
+        data: a JSONL path of labelled records, or :class:`~syncheck.calibration.labels.LabelledRecord` objects.
         output: where to write (default: ``<cache>/calibrations/<model>-<fingerprint>``).
         kind: ``xgb`` (the default recipe), ``lr`` or ``mlp``.
         alignment: the ``align_score`` backend the aggregator will be used with.
@@ -123,8 +123,8 @@ def calibrate(
     from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
     from syncheck.aggregators.resolve import scorer_config
     from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
-    from syncheck.calibrations import default_calibration_dir, register_calibration
-    from syncheck.models import load_model
+    from syncheck.calibration.calibrations import default_calibration_dir, register_calibration
+    from syncheck.model.models import load_model
     from syncheck.probes import LinearProbe
     from syncheck.scorer import Scorer
 
@@ -225,7 +225,7 @@ def _sentence_rows(records: Sequence[LabelledRecord], rows: Sequence[dict], name
     from features.alignment.lexical import lexical_precision as word_overlap
     from features.sentences import Span
     from syncheck.featurize import fill_text_checks
-    from syncheck.prompts import format_context
+    from syncheck.model.prompts import format_context
     from syncheck.results import decode_vectors
 
     X, H, y, groups, chars, words, overlap, task, record = [], [], [], [], [], [], [], [], []
@@ -300,7 +300,7 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
     Nothing is written (and no rows returned) when the records' labels hold one class only.
     """
     from syncheck.aggregators.response import ResponseVerdict, pad_scores, save_response_model
-    from syncheck.folds import out_of_fold
+    from syncheck.calibration.folds import out_of_fold
 
     records = list(dict.fromkeys(table["record"].tolist()))
     at = {r: np.flatnonzero(table["record"] == r) for r in records}
@@ -387,8 +387,8 @@ def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledReco
     from syncheck.alignment import make_alignment_scorer
     from syncheck.decoding import Decoding
     from syncheck.featurize import alignment_claim
-    from syncheck.monitor import Monitor
-    from syncheck.prompts import format_context
+    from syncheck.live.monitor import Monitor
+    from syncheck.model.prompts import format_context
     from syncheck.scorer import Scorer
 
     monitor = Monitor(Scorer(lm, alignment=alignment, aggregator=path))

@@ -1,7 +1,7 @@
 """Batched decode steps of independent generations: one forward for the next token of every stream.
 
 A :class:`DecodePool` owns one left-padded with-context KV cache holding a row for each
-:class:`~syncheck.monitor.MonitorRun` it steps. Each run keeps everything else of its own: its prompt (rows come
+:class:`~syncheck.live.monitor.MonitorRun` it steps. Each run keeps everything else of its own: its prompt (rows come
 from different prompts, so each row has its own position ids), its without-context cache (flushed at its own
 sentence ends, one row at a time) and its sentence scoring. Runs that arrive in the same round are prefilled
 together (both prompts, each in one left-padded forward; a with-context prompt that shares its documents with the
@@ -18,9 +18,9 @@ from typing import Sequence
 
 import torch
 
-from syncheck.kv import cache_length, concat_left_padded, select_rows
 from syncheck.live.engine import LiveEngine
 from syncheck.live.state import Batch
+from syncheck.model.kv import cache_length, concat_left_padded, select_rows
 
 
 class DecodePool:

@@ -1,7 +1,7 @@
 """The live monitor: generate with a local LLM and score every sentence as it is finished.
 
 >>> from syncheck import Scorer
->>> from syncheck.monitor import Monitor
+>>> from syncheck.live.monitor import Monitor
 >>> monitor = Monitor(Scorer("smollm2-135m"))                      # doctest: +SKIP
 >>> for event in monitor.stream(question="When was it built?", context=context):    # doctest: +SKIP
 ...     print(event.sentence.text, event.sentence.score)
@@ -31,8 +31,8 @@ from syncheck.featurize import Premise, SentenceItem, mark_degenerate
 from syncheck.live.background import BackgroundFlusher, FlushInFlight
 from syncheck.live.engine import LiveEngine
 from syncheck.live.state import Batch
-from syncheck.passes import prompt_pair
-from syncheck.prompts import format_context
+from syncheck.model.passes import prompt_pair
+from syncheck.model.prompts import format_context
 from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
@@ -187,7 +187,7 @@ class Monitor:
         prefill: bool = True,
     ) -> "MonitorRun":
         """A generation to drive token by token: ``engine.step(run.batch, run.choose())`` then ``run.advance()``,
-        until ``run.result`` is set. :meth:`steps` drives one; a server's :class:`~syncheck.pool.DecodePool` steps
+        until ``run.result`` is set. :meth:`steps` drives one; a server's :class:`~syncheck.live.pool.DecodePool` steps
         many in one forward. Arguments as :meth:`steps`.
 
         Args:

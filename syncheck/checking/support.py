@@ -136,7 +136,7 @@ class SynCheckSupport:
             raise ValueError(f"lexical_weight must be in [0, 1], got {lexical_weight}")
         self.statistic, self.lexical_weight = statistic, float(lexical_weight)
         if scorer is None:
-            from syncheck.models import DEFAULT_MODEL
+            from syncheck.model.models import DEFAULT_MODEL
             from syncheck.scorer import Scorer
 
             kwargs = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None}
