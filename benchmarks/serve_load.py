@@ -316,6 +316,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--ray-replicas", type=int, default=0,
                     help="also run every level against this many Ray Serve replicas (syncheck serve --replicas)")
     ap.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
+    ap.add_argument("--replica-threads", type=int, default=None,
+                    help="torch threads in each replica (default: one per reserved CPU)")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
@@ -340,6 +342,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             ray_server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)),
                                        "--max-queue", "64", "--replicas", str(args.ray_replicas), "--ray",
                                        "--replica-cpus", str(args.replica_cpus), *extra,
+                                       *(["--replica-threads", str(args.replica_threads)] if args.replica_threads
+                                         else []),
                                        env={"PYTHONWARNINGS": "ignore"})
             _stream_request(ray_server.base_url, requests[0], 4)  # warm-up
         base = server.base_url

@@ -138,18 +138,18 @@ class FODGenerator:
 
     Args:
         model: a :class:`~syncheck.scorer.Scorer` (already configured with an
-            aggregator), or anything :func:`~syncheck.models.load_model` accepts
+            aggregator), or anything :func:`~syncheck.model.models.load_model` accepts
             (then a default ``Scorer`` is built around it).
         tokenizer: the tokenizer when ``model`` is a loaded model.
         checker: Provenance checker run on the final answer (``check(question, context, answer)``):
-            ``"auto"`` (default) builds :meth:`syncheck.provenance.ProvenanceChecker.for_scorer` on first
+            ``"auto"`` (default) builds :meth:`syncheck.checking.provenance.ProvenanceChecker.for_scorer` on first
             use (its support model reuses this scorer; the :data:`FINAL_CHECK_TOP_K` most relevant sources,
             each one teacher-forced pass of the answer); ``None`` skips the check.
         max_sentence_tokens: cap on one sampled sentence.
         scorer_kwargs: passed to :class:`Scorer` when one is built here.
 
     Decoding settings (token budget, the candidates' temperature / top-p / top-k, seed, stop strings) are
-    given per call to :meth:`generate` as ``decoding=``, the same way as :meth:`syncheck.monitor.Monitor.generate`.
+    given per call to :meth:`generate` as ``decoding=``, the same way as :meth:`syncheck.live.monitor.Monitor.generate`.
     """
 
     method = "fod"

@@ -229,6 +229,9 @@ def test_the_serve_command_starts_ray_serve_for_more_than_one_replica(monkeypatc
     assert port == 8000 and model == "m" and fixed["num_replicas"] == 2 and fixed["autoscaling_config"] is None
     assert fixed["ray_actor_options"] == {"num_cpus": 0.5, "num_gpus": 0.0} and fixed["max_concurrent"] == 2
     assert scaled["autoscaling_config"] == {"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2.0}
+    assert fixed["threads"] is None
+    assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2", "--replica-threads", "2"]).exit_code == 0
+    assert calls[-1][3]["threads"] == 2
     bad = CliRunner().invoke(cli.serve, [*args, "--replicas", "3", "--max-replicas", "2"])
     assert bad.exit_code == 2 and "below --replicas" in bad.output
 
@@ -236,7 +239,8 @@ def test_the_serve_command_starts_ray_serve_for_more_than_one_replica(monkeypatc
 def test_the_application_builder_reads_serve_run_arguments():
     from syncheck.serve.ray_app import build, documents_key
 
-    app = build({"model": "m", "max_concurrent": "2", "min_replicas": "1", "max_replicas": "3", "num_cpus": "0.5"})
+    app = build({"model": "m", "max_concurrent": "2", "min_replicas": "1", "max_replicas": "3", "num_cpus": "0.5",
+                 "threads": "2"})
     assert app is not None
     with pytest.raises(ValueError, match="model=MODEL"):
         build({})

@@ -32,12 +32,15 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
               help="CPUs Ray reserves for each replica.")
 @click.option("--replica-gpus", default=0.0, show_default=True, type=click.FloatRange(min=0),
               help="GPUs Ray reserves for each replica.")
+@click.option("--replica-threads", default=None, type=click.IntRange(min=1),
+              help="Torch CPU threads in each replica (default: one per CPU it reserves). More than --replica-cpus "
+                   "lets a lone stream use the cores idle replicas leave.")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option
 @dtype_option
 def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, aggregator, replicas, max_replicas,
-          target_ongoing_requests, replica_cpus, replica_gpus, on_ray, device, dtype):
+          target_ongoing_requests, replica_cpus, replica_gpus, replica_threads, on_ray, device, dtype):
     """Serve MODEL behind POST /v1/chat/completions with live per-sentence faithfulness (and FOD)."""
     if on_ray or replicas > 1 or max_replicas is not None:
         scaling = None
@@ -50,7 +53,8 @@ def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, ag
         run_ray_server(host, port, model, model_id=model_id or model, max_concurrent=max_concurrent,
                        max_queue=max_queue, max_tokens=max_tokens, aggregator=aggregator, device=device, dtype=dtype,
                        num_replicas=replicas, autoscaling_config=scaling,
-                       ray_actor_options={"num_cpus": replica_cpus, "num_gpus": replica_gpus})
+                       ray_actor_options={"num_cpus": replica_cpus, "num_gpus": replica_gpus},
+                       threads=replica_threads)
         return
     try:
         import uvicorn  # noqa: F401 (only checks that the serve extra is installed)

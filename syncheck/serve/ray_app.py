@@ -51,11 +51,15 @@ class SyncheckReplica:
 
     def __init__(self, model: str, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
                  max_tokens: int = 256, aggregator: str = "default", device: str | None = None,
-                 dtype: str | None = None) -> None:
+                 dtype: str | None = None, threads: int | None = None) -> None:
         ready, failed = threading.Event(), []
 
         def model_thread() -> None:
             try:
+                if threads:  # else torch uses what Ray sets: one thread per CPU the replica reserves
+                    import torch
+
+                    torch.set_num_threads(threads)
                 from syncheck.scorer import Scorer
                 from syncheck.serve.app import create_app
 
@@ -271,10 +275,12 @@ class Ingress:
 def build_app(model: str, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
               max_tokens: int = 256, aggregator: str = "default", device: str | None = None,
               dtype: str | None = None, num_replicas: int = 2, autoscaling_config: dict | None = None,
-              ray_actor_options: dict | None = None) -> Any:
+              ray_actor_options: dict | None = None, threads: int | None = None) -> Any:
     """The Ray Serve application: the ingress and ``num_replicas`` model replicas (or ``autoscaling_config``:
     ``{"min_replicas", "max_replicas", "target_ongoing_requests"}``); ``ray_actor_options`` sets the CPUs and GPUs
-    of each replica (default one CPU). The serving options are those of ``syncheck serve``: each replica admits
+    of each replica (default one CPU). ``threads``: torch's CPU threads in each replica (default: Ray's, one per
+    reserved CPU); on a CPU machine where not every replica is busy, more threads than reserved CPUs let one stream
+    use the idle cores. The serving options are those of ``syncheck serve``: each replica admits
     ``max_concurrent + max_queue`` requests, and ``max_queue`` more (at least 1) wait at the router for a place.
     Ray Serve counts a request as waiting until it reaches a replica, so a burst of more than ``max_queue``
     simultaneous requests may see 429 while replicas have room: keep ``max_queue`` above the bursts clients send."""
@@ -291,11 +297,11 @@ def build_app(model: str, *, model_id: str | None = None, max_concurrent: int = 
         options["num_replicas"] = num_replicas
     replicas = serve.deployment(SyncheckReplica).options(**options).bind(
         model, model_id=model_id, max_concurrent=max_concurrent, max_queue=max_queue, max_tokens=max_tokens,
-        aggregator=aggregator, device=device, dtype=dtype)
+        aggregator=aggregator, device=device, dtype=dtype, threads=threads)
     return Ingress.bind(replicas, slots=max_concurrent + max_queue, waiting=max(max_queue, 1))
 
 
-_INT_ARGS = ("max_concurrent", "max_queue", "max_tokens", "num_replicas", "min_replicas", "max_replicas")
+_INT_ARGS = ("max_concurrent", "max_queue", "max_tokens", "num_replicas", "min_replicas", "max_replicas", "threads")
 
 
 def build(args: dict[str, Any]) -> Any:
