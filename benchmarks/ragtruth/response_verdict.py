@@ -42,7 +42,7 @@ from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds,
 from benchmarks.ragtruth.scoring import SentenceTable
 from syncheck.aggregators.final import FINAL_RELATIVE_FEATURES
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
-from syncheck.aggregators.response import ResponseVerdict, pad_scores, response_stats
+from syncheck.aggregators.response import pad_scores, response_stats
 from syncheck.calibration.folds import Fold, grouped_folds
 from syncheck.stats import bootstrap_auroc
 
@@ -151,9 +151,13 @@ def inner_folds(table: SentenceTable, train: np.ndarray, n_splits: int, seed: in
 Fitter = Callable[[np.ndarray, np.ndarray, dict, np.ndarray, dict], np.ndarray]
 
 
-def verdict_fitter(**params: Any) -> Fitter:
+def verdict_fitter(tau: float, **params: Any) -> Fitter:
+    """The shipped verdict (:func:`syncheck.calibration.training.fit_response_verdict`; ``params``: the estimator's
+    others, e.g. ``link``)."""
+    from syncheck.calibration.training import fit_response_verdict
+
     def fit(X, y, _side, X_test, _test_side):
-        return ResponseVerdict(**params).fit(X, y).predict_proba(X_test)[:, 1]
+        return fit_response_verdict(X, y, tau, **params).predict_proba(X_test)[:, 1]
 
     return fit
 
@@ -426,15 +430,16 @@ def default_tau(save: str | None = None) -> float:
 
 
 def save_verdict(resp: Responses, outer: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
-    """Fit the verdict on every response's out-of-fold sentence scores and write ``response.json`` into ``--save``."""
-    from syncheck.aggregators.response import save_response_model
+    """Fit the verdict on every response's out-of-fold sentence scores and write ``response.json`` into ``--save``
+    (the library's training path: :func:`syncheck.calibration.training.write_response_verdict`)."""
+    from syncheck.aggregators.response import RESPONSE_FILE
+    from syncheck.calibration.training import write_response_verdict
 
-    model = ResponseVerdict(tau=tau).fit(resp.scores(outer), resp.label)
-    training = {"data": "RAGTruth dev, every response; sentence scores out-of-fold (default recipe, "
-                        f"{args.folds} folds grouped by source_id, seed {args.seed})",
-                "responses": int(len(resp)), "faithful": int(resp.label.sum()),
-                "command": "python -m benchmarks.ragtruth.response_verdict --save DIR"}
-    return save_response_model(model, args.save, training)
+    write_response_verdict(resp.scores(outer), resp.label, tau, args.save,
+                           data="RAGTruth dev, every response; sentence scores out-of-fold (default recipe, "
+                                f"{args.folds} folds grouped by source_id, seed {args.seed})",
+                           command="python -m benchmarks.ragtruth.response_verdict --save DIR")
+    return Path(args.save) / RESPONSE_FILE
 
 
 def add_relative_columns(table: SentenceTable) -> list[str]:
@@ -449,35 +454,33 @@ def add_relative_columns(table: SentenceTable) -> list[str]:
 
 def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: float, args: argparse.Namespace) -> Path:
     """Fit the final (whole-answer) sentence model on every sentence, and its verdict on every response's out-of-fold
-    final scores; write both into ``--save``/final (:mod:`syncheck.aggregators.final`).
+    final scores; write both into ``--save``/final (:mod:`syncheck.aggregators.final`), by the library's training path
+    (:func:`syncheck.calibration.training.fit_final_model`).
 
     The model reads the default features, their ``rel:`` forms and the parent aggregator's ``hidden_probe`` score; it
     is trained on that probe's out-of-fold scores (as the stacked default is), and applied to the score of the probe
     saved beside ``--save``."""
-    from syncheck.aggregators import read_meta, save_aggregator
-    from syncheck.aggregators.final import FINAL_DIR
-    from syncheck.aggregators.response import save_response_model
-    from syncheck.aggregators.stacked import fit_stacked
+    from syncheck.aggregators import read_meta
+    from syncheck.calibration.training import fit_final_model, recipe_info, save_final_model, write_response_verdict
 
-    names = [n for n in DEFAULT_FEATURES if n in table.features] + add_relative_columns(table)
+    names = [n for n in DEFAULT_FEATURES if n in table.features]
     vectors = {p: table.vectors[p] for p in DEFAULT_PROBES if p in table.vectors}
-    model = fit_stacked(DEFAULT_KIND, table.matrix(names), names, vectors, table.label, table.source, seed=args.seed,
-                        **DEFAULT_PARAMS)
+    model = fit_final_model(table.matrix(names), names, table.response, vectors, table.label, table.source,
+                            seed=args.seed, bases=RELATIVE_FEATURES)
     training = {"data": "RAGTruth dev, every sentence; probe scores out-of-fold (5 folds grouped by source_id)",
                 "sentences": int(len(table)), "faithful": int(table.label.sum()),
-                "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "relative": list(RELATIVE_FEATURES),
-                           "probes_read": list(vectors)},
+                "recipe": recipe_info(DEFAULT_KIND, DEFAULT_PARAMS, relative=list(RELATIVE_FEATURES),
+                                      probes_read=list(vectors)),
                 "command": "python -m benchmarks.ragtruth.response_verdict --relative --save DIR"}
     try:
         scorer = read_meta(args.save).get("scorer")
     except (FileNotFoundError, ValueError):
         scorer = None
-    out = save_aggregator(model.aggregator, Path(args.save) / FINAL_DIR, training=training, scorer=scorer)
-    verdict = ResponseVerdict(tau=tau).fit(resp.scores(final), resp.label)
-    save_response_model(verdict, out, {"data": "RAGTruth dev, every response; final sentence scores out-of-fold "
-                                               f"({args.folds} folds grouped by source_id, seed {args.seed})",
-                                       "responses": int(len(resp)), "faithful": int(resp.label.sum()),
-                                       "command": training["command"]})
+    out = save_final_model(model, args.save, training=training, scorer=scorer)
+    write_response_verdict(resp.scores(final), resp.label, tau, out,
+                           data="RAGTruth dev, every response; final sentence scores out-of-fold "
+                                f"({args.folds} folds grouped by source_id, seed {args.seed})",
+                           command=training["command"])
     return out
 
 

@@ -4,7 +4,9 @@
         --halueval-dir PATH/TO/halueval --generated GEN.jsonl
 
 The recipe is :mod:`syncheck.aggregators.recipe` (gradient-boosted trees over
-the default features, with the hidden-state probe stacked under them). The
+the default features, with the hidden-state probe stacked under them), fitted,
+tuned and written by the library's training path (:mod:`syncheck.calibration.training`,
+as ``syncheck calibrate`` fits it for another model). The
 rows (:mod:`benchmarks.ragtruth.training`): all of RAGTruth dev, the train
 side of the HaluEval QA distractor pairs and sentence-level set (first 600
 records of each source; the hash split keeps every one of them off the test
@@ -35,20 +37,20 @@ HALUEVAL_LIMIT = 600
 
 
 def _probe_template(model: str):
+    from syncheck.calibration.training import probe_templates
     from syncheck.model.models import load_model
-    from syncheck.probes import LinearProbe, default_probe_layers
+    from syncheck.probes import default_probe_layers
 
-    return LinearProbe(name="hidden_probe", layers=default_probe_layers(load_model(model).num_layers))
+    return probe_templates(["hidden_probe"], default_probe_layers(load_model(model).num_layers))[0]
 
 
 def fit_default(rows: Rows, seed: int = 0, probe=None, **overrides):
-    """The recipe fitted on ``rows`` (a :class:`syncheck.aggregators.stacked.StackedModel`)."""
-    from syncheck.aggregators.recipe import DEFAULT_KIND, DEFAULT_PARAMS
-    from syncheck.aggregators.stacked import fit_stacked
+    """The recipe fitted on ``rows`` (a :class:`syncheck.aggregators.stacked.StackedModel`) by the library's training
+    path (:func:`syncheck.calibration.training.fit_sentence_model`); ``overrides`` go over the recipe's parameters."""
+    from syncheck.calibration.training import fit_sentence_model
 
-    params = {**DEFAULT_PARAMS, **overrides}
-    return fit_stacked(DEFAULT_KIND, rows.X, rows.names, {"hidden_probe": rows.hidden}, rows.y, rows.groups,
-                       probes=[probe] if probe is not None else None, seed=seed, **params)
+    return fit_sentence_model(rows.X, rows.names, {"hidden_probe": rows.hidden}, rows.y, rows.groups,
+                              probes=[probe] if probe is not None else None, seed=seed, **overrides)
 
 
 def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5, fit=fit_default,
@@ -123,9 +125,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
         import torch
 
         torch.set_num_threads(args.threads)
-    from syncheck.aggregators import save_aggregator
     from syncheck.aggregators.recipe import DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
-    from syncheck.aggregators.thresholds import tune_thresholds
+    from syncheck.calibration.training import label_counts, recipe_info, save_sentence_model, tune_decoding
 
     sources = load_rows(args.data, args.halueval_dir, args.generated, args.model, args.seed)
     decoding = None
@@ -134,8 +135,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     if gen is not None and len(set(gen.y.tolist())) == 2:
         lines, oof = heldout_generated(fixed, gen, args.seed)
         print("\n".join(lines), file=sys.stderr)
-        decoding = tune_thresholds(gen.y, oof)
-        decoding["data"] = "out-of-fold scores of the generated sentences (5-fold grouped by record)"
+        decoding = tune_decoding(gen.y, oof, "out-of-fold scores of the generated sentences (5-fold grouped by record)")
         print(f"decoding thresholds for FOD: tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}", file=sys.stderr)
     rows = Rows.concat(list(sources.values()))
     model = fit_default(rows, args.seed, probe=_probe_template(args.model))
@@ -146,11 +146,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "sentences_per_set": {k: int(len(r)) for k, r in sources.items()},
         "faithful_per_set": {k: int(r.y.sum()) for k, r in sources.items()},
         "split_seed": args.seed,
-        "recipe": {"kind": DEFAULT_KIND, "params": DEFAULT_PARAMS, "probes": list(DEFAULT_PROBES)},
+        "recipe": recipe_info(DEFAULT_KIND, DEFAULT_PARAMS, probes=list(DEFAULT_PROBES)),
         "generated": {"files": [Path(g).name for g in args.generated], "sentences": int(len(gen)) if gen else 0},
-        "sentences": int(len(rows)),
-        "faithful": int(rows.y.sum()),
-        "unfaithful": int(len(rows) - rows.y.sum()),
+        **label_counts(rows.y),
         "command": "python -m benchmarks.ragtruth.train_default "
         + " ".join(argv if argv is not None else sys.argv[1:]),
     }
@@ -161,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "align_with_question": False, "lid_layers": None, "lid_k": None, "kl": True, "kl_threshold": 3.0,
         "lookback": False, "text_checks": True,
     }
-    out = save_aggregator(agg, args.out, training=training, scorer=scorer, decoding=decoding, probes=model.probes)
+    out = save_sentence_model(model, args.out, training=training, scorer=scorer, decoding=decoding)
     print(f"trained {DEFAULT_KIND} + {[p.name for p in model.probes]} on {len(rows)} sentences "
           f"({training['faithful']} faithful) from {training['sets']}; threshold {agg.threshold_:.3f}; wrote {out}",
           file=sys.stderr)

@@ -4,7 +4,8 @@
 >>> result = calibrate("Qwen/Qwen2.5-7B-Instruct", "ragtruth/dev.jsonl")   # doctest: +SKIP
 >>> print(result.summary())                                                # doctest: +SKIP
 
-Steps (``syncheck calibrate`` runs the same function):
+Steps (``syncheck calibrate`` runs the same function; every fit is :mod:`syncheck.calibration.training`'s, the
+one training path that ``syncheck train`` shares):
 
 1. Read labelled records (:mod:`syncheck.calibration.labels`: RAGTruth spans, or
    syncheck's ``label`` / ``sentence_labels``).
@@ -119,13 +120,12 @@ def calibrate(
     Raises:
         ValueError: no usable labelled sentences, or only one label among them.
     """
-    from syncheck.aggregators import KINDS, save_aggregator
-    from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
+    from syncheck.aggregators import KINDS
+    from syncheck.aggregators.recipe import DEFAULT_FEATURES
     from syncheck.aggregators.resolve import scorer_config
-    from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
+    from syncheck.calibration import training as fit
     from syncheck.calibration.calibrations import default_calibration_dir, register_calibration
     from syncheck.model.models import load_model
-    from syncheck.probes import LinearProbe
     from syncheck.scorer import Scorer
 
     if kind not in KINDS:
@@ -149,33 +149,30 @@ def calibrate(
                          "needs faithful and unfaithful sentences: add records with hallucinated sentences (spans, or "
                          "label 0) and "
                          "clean ones (label 1)")
-    params = DEFAULT_PARAMS if kind == DEFAULT_KIND else {}
-    probe = LinearProbe("hidden_probe", layers=list(scorer.featurizer.vector_layers))
+    params = fit.recipe_params(kind)
+    probes = fit.probe_templates(["hidden_probe"], list(scorer.featurizer.vector_layers))
     vectors = {"hidden_probe": table["hidden"]}
-    oof = out_of_fold_stacked(kind, table["X"], names, vectors, table["y"], table["groups"], probes=[probe], seed=seed,
-                              progress=progress, **params)
+    oof = fit.sentence_oof(table["X"], names, vectors, table["y"], table["groups"], kind=kind, params=params,
+                           probes=probes, seed=seed, progress=progress)
     heldout = _heldout_report(table, oof, names, seed)
-    model_fit = fit_stacked(kind, table["X"], names, vectors, table["y"], table["groups"], probes=[probe], seed=seed,
-                            **params)
+    model_fit = fit.fit_sentence_model(table["X"], names, vectors, table["y"], table["groups"], kind=kind,
+                                       params=params, probes=probes, seed=seed)
     training = {
         "data": str(data) if isinstance(data, (str, Path)) else "labelled records given in Python",
-        "records": len(rows), "sentences": int(len(table["y"])), "faithful": int(table["y"].sum()),
-        "unfaithful": int(len(table["y"]) - table["y"].sum()), "seed": seed,
-        "recipe": {"kind": kind, "params": params, "probes": ["hidden_probe"], "features": names},
+        "records": len(rows), **fit.label_counts(table["y"]), "seed": seed,
+        "recipe": fit.recipe_info(kind, params, probes=["hidden_probe"], features=names),
         "heldout": heldout, "command": "syncheck calibrate",
     }
     config = scorer_config(scorer)
     decoding = _decoding_from(table["y"], oof, "out-of-fold scores of the labelled sentences (5 folds grouped by "
                                                 "source document): answers written by the data's authors, not this "
                                                 "model")
-    save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
-                    probes=model_fit.probes)
+    fit.save_sentence_model(model_fit, out, training=training, scorer=config, decoding=decoding)
     if generations > 0:
         tuned = _decoding_on_generations(lm, out, records, generations, judge or alignment, alignment, seed, progress)
         if tuned is not None:
             decoding = tuned
-            save_aggregator(model_fit.aggregator, out, training=training, scorer=config, decoding=decoding,
-                            probes=model_fit.probes)
+            fit.save_sentence_model(model_fit, out, training=training, scorer=config, decoding=decoding)
     tau = float((decoding or {}).get("tau1", 0.45))
     heldout += _fit_response_verdict(table, oof, tau, seed, out)
     heldout += _fit_final_model(table, names, vectors, kind, params, tau, seed, out, config,
@@ -299,8 +296,9 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
 
     Nothing is written (and no rows returned) when the records' labels hold one class only.
     """
-    from syncheck.aggregators.response import ResponseVerdict, pad_scores, save_response_model
+    from syncheck.aggregators.response import pad_scores
     from syncheck.calibration.folds import out_of_fold
+    from syncheck.calibration.training import fit_response_verdict, write_response_verdict
 
     records = list(dict.fromkeys(table["record"].tolist()))
     at = {r: np.flatnonzero(table["record"] == r) for r in records}
@@ -311,7 +309,7 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
     if len(set(y.tolist())) < 2:
         return []
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
-        return ResponseVerdict(tau=tau).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+        return fit_response_verdict(X[train], y[train], tau).predict_proba(X[test])[:, 1]
 
     learned = out_of_fold(fit_predict, y, groups, seed=seed, fill=0.5)
     signals = {label + "learned verdict (held out)": learned, label + "min of sentence scores": np.nanmin(X, axis=1)}
@@ -323,9 +321,9 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
             "word overlap with the context (trivial; sentence mean)": np.asarray(
                 [table["overlap"][at[r]].mean() for r in records])})
     rows = _auroc_rows(y, groups, task, signals, seed, level="response")
-    save_response_model(ResponseVerdict(tau=tau).fit(X, y), out, {
-        "data": "every calibration record's out-of-fold sentence scores (5 folds grouped by source document)",
-        "responses": int(len(y)), "faithful": int(y.sum()), "command": "syncheck calibrate", "heldout": rows})
+    write_response_verdict(X, y, tau, out, data="every calibration record's out-of-fold sentence scores (5 folds "
+                                                "grouped by source document)",
+                           command="syncheck calibrate", heldout=rows)
     return rows
 
 
@@ -333,27 +331,20 @@ def _fit_final_model(table: dict[str, np.ndarray], names: Sequence[str],
                      vectors: dict[str, np.ndarray], kind: str, params: dict[str, Any], tau: float, seed: int,
                      out: Path, config: dict[str, Any], data: str, progress: bool) -> list[dict]:
     """Fit and write the final (whole-answer) model into ``out/final`` (:mod:`syncheck.aggregators.final`), as the
-    shipped default's was fitted: the recipe over the live features, their ``rel:`` forms and the out-of-fold probe
-    score; then its verdict over the records'
+    shipped default's was fitted (:func:`syncheck.calibration.training.fit_final_model`): the recipe over the live
+    features, their ``rel:`` forms and the out-of-fold probe score; then its verdict over the records'
     out-of-fold final scores. Returns the held-out report rows (sentence and response, prefixed ``final: ``)."""
-    from syncheck.aggregators import save_aggregator
-    from syncheck.aggregators.final import FINAL_DIR, relative_bases, relative_columns
-    from syncheck.aggregators.stacked import fit_stacked, out_of_fold_stacked
+    from syncheck.calibration.training import fit_final_model, recipe_info, save_final_model
 
-    rel = relative_columns({n: table["X"][:, i] for i, n in enumerate(names)}, table["record"])
-    X = np.column_stack([table["X"], *rel.values()])
-    final_names = list(names) + list(rel)
-    oof = out_of_fold_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed,
-                              progress=progress, **params)
-    model = fit_stacked(kind, X, final_names, vectors, table["y"], table["groups"], seed=seed, **params)
-    rows = _auroc_rows(table["y"], table["groups"], table["task"], {"final: calibrated final score": oof}, seed)
-    final_dir = out / FINAL_DIR
-    save_aggregator(model.aggregator, final_dir, scorer=config, training={
+    final = fit_final_model(table["X"], names, table["record"], vectors, table["y"], table["groups"], kind=kind,
+                            params=params, seed=seed, out_of_fold=True, progress=progress)
+    assert final.oof is not None
+    rows = _auroc_rows(table["y"], table["groups"], table["task"], {"final: calibrated final score": final.oof}, seed)
+    final_dir = save_final_model(final, out, scorer=config, training={
         "data": data, "sentences": int(len(table["y"])), "seed": seed, "command": "syncheck calibrate",
-        "recipe": {"kind": kind, "params": params, "relative": relative_bases(list(rel)),
-                   "probes_read": list(vectors)},
+        "recipe": recipe_info(kind, params, relative=final.relative, probes_read=list(vectors)),
         "heldout": rows})
-    return rows + _fit_response_verdict(table, oof, tau, seed, final_dir, label="final: ")
+    return rows + _fit_response_verdict(table, final.oof, tau, seed, final_dir, label="final: ")
 
 
 def _portable_scores(X: np.ndarray, names: Sequence[str]) -> np.ndarray | None:
@@ -368,14 +359,14 @@ def _portable_scores(X: np.ndarray, names: Sequence[str]) -> np.ndarray | None:
 
 
 def _decoding_from(y: np.ndarray, scores: np.ndarray, data: str) -> dict[str, Any] | None:
-    from syncheck.aggregators.thresholds import tune_thresholds
+    """FOD's thresholds tuned on ``scores`` (:func:`syncheck.calibration.training.tune_decoding`); ``None`` when
+    the labels hold one class only."""
+    from syncheck.calibration.training import tune_decoding
 
     try:
-        decoding = tune_thresholds(y, scores)
+        return tune_decoding(y, scores, data)
     except ValueError:
         return None
-    decoding["data"] = data
-    return decoding
 
 
 def _decoding_on_generations(lm: Any, path: Path, records: Sequence[LabelledRecord], n: int, judge_spec: str,

@@ -23,6 +23,9 @@ also needs ``--lookback``): fit a linear probe on each sentence's vector and
 stack it under the aggregator (:mod:`syncheck.aggregators.stacked`: the
 aggregator learns from the probe's out-of-fold scores, 5 folds grouped by
 ``record`` / ``id``); the probe is saved beside the aggregator.
+
+The fitting, the thresholds and the writing are :mod:`syncheck.calibration.training`'s, the one training path
+``syncheck calibrate`` also takes; this command reads the rows and labels.
 """
 
 from __future__ import annotations
@@ -103,12 +106,12 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     """Train an aggregator on the per-sentence features of SCORED.jsonl (the output of `syncheck score`)."""
     import numpy as np
 
-    from syncheck.aggregators import make_aggregator, save_aggregator
+    from syncheck.calibration import training as fit
+    from syncheck.probes import PROBE_INPUTS
+    from syncheck.results import decode_vectors
 
     scored = _read_jsonl(scored_path)
     label_rows = {str(r.get("id")): r for r in _read_jsonl(labels_path)} if labels_path else None
-    from syncheck.probes import PROBE_INPUTS, LinearProbe
-    from syncheck.results import decode_vectors
 
     sent_feats: list[dict[str, float]] = []
     sent_vecs: list[dict[str, Any]] = []
@@ -169,41 +172,28 @@ def train(scored_path, labels_path, kind, output_dir, features, seed, scored_mod
     if "hidden_probe" in probes and not vector_layers:
         raise click.ClickException("--probe hidden_probe: the scored rows do not say which layers their vectors pool "
                                    "('vector_layers'); rescore them with a current `syncheck score --vectors`")
-    templates = [LinearProbe(p, layers=vector_layers if p == "hidden_probe" else None) for p in probes]
-
-    def make():
-        return make_aggregator(kind, feature_names=names, random_state=seed)
-
-    from syncheck.aggregators.stacked import fit_stacked
-
-    stacked = fit_stacked(kind, X, names, vectors, np.asarray(y), np.asarray(groups), probes=templates, seed=seed)
+    templates = fit.probe_templates(probes, vector_layers)
+    # the estimator's own parameters, not the default recipe's: `syncheck train --kind xgb` fits plain XGBoost
+    stacked = fit.fit_sentence_model(X, names, vectors, np.asarray(y), np.asarray(groups), kind=kind, params={},
+                                     probes=templates, seed=seed)
     agg = stacked.aggregator
     decoding = None
     if tune_decoding:
-        from syncheck.aggregators.thresholds import tune_thresholds
-        from syncheck.calibration.folds import out_of_fold_predict
-
         try:
-            if probes:
-                from syncheck.aggregators.stacked import out_of_fold_stacked
-
-                oof = out_of_fold_stacked(kind, X, names, vectors, np.asarray(y), np.asarray(groups), probes=templates,
-                                          seed=seed)
-            else:
-                oof = out_of_fold_predict(make, X, np.asarray(y), groups, n_splits=5, seed=seed)
-            decoding = tune_thresholds(y, oof)
+            oof = fit.sentence_oof(X, names, vectors, np.asarray(y), np.asarray(groups), kind=kind, params={},
+                                   probes=templates, seed=seed)
+            decoding = fit.tune_decoding(y, oof, f"out-of-fold scores of the {len(y)} training sentences (5 folds "
+                                                 "grouped by record/id)")
         except ValueError as exc:
             raise click.ClickException(f"--tune-decoding: {exc}") from None
-        decoding["data"] = f"out-of-fold scores of the {len(y)} training sentences (5 folds grouped by record/id)"
     lid_layers = sorted(int(n.rsplit("_", 1)[1]) for n in names if n.startswith("lid_layer_"))
     training = {
         "source": str(scored_path), "labels": str(labels_path) if labels_path else "fields of the scored rows",
-        "rows": used, "sentences": len(y), "faithful": int(sum(y)), "unfaithful": int(len(y) - sum(y)),
-        "seed": seed, "description": description or "",
+        "rows": used, **fit.label_counts(y), "seed": seed, "description": description or "",
     }
     scorer = {"model": scored_model, "alignment": alignment, "align_with_question": align_with_question,
               "lid_layers": lid_layers or None}
-    save_aggregator(agg, output_dir, training=training, scorer=scorer, decoding=decoding, probes=stacked.probes)
+    fit.save_sentence_model(stacked, output_dir, training=training, scorer=scorer, decoding=decoding)
     click.echo(
         f"trained {kind} on {len(y)} sentences from {used} rows ({training['faithful']} faithful, "
         f"{training['unfaithful']} unfaithful; skipped {skipped_error} error and {skipped_unlabelled} unlabelled "
