@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from features.lexical import preprocess, words
+from features.specifics import NUMBER_RE
 
 #: Share of a sentence's content words that must come from one earlier sentence (or the question).
 REPEAT_OVERLAP = 0.8
@@ -54,8 +55,6 @@ REASONS = ("no_content", "repeat", "question", "meta", "asks", "off_topic")
 NON_ANSWERS = ("question", "asks", "off_topic")
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
-#: one number, with its separators and an optional sign, unit symbol or closing mark: "1965", "322,421", "-3.5%"
-_ONE_NUMBER = re.compile(r"^\W*?[-+\u2212]?[$\u00a3\u20ac]?\d+(?:[.,\u2009 ]\d+)*\W*$")
 #: a list marker: one or two digits closed by "." or ")" ("2.", "3)")
 _LIST_MARKER = re.compile(r"^\W*\d{1,2}[.)]\W*$")
 #: a question that a bare number answers
@@ -78,7 +77,8 @@ def _is_meta(sentence: str) -> bool:
 def _is_number_answer(sentence: str, question: str | None) -> bool:
     """Whether a sentence without letters is one number that answers: not a list marker, unless the question asks
     for a number ("How many ...?" "4.")."""
-    if not _ONE_NUMBER.match(sentence):
+    found = NUMBER_RE.findall(sentence)  # a number as the specifics check reads one: "1965", "322,421", "$3.5"
+    if len(found) != 1 or any(ch.isdigit() for ch in NUMBER_RE.sub("", sentence)):
         return False
     return not _LIST_MARKER.match(sentence) or bool(question and _ASKS_NUMBER.search(question))
 

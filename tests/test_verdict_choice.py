@@ -59,3 +59,23 @@ def test_benchmark_smoke_writes_its_section_with_every_task_and_a_choice(tmp_pat
         assert figures[VERDICT].brier is not None and figures[vc.LENGTH].brier is None
         assert figures[vc.LENGTH].minus_length is None and figures[MEAN].minus_length is not None
     assert md.count("Chosen for") == 3 and "| answer length in words |" in md
+
+
+def test_pooled_files_are_read_in_order_and_may_not_share_a_response(tmp_path):
+    import json
+
+    import pytest
+
+    from benchmarks.ragtruth.data import read_ragtruth_files
+
+    def write(name: str, ids: list[str]) -> str:
+        rows = [{"id": i, "source_id": f"s{i}", "task_type": "QA", "question": "q?", "context": "c.",
+                 "response": "r.", "labels": []} for i in ids]
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return str(path)
+
+    a, b, c = write("a.jsonl", ["1", "2"]), write("b.jsonl", ["3"]), write("c.jsonl", ["2"])
+    assert [r.id for r in read_ragtruth_files(f"{a},{b}")] == ["1", "2", "3"]
+    with pytest.raises(ValueError, match=r"share response ids \['2'\]"):
+        read_ragtruth_files(f"{a},{c}")

@@ -19,6 +19,7 @@ what was asked.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -51,6 +52,20 @@ class RAGTruthRecord:
     def sentence_labels(self, sentences: Iterable[Span] | None = None) -> list[int]:
         """1 = faithful, 0 = overlaps an annotated span; for ``sentences`` (default: :meth:`sentences`)."""
         return sentence_labels_from_spans(self.sentences() if sentences is None else sentences, self.spans)
+
+
+def read_ragtruth_files(paths: str, limit: int | None = None) -> list[RAGTruthRecord]:
+    """The records of every file in ``paths`` (comma-separated), pooled in order; ``limit`` per task and file.
+
+    Raises:
+        ValueError: when two files hold the same response id (pass files of distinct responses).
+    """
+    records = [r for p in paths.split(",") if p.strip() for r in read_ragtruth(p.strip(), limit=limit)]
+    repeated = sorted(i for i, n in Counter(r.id for r in records).items() if n > 1)
+    if repeated:
+        raise ValueError(f"--data files share response ids {repeated[:5]}: pass files of distinct responses "
+                         "(dev.jsonl and dev_extra.jsonl share none)")
+    return records
 
 
 def read_ragtruth(path: str | Path, tasks: Iterable[str] = TASKS, limit: int | None = None) -> list[RAGTruthRecord]:

@@ -485,8 +485,9 @@ def save_final(table: SentenceTable, resp: Responses, final: np.ndarray, tau: fl
 
 
 def cached_table(args: argparse.Namespace) -> SentenceTable:
-    """The scored sentences of ``--data`` from run.py's feature cache (scored now when missing)."""
-    from benchmarks.ragtruth.data import read_ragtruth
+    """The scored sentences of ``--data`` (one file, or several comma-separated, pooled) from run.py's feature
+    cache (scored now when missing)."""
+    from benchmarks.ragtruth.data import read_ragtruth_files
     from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth, sentence_table
     from syncheck.cache import cache_dir
 
@@ -494,7 +495,7 @@ def cached_table(args: argparse.Namespace) -> SentenceTable:
         import torch
 
         torch.set_num_threads(args.threads)
-    records = read_ragtruth(args.data, limit=args.limit)
+    records = read_ragtruth_files(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False, batch_size=args.batch_size,
                            dtype=args.dtype)
     return sentence_table(

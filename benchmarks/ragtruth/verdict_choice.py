@@ -36,10 +36,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.ragtruth.data import TASKS, read_ragtruth
+from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.response_verdict import (
     Responses,
     add_relative_columns,
+    cached_table,
     default_tau,
     expected_calibration_error,
     nested_scores,
@@ -208,25 +209,6 @@ def markdown(per_task: dict[str, dict[str, FormFigures]], counts: dict[str, tupl
     return "\n".join(lines) + "\n", choices
 
 
-def read_tables(paths: str, args: argparse.Namespace) -> SentenceTable:
-    """The scored sentences of every path in ``paths`` (comma-separated), from the feature cache of
-    :mod:`benchmarks.ragtruth.run` (scored now when missing)."""
-    from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth, sentence_table
-    from syncheck.cache import cache_dir
-
-    records = [r for p in paths.split(",") if p for r in read_ragtruth(p)]
-    ids = [r.id for r in records]
-    if len(set(ids)) != len(ids):
-        raise ValueError("the --data files share response ids: pass files with distinct responses")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False, batch_size=2, dtype=args.dtype)
-    work = Path(args.work_dir or cache_dir() / "ragtruth-bench")
-    return sentence_table(records, score_ragtruth(records, config, work))
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.verdict_choice",
                                 description=__doc__.split("\n\n")[0])
@@ -239,6 +221,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seeds", default="0,1,2", help="fold assignments (comma-separated)")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--limit", type=int, default=None, help="responses read per task and file (default: all)")
+    p.add_argument("--batch-size", type=int, default=2, help="scoring batch, when the cache lacks a response")
     p.add_argument("--tau", type=float, default=None, help="the verdict's threshold statistic (default: tau1)")
     p.add_argument("--results-md", default=None, help="write the tables into this file's section " + repr(SECTION))
     p.add_argument("--json", default=None, help="also write the figures and the choices as JSON here")
@@ -248,7 +232,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     started = time.perf_counter()
-    table = read_tables(args.data, args)
+    table = cached_table(args)
     seeds = [int(s) for s in args.seeds.split(",") if s]
     tau = args.tau if args.tau is not None else default_tau()
     per_task = evaluate(table, seeds, args.folds, args.bootstrap, tau)
