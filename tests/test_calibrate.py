@@ -347,3 +347,54 @@ def test_an_aggregator_shipped_for_another_model_is_found_by_name(tiny_tokenizer
     other = load_model(make_qwen2(len(tiny_tokenizer), seed=3), tiny_tokenizer, name="other")
     with pytest.warns(UserWarning, match="portable"):
         assert Scorer(other).aggregator_source == "portable"
+
+
+def test_calibrate_pools_several_files_and_checks_the_verdict_against_the_baselines(tiny_tokenizer, tmp_path):
+    from syncheck.calibration.calibrate import calibrate
+
+    rows = labelled_rows()
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows[:12]), encoding="utf-8")
+    second.write_text("".join(json.dumps(r) + "\n" for r in rows[12:]) + "{not json\n", encoding="utf-8")
+    lm = load_model(make_qwen2(len(tiny_tokenizer)), tiny_tokenizer, name="tiny-qwen2")
+    result = calibrate(lm, [first, second], output=tmp_path / "cal", kind="lr", progress=False, register=False)
+    assert result.records == 24 and result.sentences == 48
+    assert len(result.skipped) == 1 and result.skipped[0].startswith("b.jsonl: line 13: not valid JSON")
+    meta = json.loads((tmp_path / "cal" / "meta.json").read_text())
+    assert meta["training"]["data"] == "a.jsonl,b.jsonl"  # file names only: no machine paths in meta.json
+    margins = result.verdict_margins()
+    assert [m["task"] for m in margins] == ["all"]
+    assert margins[0]["baseline"] in {"answer length in words", "sentences", "word overlap with the context"}
+    assert "response verdict against the best trivial baseline" in result.summary()
+
+
+def test_pooled_files_must_not_share_record_ids(tmp_path):
+    from syncheck.calibration.calibrate import read_labelled_files
+
+    rows = labelled_rows(4)
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"4 record ids occur in more than one --data file: 'r0' \(a.jsonl and "
+                                         r"b.jsonl\).*Give each record one id"):
+        read_labelled_files([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    records, _ = read_labelled_files([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], limit=3)
+    assert [r.record.id for r in records] == ["r0", "r1", "r2"]
+
+
+def test_the_verdict_is_shipped_only_where_it_beats_the_best_trivial_baseline_by_the_margin():
+    from syncheck.calibration.calibrate import VERDICT_MARGIN, verdict_margins
+
+    def row(task, name, auc):
+        return {"task": task, "level": "response", "name": name, "auroc": auc, "lo": 0.0, "hi": 1.0}
+
+    heldout = [row("QA", "learned verdict (held out)", 0.70), row("QA", "final: learned verdict (held out)", 0.82),
+               row("QA", "answer length in words (trivial; fewer = faithful)", 0.76),
+               row("QA", "word overlap with the context (trivial; sentence mean)", 0.60),
+               row("Summary", "learned verdict (held out)", 0.66),
+               row("Summary", "word overlap with the context (trivial; sentence mean)", 0.675),
+               {"task": "QA", "name": "calibrated (this model's recipe + probe)", "auroc": 0.9, "lo": 0, "hi": 1}]
+    qa, summary = verdict_margins(heldout)
+    assert qa == {"task": "QA", "verdict": 0.82, "baseline": "answer length in words", "baseline_auroc": 0.76,
+                  "margin": 0.06, "ok": True}  # the final model's verdict is the one the scorer uses
+    assert summary["baseline"] == "word overlap with the context" and not summary["ok"]
+    assert VERDICT_MARGIN == 0.05

@@ -8,7 +8,7 @@ Steps (``syncheck calibrate`` runs the same function; every fit is :mod:`synchec
 one training path that ``syncheck train`` shares):
 
 1. Read labelled records (:mod:`syncheck.calibration.labels`: RAGTruth spans, or
-   syncheck's ``label`` / ``sentence_labels``).
+   syncheck's ``label`` / ``sentence_labels``), from one file or several pooled.
 2. Score them with the model, teacher-forced, every default feature on and each
    sentence's hidden-state vector kept (:class:`~syncheck.scorer.Scorer`).
    Scored rows are appended to ``DIR/scored.jsonl`` as they come, so an
@@ -24,7 +24,9 @@ one training path that ``syncheck train`` shares):
 5. The response-level verdict (:class:`~syncheck.aggregators.response.ResponseVerdict`): fitted on every
    record's out-of-fold sentence scores against its label (faithful when no sentence is labelled unfaithful),
    with ``tau`` at the tuned ``tau1``; its held-out report is a grouped 5-fold CV of the verdict over those
-   scores, beside the minimum of the sentence scores.
+   scores, beside the minimum of the sentence scores and the trivial baselines (answer length, sentence count,
+   word overlap); per task, the verdict the scorer will use is checked against the best of those
+   (:func:`verdict_margins`: at least :data:`VERDICT_MARGIN` above it, or the report says to prefer the baseline).
 6. The final (whole-answer) model (:mod:`syncheck.aggregators.final`): the same recipe over the features, their
    deviations from the response's mean, fitted on every sentence, with its own
    verdict over the records' out-of-fold final scores; held out as in steps 3 and 5 (report rows ``final: ...``).
@@ -49,6 +51,10 @@ from syncheck.calibration.labels import LabelError, LabelledRecord, read_labelle
 
 #: Answers generated per labelled record for threshold tuning are at most this long.
 GENERATION_TOKENS = 128
+
+#: A response verdict is worth shipping for a task when its held-out AUROC beats the best trivial baseline on the
+#: same responses (answer length, sentence count, word overlap) by at least this much.
+VERDICT_MARGIN = 0.05
 
 
 @dataclass
@@ -77,6 +83,18 @@ class CalibrationResult:
             for r in (r for r in self.heldout if r["task"] == task):
                 name = f"response: {r['name']}" if r.get("level") == "response" else r["name"]
                 lines.append(f"    {name:<54} {r['auroc']:.3f} [{r['lo']:.2f}, {r['hi']:.2f}]")
+        margins = self.verdict_margins()
+        if margins:
+            lines.append(f"response verdict against the best trivial baseline, held out (ship where the margin is at "
+                         f"least {VERDICT_MARGIN}):")
+        for m in margins:
+            verdict = f"response verdict {m['verdict']:.3f} against {m['baseline']} {m['baseline_auroc']:.3f}"
+            if m["ok"]:
+                lines.append(f"  {m['task']}: {verdict}: {m['margin']:+.3f}, above the {VERDICT_MARGIN} margin")
+            else:
+                lines.append(f"  {m['task']}: {verdict}: {m['margin']:+.3f}, under the {VERDICT_MARGIN} margin: on "
+                             f"this task read response_score as no better than {m['baseline']}, and prefer that "
+                             "rule (or more labelled responses of the task)")
         if self.decoding:
             lines.append(f"FOD thresholds: tau1 {self.decoding['tau1']:.2f}, tau2 {self.decoding['tau2']:.2f} "
                          f"({self.decoding.get('data', '')})")
@@ -85,10 +103,63 @@ class CalibrationResult:
                          + (" ..." if len(self.skipped) > 5 else ""))
         return "\n".join(lines)
 
+    def verdict_margins(self) -> list[dict[str, Any]]:
+        """Per task, the response verdict the scorer uses (the final model's where one was fitted) against the best
+        trivial baseline on the same held-out responses: ``{"task", "verdict", "baseline", "baseline_auroc",
+        "margin", "ok"}``, ``ok`` when the margin is at least :data:`VERDICT_MARGIN`."""
+        return verdict_margins(self.heldout)
+
+
+def verdict_margins(heldout: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """See :meth:`CalibrationResult.verdict_margins`; ``heldout`` holds report rows as :func:`calibrate` writes."""
+    out = []
+    for task in dict.fromkeys(r["task"] for r in heldout):
+        rows = {r["name"]: r["auroc"] for r in heldout if r["task"] == task and r.get("level") == "response"}
+        verdict = rows.get("final: learned verdict (held out)", rows.get("learned verdict (held out)"))
+        trivial = {name: auc for name, auc in rows.items() if "(trivial" in name}
+        if verdict is None or not trivial:
+            continue
+        baseline = max(trivial, key=trivial.__getitem__)
+        margin = verdict - trivial[baseline]
+        out.append({"task": task, "verdict": verdict, "baseline": baseline.split(" (trivial")[0],
+                    "baseline_auroc": trivial[baseline], "margin": round(margin, 4),
+                    "ok": margin >= VERDICT_MARGIN - 1e-9})
+    return out
+
+
+def read_labelled_files(paths: Sequence[str | Path], limit: int | None = None
+                        ) -> tuple[list[LabelledRecord], list[str]]:
+    """The labelled records of several JSONL files, in order, and one message per line that could not be used
+    (prefixed with its file when there are several). ``limit`` caps the records over all files.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+        ValueError: two files hold a record with the same id (a record scored twice would count twice).
+    """
+    records: list[LabelledRecord] = []
+    skipped: list[str] = []
+    seen: dict[str, Path] = {}
+    clashes: list[str] = []
+    for path in map(Path, paths):
+        if limit is not None and len(records) >= limit:
+            break
+        got, errors = read_labelled(path, None if limit is None else limit - len(records))
+        skipped += [f"{path.name}: {e}" for e in errors] if len(paths) > 1 else errors
+        for r in got:
+            if r.record.id in seen:
+                clashes.append(f"{r.record.id!r} ({seen[r.record.id].name} and {path.name})")
+            seen.setdefault(r.record.id, path)
+        records += got
+    if clashes:
+        raise ValueError(f"{len(clashes)} record ids occur in more than one --data file: " + ", ".join(clashes[:5])
+                         + (" ..." if len(clashes) > 5 else "") + ". Give each record one id over all the files "
+                         "(or pass each file once)")
+    return records, skipped
+
 
 def calibrate(
     model: Any,
-    data: str | Path | Sequence[LabelledRecord],
+    data: str | Path | Sequence[str | Path] | Sequence[LabelledRecord],
     *,
     output: str | Path | None = None,
     kind: str = "xgb",
@@ -108,7 +179,8 @@ def calibrate(
 
     Args:
         model: anything :func:`syncheck.model.models.load_model` accepts.
-        data: a JSONL path of labelled records, or :class:`~syncheck.calibration.labels.LabelledRecord` objects.
+        data: a JSONL path of labelled records, several paths (read in order, pooled, and grouped by source
+            document as one set), or :class:`~syncheck.calibration.labels.LabelledRecord` objects.
         output: where to write (default: ``<cache>/calibrations/<model>-<fingerprint>``).
         kind: ``xgb`` (the default recipe), ``lr`` or ``mlp``.
         alignment: the ``align_score`` backend the aggregator will be used with.
@@ -133,12 +205,18 @@ def calibrate(
     started = time.perf_counter()
     lm = load_model(model, tokenizer, device=device, dtype=dtype)
     if isinstance(data, (str, Path)):
-        records, skipped = read_labelled(data, limit)
+        data = [data]
+    paths = [Path(p) for p in data if isinstance(p, (str, Path))]
+    if paths and len(paths) == len(data):
+        records, skipped = read_labelled_files(paths, limit)
+        data_name = ",".join(str(p) for p in paths)
+    elif paths:
+        raise TypeError("data must be paths of labelled JSONL files, or LabelledRecord objects, not a mix of both")
     else:
-        records, skipped = list(data)[:limit], []
+        records, skipped, data_name = list(data)[:limit], [], "labelled records given in Python"
     if not records:
-        raise ValueError(f"no usable labelled records in {data} (RAGTruth records, or syncheck records with 'label' / "
-                         "'sentence_labels' / 'spans'): " + "; ".join(skipped[:3]))
+        raise ValueError(f"no usable labelled records in {data_name} (RAGTruth records, or syncheck records with "
+                         "'label' / 'sentence_labels' / 'spans'): " + "; ".join(skipped[:3]))
     out = Path(output) if output is not None else default_calibration_dir(lm.name, lm.fingerprint)
     scorer = Scorer(lm, alignment=alignment, vectors=True, aggregator=None, batch_size=batch_size)
     rows = _score_resumable(scorer, records, out / "scored.jsonl", progress)
@@ -158,7 +236,7 @@ def calibrate(
     model_fit = fit.fit_sentence_model(table["X"], names, vectors, table["y"], table["groups"], kind=kind,
                                        params=params, probes=probes, seed=seed)
     training = {
-        "data": str(data) if isinstance(data, (str, Path)) else "labelled records given in Python",
+        "data": data_name,
         "records": len(rows), **fit.label_counts(table["y"]), "seed": seed,
         "recipe": fit.recipe_info(kind, params, probes=["hidden_probe"], features=names),
         "heldout": heldout, "command": "syncheck calibrate",
