@@ -61,11 +61,19 @@ _LIST_MARKER = re.compile(r"^\W*\d{1,2}[.)]\W*$")
 _ASKS_NUMBER = re.compile(r"\b(?:how\s+(?:many|much|old|long|far|tall|high|large|big|often)|(?:what|which)\s+(?:year|"
                           r"number|percentage|age|amount)|when|in\s+what\s+year)\b", re.I)
 #: a document label copied from the prompt at the start of a sentence: "Passage 4:", "[Document 2] -"
-_DOC_LABEL = re.compile(r"^\W*(?:passage|document|doc|context|source|article)\s*#?\d+\s*\]?\s*[:\-]", re.I)
+_DOC_LABEL = re.compile(r"^\W*(?P<word>passage|document|doc|context|source|article)\s*#?\d+\s*\]?\s*[:\-]", re.I)
 #: a preamble that announces what follows instead of saying it
 _PREAMBLE = re.compile(r"^\W*(?:here(?:'s|\u2019s|\s+is|\s+are)|below\s+(?:is|are)|sure\b|certainly\b)", re.I)
 #: the preamble is meta when it names the input it rewrites
 _INPUT_WORD = re.compile(r"\b(?:passages?|articles?|documents?|context|text|data|json|version)\b", re.I)
+
+
+def document_label_word(sentence: str) -> str | None:
+    """The word of a document label copied from the prompt that ``sentence`` opens with ("Passage" in "Passage 4:
+    DNA is ..."), as written, or ``None``. A decoder that replaces such a sentence can keep the next one from
+    opening with the label again."""
+    m = _DOC_LABEL.match(sentence)
+    return m.group("word") if m else None
 
 
 def _is_meta(sentence: str) -> bool:
@@ -146,4 +154,4 @@ def degenerate_flags(sentences: Sequence[str], question: str | None = None,
     return [degeneracy(s, sentences[:i], question, context) for i, s in enumerate(sentences)]
 
 
-__all__ = ["NON_ANSWERS", "REASONS", "REPEAT_OVERLAP", "degeneracy", "degenerate_flags"]
+__all__ = ["NON_ANSWERS", "REASONS", "REPEAT_OVERLAP", "degeneracy", "degenerate_flags", "document_label_word"]

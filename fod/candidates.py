@@ -9,7 +9,9 @@ leaves the batch, so each step costs only the rows still decoding (the finished 
 scoring); sampling draws as if it had stayed, so a candidate's tokens do not depend on when the others finished.
 Rows that run long do not hold the batch either: once half the candidates are finished, the others get at most
 twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens), and a candidate cut off
-mid-sentence is ``capped``.
+mid-sentence is ``capped``. A candidate that wrote the very tokens that were cut away (``redo``) does not count as
+finished there: it will be flagged again, so a short degenerate sentence sampled over and over ("4.") does not cut
+off the longer candidates that might replace it.
 """
 
 from __future__ import annotations
@@ -63,13 +65,17 @@ class Candidate:
 
 def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence[int], premise: Premise,
                       decoding: Decoding, generator: torch.Generator, *, max_tokens: int, steer: str = "none",
-                      ban: int | None = None, leave: bool = True) -> tuple[Batch, list[Candidate]]:
+                      ban: int | Sequence[int] | None = None, redo: Sequence[int] | None = None,
+                      leave: bool = True) -> tuple[Batch, list[Candidate]]:
     """Sample ``shares[j]`` next sentences of each one-row beam ``j`` in one batch and score them.
 
     Args:
         max_tokens: cap on a candidate's new tokens.
         steer: ``"none"`` (the with-context distribution), ``"adacad"`` or ``"cad"`` (see :mod:`fod.steering`).
-        ban: a token no candidate may start with (the token a token-level backtrack cut away).
+        ban: tokens no candidate may start with (the token a token-level backtrack cut away; the spellings of a
+            document label the flagged sentence copied from the prompt).
+        redo: the tokens that were cut away (the flagged sentence after the cut); a candidate that repeats them
+            exactly does not set the stragglers' deadline.
         leave: finished candidates leave the batch (``False``: they are fed padding to the end, as a reference).
 
     Returns:
@@ -97,9 +103,9 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         if steering:
             without = torch.stack([r.without_next for r in batch.rows])
             logits, _ = steered_logits(batch.next_logp, without, steer)
-        if step == 0 and ban is not None:
+        if step == 0 and ban is not None and (not isinstance(ban, Sequence) or len(ban)):
             logits = logits.clone()
-            logits[:, ban] = float("-inf")
+            logits[:, list(ban) if isinstance(ban, Sequence) else ban] = float("-inf")
         engine.step(batch, _choose_live(engine, batch, decoding, generator, logits, live, n),
                     active=[not done[i] for i in live])
         if steering and step + 1 < STEER_TOKENS:
@@ -109,7 +115,7 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
                 done[i], lengths[i] = True, len(rows[i].ids) - start[i]
         if all(done):
             break
-        finished = [k for k, d in zip(lengths, done) if d]
+        finished = [lengths[i] for i in range(n) if done[i] and not _repeats(rows[i], start[i], redo)]
         if 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
             break
         if leave and any(done[i] for i in live):  # finished candidates leave the batch: the others decode without them
@@ -133,6 +139,14 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         ended = row.ended and (not evs or evs[-1].tokens[1] == len(row.ids))
         out.append(Candidate(i, owner[i], evs, ended, capped[i]))
     return batch, out
+
+
+def _repeats(row, start: int, redo: Sequence[int] | None) -> bool:
+    """Whether ``row``'s tokens after ``start`` are exactly ``redo`` (an ended row: ``redo`` then its end)."""
+    if not redo:
+        return False
+    new = [int(t) for t in row.ids[start:]]
+    return new[: len(redo)] == [int(t) for t in redo] and len(new) <= len(redo) + 1
 
 
 def _choose_live(engine, batch: Batch, decoding: Decoding, generator: torch.Generator, logits: torch.Tensor,

@@ -13,7 +13,9 @@
    likely (:func:`features.grounding.first_ungrounded_token`), whichever comes
    first; that token is banned from the candidates' first step. Where neither
    exists, or with ``cut="sentence"`` (the paper), it cuts at the sentence
-   start. Both KV caches are cut without recomputing the prefix.
+   start. Both KV caches are cut without recomputing the prefix. A degenerate
+   sentence is cut at its start; when it opened with a document label copied
+   from the prompt, no candidate may open with that label's word again.
 3. Sample ``num_samples`` candidates in one batch (:mod:`fod.candidates`;
    in beam search a step's ``num_samples`` are spread over the kept beams,
    all in that one batch), ``steer="adacad"`` (default) from a
@@ -22,7 +24,9 @@
    ``search="repair"`` (default) keeps the best candidate and resumes greedy
    decoding under the monitor (a later flagged sentence is repaired again, up
    to ``max_repairs``); ``search="beam"`` is the paper's sentence-level beam
-   search over ``num_beams`` beams to the end of the answer.
+   search over ``num_beams`` beams to the end of the answer. A candidate gets
+   at most twice the flagged sentence's tokens (at least 24), or a whole
+   sentence's (``max_sentence_tokens``) where the flagged one was degenerate.
 4. When every candidate is dropped, ``fallback`` decides: ``"tau1"`` (default)
    keeps the best candidate that clears ``tau1``; ``"best"`` the best one that
    scores above the flagged sentence; ``"prefix"`` (the paper) keeps neither.
@@ -47,7 +51,7 @@ from typing import Any, Callable, Collection
 import torch
 from transformers import GenerationConfig
 
-from features.degeneracy import NON_ANSWERS
+from features.degeneracy import NON_ANSWERS, document_label_word
 from features.degeneracy import REASONS as DEGENERATE_KINDS
 from features.grounding import first_ungrounded_token
 from features.specifics import unsupported_specific_offsets, unsupported_specifics_count
@@ -180,6 +184,22 @@ class FODGenerator:
         self.engine = self.monitor.engine
         self.checker = checker
         self.max_sentence_tokens = max_sentence_tokens
+        self._label_tokens: dict[str, list[int]] = {}
+
+    def label_tokens(self, word: str) -> list[int]:
+        """The first token of ``word`` in each case, with and without a leading space ("Passage", " passage", ...):
+        what a candidate opening with that document label would start with. Unknown and bare-space tokens are left
+        out, so a ban on them bans nothing else."""
+        if word not in self._label_tokens:
+            tok = self.scorer.lm.tokenizer
+            found = set()
+            for spelling in {word, word.lower(), word.capitalize(), word.upper()}:
+                for text in (spelling, " " + spelling):
+                    ids = tok(text, add_special_tokens=False)["input_ids"]
+                    if ids and ids[0] != tok.unk_token_id and tok.decode(ids[:1]).strip():
+                        found.add(int(ids[0]))
+            self._label_tokens[word] = sorted(found)
+        return self._label_tokens[word]
 
     # ------------------------------------------------------------------ public
     def generate(
@@ -425,14 +445,20 @@ class _Run:
         """Cut the flagged sentence and sample the candidates that replace it (one batch)."""
         t0 = ev.tokens[0]
         at = self.cut_point(beam, ev)
-        ban = beam.row.ids[at] if at > t0 else None
+        ban = [int(beam.row.ids[at])] if at > t0 else []
+        label = document_label_word(ev.sentence.text) if ev.sentence.degenerate == "meta" else None
+        if label:  # "Passage 4: ...": no candidate may open with the copied label again, in any case
+            ban += self.fod.label_tokens(label)
         kept = beam.row.text[ev.sentence.start : int(beam.row.offsets[at - 1][1])] if at > t0 else ""
         base = self.engine.cut(beam.batch, at)
-        # a replacement gets at most twice the flagged sentence's length (and no less than 24 tokens)
-        longest = max(2 * (ev.tokens[1] - ev.tokens[0]), 24) + at - t0
+        # a replacement gets at most twice the flagged sentence's length (and no less than 24 tokens); a degenerate
+        # sentence's length ("4.", "Passage 4:1.") says nothing of the answer's, so its replacement gets a sentence's
+        longest = (self.fod.max_sentence_tokens if ev.sentence.degenerate
+                   else max(2 * (ev.tokens[1] - ev.tokens[0]), 24)) + at - t0
         budget = min(self.fod.max_sentence_tokens, longest, self.dec.max_new_tokens - len(base.rows[0].ids))
+        redo = [int(t) for t in beam.row.ids[at : ev.tokens[1]]]
         batch, cands = sample_candidates(self.monitor, [base], [self.num_samples], self.premise, self.dec,
-                                         self.generator, max_tokens=budget, steer=self.steer, ban=ban)
+                                         self.generator, max_tokens=budget, steer=self.steer, ban=ban, redo=redo)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
         self.trace.skipped_non_answers += sum(c.degenerate in NON_ANSWERS for c in cands)
         return batch, cands, step

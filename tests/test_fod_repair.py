@@ -318,7 +318,7 @@ def test_a_sentence_that_echoes_the_prompt_labels_is_redirected():
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
     assert res.trace["backtrack"]["text"] == "Passage 4: Paris." and res.trace["backtrack"]["degenerate"] == "meta"
     cands = res.trace["steps"][0]["candidates"]
-    assert {c["degenerate"] for c in cands if c["text"].startswith("Passage")} == {"meta"}
+    assert cands and not any(c["text"].startswith("Passage") for c in cands)  # the copied label is banned
     assert res.text == "Paris." and res.trace["abstained"] is False
 
 
@@ -467,3 +467,53 @@ def test_a_sentence_flagged_only_for_a_specific_is_kept_when_no_candidate_replac
     assert res.trace["backtrack"]["text"] == "The answer is London."
     assert res.trace["steps"][0]["chosen_by"] == "kept" and res.text == "The answer is London."
     assert res.trace["abstained"] is False and res.trace["stop"] == "eos"
+
+
+def _label_first_script(text, has_context):
+    """Almost always "Passage 4: Paris." (a copied label), rarely "Paris." directly."""
+    table = {"": {"Passage": 0.99, "Paris": 0.01}, "Passage": {" 4": 1.0}, "Passage 4": {":": 1.0},
+             "Passage 4:": {" Paris": 1.0}}
+    if text in table:
+        return table[text]
+    return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+
+def test_a_copied_document_label_is_banned_from_the_candidates_first_token():
+    fod = make(_label_first_script, extra_words=ECHO_WORDS)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
+    assert res.trace["backtrack"]["degenerate"] == "meta"
+    cands = res.trace["steps"][0]["candidates"]
+    assert cands and all(c["text"] == "Paris." for c in cands)  # without the ban: "Passage 4: Paris." six times
+    assert res.text == "Paris." and not res.trace["abstained"]
+    tok = fod.scorer.lm.tokenizer
+    assert fod.label_tokens("Passage") == sorted({tok.convert_tokens_to_ids("Passage"),
+                                                  tok.convert_tokens_to_ids("ĠPassage")})  # no <unk> for "passage"
+
+
+def _long_answer_after(flagged: str, words: int):
+    """``flagged`` first (or a long "Good Fine Fine ..." sentence of ``words`` tokens), then the end."""
+    def script(text, has_context):
+        if text == "":
+            return {flagged: 0.6, "Good": 0.4}
+        if text.startswith("Good") and not text.endswith("."):
+            return {" Fine": 1.0} if len(text.split()) < words else {".": 1.0}
+        if text == flagged:
+            return {".": 1.0}
+        return {"<eos>": 1.0}
+    return script
+
+
+def test_a_degenerate_sentence_is_replaced_within_a_whole_sentence_budget():
+    tok = make_word_tokenizer(ECHO_WORDS)
+    lm = load_model(ScriptedLM(tok, _long_answer_after("4", 30)), tok, name="scripted")
+    scorer = Scorer(lm, lid=None, alignment="lexical", aggregator=None)
+    scorer.featurizer.score_fn = by_words
+    fod = FODGenerator(scorer, max_sentence_tokens=48, checker=None)
+    sampling = Decoding(max_new_tokens=80, do_sample=True, top_p=1.0, seed=1)
+    res = fod.generate(question="Q?", context=CONTEXT, decoding=sampling, tau1=0.5, tau2=0.7, steer="none")
+    assert res.trace["backtrack"]["degenerate"] == "no_content"  # "4." is a list marker here
+    long = [c for c in res.trace["steps"][0]["candidates"] if c["text"].startswith("Good")]
+    # 31 tokens: over the 24 that twice "4." would give, and over the stragglers' deadline that the finished "4."
+    # candidates would set (2 x 2 + 8 tokens) if a repeat of the cut-away sentence counted as finished
+    assert long and not any(c["capped"] for c in long)
+    assert res.text.startswith("Good Fine") and not res.trace["abstained"]
