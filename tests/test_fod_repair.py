@@ -305,12 +305,18 @@ def test_degeneracy_flags_talk_about_the_prompt():
 ECHO_WORDS = ("Passage", "4")
 
 
-def _prompt_echo_script(text, has_context):
-    table = {"": {"Passage": 0.6, "Paris": 0.4}, "Passage": {" 4": 1.0}, "Passage 4": {":": 1.0},
-             "Passage 4:": {" Paris": 1.0}}
-    if text in table:
-        return table[text]
-    return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+def _label_script(p_label: float):
+    """"Passage 4: Paris." (a copied label) with probability ``p_label``, else "Paris." directly."""
+    def script(text, has_context):
+        table = {"": {"Passage": p_label, "Paris": 1.0 - p_label}, "Passage": {" 4": 1.0}, "Passage 4": {":": 1.0},
+                 "Passage 4:": {" Paris": 1.0}}
+        if text in table:
+            return table[text]
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+    return script
+
+
+_prompt_echo_script = _label_script(0.6)
 
 
 def test_a_sentence_that_echoes_the_prompt_labels_is_redirected():
@@ -469,17 +475,8 @@ def test_a_sentence_flagged_only_for_a_specific_is_kept_when_no_candidate_replac
     assert res.trace["abstained"] is False and res.trace["stop"] == "eos"
 
 
-def _label_first_script(text, has_context):
-    """Almost always "Passage 4: Paris." (a copied label), rarely "Paris." directly."""
-    table = {"": {"Passage": 0.99, "Paris": 0.01}, "Passage": {" 4": 1.0}, "Passage 4": {":": 1.0},
-             "Passage 4:": {" Paris": 1.0}}
-    if text in table:
-        return table[text]
-    return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
-
-
 def test_a_copied_document_label_is_banned_from_the_candidates_first_token():
-    fod = make(_label_first_script, extra_words=ECHO_WORDS)
+    fod = make(_label_script(0.99), extra_words=ECHO_WORDS)
     res = fod.generate(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none")
     assert res.trace["backtrack"]["degenerate"] == "meta"
     cands = res.trace["steps"][0]["candidates"]
