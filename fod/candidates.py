@@ -65,7 +65,7 @@ class Candidate:
 
 def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence[int], premise: Premise,
                       decoding: Decoding, generator: torch.Generator, *, max_tokens: int, steer: str = "none",
-                      ban: int | Sequence[int] | None = None, redo: Sequence[int] | None = None,
+                      ban: Sequence[int] = (), redo: Sequence[int] = (),
                       leave: bool = True) -> tuple[Batch, list[Candidate]]:
     """Sample ``shares[j]`` next sentences of each one-row beam ``j`` in one batch and score them.
 
@@ -95,6 +95,7 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
     rows = list(batch.rows)
     start = [len(r.ids) for r in rows]
     done, lengths = [False] * n, [0] * n
+    redone = [False] * n  # finished by writing exactly the cut-away tokens again
     live = list(range(n))  # the candidates still decoding: the rows of ``batch``, in order
     home: list[tuple[Batch, int] | None] = [None] * n  # (batch, row) where a candidate that left is parked
     for step in range(max(max_tokens, 0)):
@@ -103,9 +104,9 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         if steering:
             without = torch.stack([r.without_next for r in batch.rows])
             logits, _ = steered_logits(batch.next_logp, without, steer)
-        if step == 0 and ban is not None and (not isinstance(ban, Sequence) or len(ban)):
+        if step == 0 and ban:
             logits = logits.clone()
-            logits[:, list(ban) if isinstance(ban, Sequence) else ban] = float("-inf")
+            logits[:, list(ban)] = float("-inf")
         engine.step(batch, _choose_live(engine, batch, decoding, generator, logits, live, n),
                     active=[not done[i] for i in live])
         if steering and step + 1 < STEER_TOKENS:
@@ -113,9 +114,10 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         for i in live:
             if rows[i].ended or rows[i].pending_sentences(final=False):
                 done[i], lengths[i] = True, len(rows[i].ids) - start[i]
+                redone[i] = _repeats(rows[i], start[i], redo)
         if all(done):
             break
-        finished = [lengths[i] for i in range(n) if done[i] and not _repeats(rows[i], start[i], redo)]
+        finished = [lengths[i] for i in range(n) if done[i] and not redone[i]]
         if 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
             break
         if leave and any(done[i] for i in live):  # finished candidates leave the batch: the others decode without them
@@ -141,7 +143,7 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
     return batch, out
 
 
-def _repeats(row, start: int, redo: Sequence[int] | None) -> bool:
+def _repeats(row, start: int, redo: Sequence[int]) -> bool:
     """Whether ``row``'s tokens after ``start`` are exactly ``redo`` (an ended row: ``redo`` then its end)."""
     if not redo:
         return False

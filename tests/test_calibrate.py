@@ -369,7 +369,7 @@ def test_calibrate_pools_several_files_and_checks_the_verdict_against_the_baseli
 
 
 def test_pooled_files_must_not_share_record_ids(tmp_path):
-    from syncheck.calibration.calibrate import read_labelled_files
+    from syncheck.calibration.labels import read_labelled_files
 
     rows = labelled_rows(4)
     for name in ("a.jsonl", "b.jsonl"):

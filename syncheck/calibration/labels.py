@@ -188,5 +188,36 @@ def read_labelled(path: str | Path, limit: int | None = None) -> tuple[list[Labe
     return out, errors
 
 
+def read_labelled_files(paths: Sequence[str | Path], limit: int | None = None
+                        ) -> tuple[list[LabelledRecord], list[str]]:
+    """The labelled records of several JSONL files, in order, and one message per line that could not be used
+    (prefixed with its file when there are several). ``limit`` caps the records over all files.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+        ValueError: two files hold a record with the same id (a record scored twice would count twice).
+    """
+    records: list[LabelledRecord] = []
+    skipped: list[str] = []
+    seen: dict[str, Path] = {}
+    clashes: list[str] = []
+    for path in map(Path, paths):
+        if limit is not None and len(records) >= limit:
+            break
+        got, errors = read_labelled(path, None if limit is None else limit - len(records))
+        skipped += [f"{path.name}: {e}" for e in errors] if len(paths) > 1 else errors
+        for r in got:
+            if r.record.id in seen:
+                clashes.append(f"{r.record.id!r} ({seen[r.record.id].name} and {path.name})")
+            seen.setdefault(r.record.id, path)
+        records += got
+    if clashes:
+        raise ValueError(f"{len(clashes)} record ids occur in more than one --data file: " + ", ".join(clashes[:5])
+                         + (" ..." if len(clashes) > 5 else "") + ". Give each record one id over all the files "
+                         "(or pass each file once)")
+    return records, skipped
+
+
 __all__ = ["LABEL_WORDS", "TASK_QUESTIONS", "LabelError", "LabelledRecord", "parse_label", "parse_label_list",
-           "parse_labelled", "read_labelled", "sentence_labels_from_spans"]
+           "parse_labelled", "read_labelled", "read_labelled_files",
+           "sentence_labels_from_spans"]
