@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.ragtruth.data import TASKS, read_ragtruth
+from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
 from benchmarks.ragtruth.evaluate import oof_stacked, probe_folds, task_figures
 from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
 from features.registry import feature_sign
@@ -58,7 +58,8 @@ def base_name(name: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ragtruth.feature_gain", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth JSONL")
+    p.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl",
+                   help="RAGTruth JSONL; several files comma-separated are pooled (folds grouped by source document)")
     p.add_argument("--work-dir", default=None, help="feature cache (default: <syncheck cache>/ragtruth-bench)")
     p.add_argument("--feature", required=True,
                    help="the feature(s) to add (or, if the recipe has them, to remove), comma-separated; "
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = p.parse_args(argv)
     from syncheck.cache import cache_dir
 
-    records = read_ragtruth(args.data, limit=args.limit)
+    records = read_ragtruth_files(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False)
     table = sentence_table(
         records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench"))
@@ -103,9 +104,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             if seed == seeds[0]:
                 first[name] = {t: figures[t].sentence for t in TASKS}
     command = "python -m benchmarks.ragtruth.feature_gain " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    print(f"Command: `{command}`\n\nRAGTruth dev, {len(table.label)} sentences, RAGTruth rows only; sentence ROC AUC. "
-          f"Seed {seeds[0]} with a 95% bootstrap interval over documents; then the mean over fold seeds {seeds} and "
-          f"each seed's gain of the recipe with {label} over the recipe without.\n")
+    data = ", ".join(Path(f.strip()).name for f in args.data.split(",") if f.strip())
+    print(f"Command: `{command}`\n\nRAGTruth ({data}), {len(table.label)} sentences, RAGTruth rows only; "
+          f"sentence ROC AUC. Seed {seeds[0]} with a 95% bootstrap interval over documents; then the mean over "
+          f"fold seeds {seeds} and each seed's gain of the recipe with {label} over the recipe without.\n")
     print("| row | " + " | ".join(f"{t} (seed {seeds[0]})" for t in TASKS) + " | mean | "
           + " | ".join(f"{t}, mean of {len(seeds)} seeds" for t in TASKS) + " | mean |")
     print("| --- |" + " --- |" * (2 * len(TASKS) + 2))
