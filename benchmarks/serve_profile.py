@@ -3,8 +3,9 @@
 ``benchmarks.serve_load`` says how far the server is from ``Monitor`` run in process; this says why. It starts the
 server (as ``serve_load`` does: a subprocess on loopback), warms it up, then samples every thread of the server
 process with `py-spy <https://github.com/benfred/py-spy>`_ (``pip install py-spy``; it reads the process from
-outside, so the server runs unmodified) while ``--requests`` streamed requests run one after another, and sorts
-the samples of threads that were running (idle threads are not sampled) into where they were:
+outside, so the server runs unmodified) while ``--requests`` streamed requests run, ``--concurrency`` at a time
+(with more requests than that, a freed slot takes the next), and sorts
+every sample (idle threads too, so the model thread's waiting for requests shows) into where it was:
 
 - on the model thread: the with-context forward (decode steps and prefills), the without-context flush at sentence
   ends, sentence scoring (features, alignment, aggregator), the pool's cache bookkeeping, the tokenizer, handing
@@ -34,10 +35,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.serve_load import QUESTIONS, run_server_level
+from benchmarks.serve_load import run_server_level, workload
 
 #: (category, frame pattern), in order: the first pattern that matches any frame of a stack names its category
 MODEL_THREAD = (
+    ("waiting for a request", re.compile(r"Condition\.wait|^wait \(threading\.py")),
     ("without-context flush", re.compile(r"flush_kl")),
     ("sentence scoring", re.compile(r"featurize|score_finished|mark_degenerate")),
     ("prefill", re.compile(r"prefill|start_many")),
@@ -47,6 +49,7 @@ MODEL_THREAD = (
     ("hand-off to the event loop", re.compile(r"call_soon_threadsafe|Job\.put|put \(.*scheduler")),
 )
 HTTP_THREAD = (
+    ("waiting on sockets", re.compile(r"^select \(selectors\.py|^poll \(selectors\.py")),
     ("SSE chunks: JSON and pydantic", re.compile(r"json|pydantic|model_dump|dumps|protocol\.py")),
     ("event loop, uvicorn, starlette", re.compile(r".")),
 )
@@ -56,6 +59,8 @@ def categorise(stack: str) -> tuple[str, str]:
     """``(thread, category)`` of one collapsed py-spy stack (frames ``;``-separated, outermost first)."""
     frames = stack.split(";")
     model = any("Scheduler.run" in f for f in frames)
+    if not model and not any(re.search(r"uvicorn|asyncio|starlette|anyio", f) for f in frames):
+        return "other thread", "idle or helper"
     thread = "model thread" if model else "HTTP thread"
     for name, pattern in MODEL_THREAD if model else HTTP_THREAD:  # in the table's order: the first that matches
         if any(pattern.search(f) for f in frames):
@@ -87,26 +92,30 @@ def main(argv: list[str] | None = None) -> Counter:
         raise SystemExit("py-spy is not installed: `.venv/bin/pip install py-spy`, then run this again")
     from syncheck.serve.process import ServerProcess
 
-    questions = (QUESTIONS * (args.requests // len(QUESTIONS) + 1))[: args.requests]
+    requests = workload(args.requests)
     raw = Path(args.raw) if args.raw else Path(tempfile.mkdtemp()) / "serve.raw"
     with ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(args.concurrency)) as server:
-        run_server_level(server.base_url, questions[:1], args.tokens, 1)  # warm-up
+        run_server_level(server.base_url, requests[:1], args.tokens, 1)  # warm-up
         spy_proc = subprocess.Popen([spy, "record", "-p", str(server.proc.pid), "-f", "raw", "-r", str(args.rate),
-                                     "--nonblocking", "-o", str(raw)], stdout=subprocess.DEVNULL,
+                                     "--nonblocking", "--idle", "-o", str(raw)], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # py-spy attaches
-        level = run_server_level(server.base_url, questions, args.tokens, args.concurrency)
+        level = run_server_level(server.base_url, requests, args.tokens, args.concurrency)
         spy_proc.send_signal(signal.SIGINT)
         spy_proc.wait(60)
     counts = read_raw(raw)
-    total = sum(counts.values()) or 1
+    per_thread = Counter()
+    for (thread, _), n in counts.items():
+        per_thread[thread] += n
     print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} concurrency {args.concurrency}: "
-          f"{level['tokens_per_s']:.1f} tokens/s; {total} samples at {args.rate}/s of running threads "
-          f"(py-spy --nonblocking; raw stacks: {raw})")
-    print("| thread | where | share of samples |")
+          f"{level['tokens_per_s']:.1f} tokens/s; {sum(per_thread.values())} samples at {args.rate}/s "
+          f"(py-spy --nonblocking --idle; raw stacks: {raw}). Each share is of its own thread's samples; the model "
+          "thread's waiting includes the second py-spy takes to attach.")
+    print("| thread | where | share of the thread's samples |")
     print("| --- | --- | --- |")
-    for (thread, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0] != "model thread", -kv[1])):
-        print(f"| {thread} | {name} | {n / total:.1%} |")
+    for (thread, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0] != "model thread", kv[0][0], -kv[1])):
+        if thread != "other thread":
+            print(f"| {thread} | {name} | {n / per_thread[thread]:.1%} |")
     return counts
 
 

@@ -212,13 +212,18 @@ def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
         "(syncheck/featurize.py:156) 5",
         "_bootstrap (threading.py:1002);run (uvicorn/server.py:60);dumps (json/__init__.py:231) 3",
         "_bootstrap (threading.py:1002);run (asyncio/base_events.py:600) 2",
+        "_bootstrap (threading.py:1002);run (asyncio/base_events.py:600);select (selectors.py:468) 7",
+        "serve (syncheck/cli/serve.py:42);Scheduler.run (syncheck/serve/scheduler.py:128);wait (threading.py:327) 4",
+        "_bootstrap (threading.py:1002);_worker (concurrent/futures/thread.py:81) 6",
         "a torn last line",
     ]))
     counts = read_raw(raw)
     assert counts == {("model thread", "prefill"): 30, ("model thread", "with-context forward (decode step)"): 50,
                       ("model thread", "without-context flush"): 10, ("model thread", "sentence scoring"): 5,
                       ("HTTP thread", "SSE chunks: JSON and pydantic"): 3,
-                      ("HTTP thread", "event loop, uvicorn, starlette"): 2}
+                      ("HTTP thread", "event loop, uvicorn, starlette"): 2,
+                      ("HTTP thread", "waiting on sockets"): 7, ("model thread", "waiting for a request"): 4,
+                      ("other thread", "idle or helper"): 6}
 
 
 @pytest.mark.slow
