@@ -7,7 +7,9 @@ sentence ends, one row at a time) and its sentence scoring. Runs that arrive in 
 together (both prompts, each in one left-padded forward; a with-context prompt that shares its documents with the
 engine's last one is prefilled alone from that prefix, :mod:`syncheck.live.prefix_cache`); a run joins by having
 its prefilled one-row cache
-concatenated in; a run that is over, or no longer asked for, leaves, and the pool drops its row.
+concatenated in; a run that is over, or no longer asked for, leaves, and the pool drops its row. The pool's cache has
+room to grow (:func:`~syncheck.model.kv.with_room`): a decode step writes its position in place instead of copying
+every row's keys and values.
 
 Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
 """
@@ -20,7 +22,7 @@ import torch
 
 from syncheck.live.engine import LiveEngine
 from syncheck.live.state import Batch
-from syncheck.model.kv import cache_length, concat_left_padded, select_rows
+from syncheck.model.kv import cache_length, concat_left_padded, select_rows, with_room
 
 
 class DecodePool:
@@ -75,7 +77,7 @@ class DecodePool:
         if len(keep) < len(self.runs):
             if keep:
                 cut = min(self.pads[i] for i in keep)
-                self.cache = select_rows(self.cache, keep, cache_length(self.cache) - cut, start=cut)
+                self.cache = with_room(select_rows(self.cache, keep, cache_length(self.cache) - cut, start=cut))
                 self.pads = [self.pads[i] - cut for i in keep]
             else:
                 self.cache, self.pads = None, []
@@ -87,10 +89,11 @@ class DecodePool:
         if any(len(r.batch) != 1 or r.batch.with_cache is None for r in new):
             raise ValueError("a run joins the pool with its own prefilled one-row batch")
         caches = ([self.cache] if self.cache is not None else []) + [r.batch.with_cache for r in new]
-        if len(caches) == 1:  # one run into an empty pool: its cache becomes the pool's as it is, with no copy
-            cache, pads = caches[0], [0]
+        if len(caches) == 1:  # one run into an empty pool: its cache becomes the pool's (given room to grow)
+            cache, pads = with_room(caches[0]), [0]
         else:
             cache, pads = concat_left_padded(caches)
+            with_room(cache)
         if self.cache is not None:
             extra = pads[0]  # every old row gets the same extra left padding
             pads = [p + extra for p in self.pads] + pads[len(self.runs) :]

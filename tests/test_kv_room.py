@@ -1,0 +1,67 @@
+"""Caches with room to grow: forwards that extend them write in place, and give what a plain cache gives."""
+
+from __future__ import annotations
+
+import torch
+from transformers.cache_utils import DynamicLayer
+
+from features.model_cache import cache_kwargs, returned_cache
+from syncheck.model.kv import RoomyLayer, cache_length, select_rows, with_room
+
+
+def _steps(lm, cache, tokens):
+    """Feed ``tokens`` ``(B, n)`` one position at a time; the logits of every step and the cache."""
+    logits = []
+    with torch.inference_mode():
+        for t in range(tokens.shape[1]):
+            out = lm.model(input_ids=tokens[:, t : t + 1], use_cache=True, **cache_kwargs(lm.model, cache))
+            cache = returned_cache(out)
+            logits.append(out.logits[:, -1])
+    return torch.stack(logits, 1), cache
+
+
+def _prefill(lm, ids):
+    with torch.inference_mode():
+        return returned_cache(lm.model(input_ids=ids, use_cache=True))
+
+
+def test_a_cache_with_room_steps_like_a_plain_one_and_grows_past_its_room(tiny_lm):
+    gen = torch.Generator().manual_seed(0)
+    vocab = tiny_lm.model.config.vocab_size
+    prompt = torch.randint(0, vocab, (3, 11), generator=gen)
+    steps = torch.randint(0, vocab, (3, 9), generator=gen)
+    plain, plain_cache = _steps(tiny_lm, _prefill(tiny_lm, prompt), steps)
+    roomy_cache = with_room(_prefill(tiny_lm, prompt), room=2)  # the room runs out after two steps
+    assert all(isinstance(layer, RoomyLayer) for layer in roomy_cache.layers)
+    first = roomy_cache.layers[0]._keys
+    roomy, roomy_cache = _steps(tiny_lm, roomy_cache, steps)
+    torch.testing.assert_close(roomy, plain, rtol=0, atol=0)
+    assert cache_length(roomy_cache) == cache_length(plain_cache) == 20
+    layer = roomy_cache.layers[0]
+    assert layer._keys.data_ptr() != first.data_ptr() and layer._keys.shape[-2] > 20  # it grew, with room to spare
+    torch.testing.assert_close(layer.keys, plain_cache.layers[0].keys, rtol=0, atol=0)
+    # the cache functions read it as a plain cache
+    picked = select_rows(roomy_cache, [2, 0], 15, start=5)
+    torch.testing.assert_close(picked.layers[0].keys, plain_cache.layers[0].keys[[2, 0], :, 5:20], rtol=0, atol=0)
+
+
+def test_a_cache_whose_rows_were_replaced_takes_new_room(tiny_lm):
+    gen = torch.Generator().manual_seed(1)
+    vocab = tiny_lm.model.config.vocab_size
+    prompt = torch.randint(0, vocab, (2, 7), generator=gen)
+    steps = torch.randint(0, vocab, (1, 3), generator=gen)
+    cache = with_room(_prefill(tiny_lm, prompt))
+    cache.batch_select_indices(torch.tensor([1]))  # keys and values replaced by new tensors: out of the room
+    roomy, _ = _steps(tiny_lm, cache, steps)
+    plain, _ = _steps(tiny_lm, _prefill(tiny_lm, prompt[1:]), steps)
+    torch.testing.assert_close(roomy, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_with_room_leaves_caches_it_does_not_know_as_they_are(tiny_lm):
+    cache = _prefill(tiny_lm, torch.zeros((1, 4), dtype=torch.long))
+
+    class OtherLayer(DynamicLayer):
+        pass
+
+    cache.layers[0] = OtherLayer()
+    assert with_room(cache) is cache and type(cache.layers[1]) is DynamicLayer
