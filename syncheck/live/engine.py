@@ -24,7 +24,7 @@ from syncheck.live import branching, deferred_kl
 from syncheck.live.prefix_cache import PromptPrefixCache
 from syncheck.live.state import Batch, Row
 from syncheck.model.attention import record_lookback
-from syncheck.model.kv import cache_length, padding_mask, select_rows
+from syncheck.model.kv import cache_length, padding_mask, select_rows, with_room
 from syncheck.model.models import LoadedModel
 from syncheck.model.passes import capture_hidden, decoder_layers
 
@@ -186,6 +186,10 @@ class LiveEngine:
                  context_span) -> Batch:
         row = Row.empty(self.hidden_layers, self.kl, without_next)
         row.mark_boundary(0, next_logp[0], row.without_next, ratios[0] if ratios is not None else None)
+        # room to grow: each decode step (and each flush) then writes its positions instead of copying the cache
+        with_room(with_cache)
+        if without_cache is not None:
+            with_room(without_cache)
         return Batch([row], with_cache, without_cache, next_logp, list(prompt_with), len(prompt_without or []),
                      context_span=context_span if self.lookback else None, next_lookback=ratios)
 

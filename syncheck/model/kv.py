@@ -54,6 +54,17 @@ class RoomyLayer(DynamicLayer):
         self.device, self.is_initialized = keys.device, True
         self._adopt(keys, values, room)
 
+    @classmethod
+    def filled(cls, keys: torch.Tensor, values: torch.Tensor, length: int) -> "RoomyLayer":
+        """A layer whose room is ``keys`` / ``values`` themselves (``(B, heads, capacity, head_dim)``, no copy), of
+        which the first ``length`` positions are filled."""
+        layer = cls.__new__(cls)
+        DynamicLayer.__init__(layer)
+        layer.device, layer.is_initialized = keys.device, True
+        layer._keys, layer._values = keys, values
+        layer.keys, layer.values = keys[..., :length, :], values[..., :length, :]
+        return layer
+
     def _adopt(self, keys: torch.Tensor, values: torch.Tensor, room: int) -> None:
         n = keys.shape[-2]
         self._keys = keys.new_empty((*keys.shape[:-2], n + room, keys.shape[-1]))
@@ -80,15 +91,27 @@ class RoomyLayer(DynamicLayer):
         return self.keys, self.values
 
 
-def with_room(cache: DynamicCache, room: int = 64) -> DynamicCache:
-    """Give each full-attention layer of ``cache`` room for ``room`` more positions, so that the forwards that extend
-    it write in place (:class:`RoomyLayer`; one copy now instead of one per forward). Returns ``cache`` itself; a
-    cache with other kinds of layers is returned as it is."""
+def room_for(length: int) -> int:
+    """Spare positions given to a cache of ``length`` positions: a quarter more, at least 64."""
+    return max(64, length // 4)
+
+
+def _cache_in_room(data: Sequence[tuple[torch.Tensor, torch.Tensor]], length: int) -> DynamicCache:
+    """A ``DynamicCache`` of :class:`RoomyLayer` s over these ``(keys, values)`` rooms, ``length`` positions filled."""
+    cache = cache_of([(k[..., :0, :], v[..., :0, :]) for k, v in data])
+    cache.layers = [RoomyLayer.filled(k, v, length) for k, v in data]
+    return cache
+
+
+def with_room(cache: DynamicCache, room: int | None = None) -> DynamicCache:
+    """Give each full-attention layer of ``cache`` room for ``room`` more positions (default :func:`room_for`), so
+    that the forwards that extend it write in place (:class:`RoomyLayer`; one copy now instead of one per forward).
+    Returns ``cache`` itself; a cache with other kinds of layers is returned as it is."""
     if not all(type(layer) in (DynamicLayer, RoomyLayer) for layer in cache.layers):
         return cache
     for i, (keys, values) in enumerate(_kv(cache)):
         if type(cache.layers[i]) is DynamicLayer:
-            cache.layers[i] = RoomyLayer(keys, values, room)
+            cache.layers[i] = RoomyLayer(keys, values, room_for(keys.shape[-2]) if room is None else room)
     return cache
 
 
@@ -129,7 +152,8 @@ def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[
 
     ``parts``: ``(cache, row, pad)`` per output row: row ``row`` of ``cache``, whose first ``pad`` positions are
     padding (dropped here). Every position after them is kept, so positions a row accumulated after it stopped stay
-    where they were. One copy per row. Returns the cache and each row's new left padding.
+    where they were. One copy per row, into a cache with room to grow. Returns the cache and each row's new left
+    padding.
     """
     layers = [_kv(c) for c, _, _ in parts]
     spans = [kv[0][0].shape[-2] - pad for kv, (_, _, pad) in zip(layers, parts)]
@@ -137,27 +161,32 @@ def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[
     data = []
     for layer in range(len(layers[0])):
         k0, v0 = layers[0][layer]
-        keys = k0.new_empty((len(parts), k0.shape[1], width, k0.shape[-1]))
-        values = v0.new_empty((len(parts), v0.shape[1], width, v0.shape[-1]))
+        keys = k0.new_empty((len(parts), k0.shape[1], width + room_for(width), k0.shape[-1]))
+        values = v0.new_empty((len(parts), v0.shape[1], width + room_for(width), v0.shape[-1]))
         for out, (kv, (_, row, pad), n) in enumerate(zip(layers, parts, spans)):
             k, v = kv[layer]
-            keys[out, :, width - n :] = k[row, :, pad:]
-            values[out, :, width - n :] = v[row, :, pad:]
+            keys[out, :, width - n : width] = k[row, :, pad:]
+            values[out, :, width - n : width] = v[row, :, pad:]
             if n < width:  # masked, but finite: a masked position's weight is 0, and 0 * NaN would be NaN
                 keys[out, :, : width - n] = 0
                 values[out, :, : width - n] = 0
         data.append((keys, values))
-    return cache_of(data), [width - n for n in spans]
+    return _cache_in_room(data, width), [width - n for n in spans]
 
 
 def expand(cache: DynamicCache, n: int) -> DynamicCache:
-    """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``)."""
+    """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``), with room to grow."""
     data = []
+    length = cache_length(cache)
     for keys, values in _kv(cache):
         if keys.shape[0] != 1:
             raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
-        data.append((keys.expand(n, -1, -1, -1).contiguous(), values.expand(n, -1, -1, -1).contiguous()))
-    return cache_of(data)
+        room_k = keys.new_empty((n, keys.shape[1], length + room_for(length), keys.shape[-1]))
+        room_v = values.new_empty((n, values.shape[1], length + room_for(length), values.shape[-1]))
+        room_k[..., :length, :] = keys
+        room_v[..., :length, :] = values
+        data.append((room_k, room_v))
+    return _cache_in_room(data, length)
 
 
 def padding_mask(pads: Sequence[int], past: int, new: int, device) -> torch.Tensor:
