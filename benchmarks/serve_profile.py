@@ -48,8 +48,10 @@ MODEL_THREAD = (
     ("tokenizer", re.compile(r"tokeniz|decode \(.*tokenization")),
     ("hand-off to the event loop", re.compile(r"call_soon_threadsafe|Job\.put|put \(.*scheduler")),
 )
+#: the HTTP thread's event loop with nothing to run: its innermost Python frame is the loop's own run (uvloop polls
+#: in C), or the selector's poll
+HTTP_IDLE = re.compile(r"^(Runner\.run \(asyncio/runners\.py|select \(selectors\.py|poll \(selectors\.py)")
 HTTP_THREAD = (
-    ("waiting on sockets", re.compile(r"^select \(selectors\.py|^poll \(selectors\.py")),
     ("SSE chunks: JSON and pydantic", re.compile(r"json|pydantic|model_dump|dumps|protocol\.py")),
     ("event loop, uvicorn, starlette", re.compile(r".")),
 )
@@ -62,6 +64,8 @@ def categorise(stack: str) -> tuple[str, str]:
     if not model and not any(re.search(r"uvicorn|asyncio|starlette|anyio", f) for f in frames):
         return "other thread", "idle or helper"
     thread = "model thread" if model else "HTTP thread"
+    if not model and HTTP_IDLE.search(frames[-1]):
+        return thread, "waiting on sockets"
     for name, pattern in MODEL_THREAD if model else HTTP_THREAD:  # in the table's order: the first that matches
         if any(pattern.search(f) for f in frames):
             return thread, name
