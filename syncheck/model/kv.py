@@ -44,7 +44,7 @@ class RoomyLayer(DynamicLayer):
 
     ``DynamicLayer`` concatenates at every forward, a copy of the whole layer per decode step; for a pool of 8 rows
     of 700 positions of SmolLM2-135M that is 258 MB per step. This one writes only the new positions, and
-    reallocates (with a quarter more room) when the room runs out. ``keys`` and ``values`` are views of the filled
+    reallocates (with :func:`room_for` more) when the room runs out. ``keys`` and ``values`` are views of the filled
     part, so everything that reads a ``DynamicLayer`` reads this one the same; when something replaces them with
     other tensors (a crop keeps the view, a row selection does not), the next forward copies them into new room.
     """
@@ -84,7 +84,7 @@ class RoomyLayer(DynamicLayer):
             return super().update(key_states, value_states, *args, **kwargs)
         n, m = self.keys.shape[-2], key_states.shape[-2]
         if not self._in_room() or n + m > self._keys.shape[-2]:
-            self._adopt(self.keys, self.values, m + max(64, n // 4))
+            self._adopt(self.keys, self.values, m + room_for(n))
         self._keys[..., n : n + m, :] = key_states
         self._values[..., n : n + m, :] = value_states
         self.keys, self.values = self._keys[..., : n + m, :], self._values[..., : n + m, :]
