@@ -11,6 +11,7 @@ import torch
 from features.model_cache import cache_kwargs
 from syncheck.live.monitor import Monitor
 from syncheck.live.pool import DecodePool
+from syncheck.model.kv import RoomyLayer
 from syncheck.scorer import Scorer
 
 CONTEXT = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It is 330 metres tall."]
@@ -40,6 +41,7 @@ def test_pooled_runs_joining_and_leaving_equal_each_run_alone(monitor):
             texts[runs.index(r)] += r.last.text
         steps += 1
         assert len(pool.runs) == len(live) and len(pool.pads) == len(live)
+        assert pool.cache is None or all(isinstance(layer, RoomyLayer) for layer in pool.cache.layers)
     for run, text, ref in zip(runs, texts, alone):
         assert run.result.token_ids == ref.token_ids and text == ref.text == run.result.text
         assert len(run.result.sentences) == len(ref.sentences)

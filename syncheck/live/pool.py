@@ -91,9 +91,8 @@ class DecodePool:
         caches = ([self.cache] if self.cache is not None else []) + [r.batch.with_cache for r in new]
         if len(caches) == 1:  # one run into an empty pool: its cache becomes the pool's (given room to grow)
             cache, pads = with_room(caches[0]), [0]
-        else:
+        else:  # built with room to grow
             cache, pads = concat_left_padded(caches)
-            with_room(cache)
         if self.cache is not None:
             extra = pads[0]  # every old row gets the same extra left padding
             pads = [p + extra for p in self.pads] + pads[len(self.runs) :]
