@@ -228,6 +228,32 @@ def failure_table(rows: list[dict], ids: set[str], methods: list[str]) -> list[s
     return lines
 
 
+def changes_from_greedy(rows: list[dict], ids: set[str], methods: list[str]) -> list[str]:
+    """Where each method's faithful share differs from greedy's, answer by answer: the questions it gains (greedy
+    misses the passage's answer, it gives it) and loses, and for FOD how many of each came with a backtrack (a repair)
+    rather than from the first decode alone (with a contrast ``decode``, that pass already differs from greedy)."""
+    by_key = {(r["id"], r["method"]): r for r in rows
+              if r["condition"] == "swapped" and r["id"] in ids and not r.get("error")}
+    lines = ["| method | gains | of them with a repair | losses | of them with a repair | net |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for m in methods:
+        if m in ("greedy", "abstain"):
+            continue
+        pairs = [(by_key[(i, "greedy")], r) for (i, method), r in by_key.items()
+                 if method == m and (i, "greedy") in by_key]
+        if not pairs:
+            continue
+        won = [r for g, r in pairs if judged(r)["faithful"] > judged(g)["faithful"]]
+        lost = [r for g, r in pairs if judged(r)["faithful"] < judged(g)["faithful"]]
+        fod = m in FOD_VARIANTS
+
+        def repaired(rs: list[dict]) -> str:
+            return str(sum(bool(r.get("backtracks")) for r in rs)) if fod else ""
+        lines.append(f"| {m} | {len(won)} | {repaired(won)} | {len(lost)} | {repaired(lost)} | "
+                     f"{len(won) - len(lost):+d} of {len(pairs)} |")
+    return lines
+
+
 def abstentions_beside_cad(rows: list[dict], ids: set[str]) -> list[str]:
     """For each FOD variant, its abstentions on the conflict beside CAD's answer to the same question: how many CAD
     answered with a bare entity (at most three words) and how many CAD answered with the passage's answer."""
@@ -281,6 +307,8 @@ def report(args, items: list[ConflictItem]) -> str:
         "",
         *failure_table(rows, set(ids), methods),
     ]
+    lines += ["", "Answers each method changes from greedy's verdict (gains: greedy misses the passage's answer and "
+              "the method gives it; losses: the reverse):", "", *changes_from_greedy(rows, set(ids), methods)]
     beside_cad = abstentions_beside_cad(rows, set(ids))
     if beside_cad:
         lines += ["", *beside_cad]

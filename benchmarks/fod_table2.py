@@ -55,6 +55,7 @@ import numpy as np
 
 from benchmarks.fod_faithfulness import bootstrap_mean, bootstrap_paired_difference
 from benchmarks.run_stamp import run_stamp
+from features.alignment.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
 
 TASKS = ("QA", "Summary", "Data2txt", "HaluEval-QA")
 QUESTIONS = {"Summary": "Summarize the following news article.",
@@ -189,12 +190,13 @@ def _key(context: str, claim: str) -> str:
     return hashlib.sha1(f"{context}\x00{claim}".encode()).hexdigest()
 
 
-def make_judge(spec: str, dtype: str | None):
-    """The judge's alignment scorer; an LLM judge is loaded in ``dtype``."""
+def make_judge(spec: str, dtype: str | None, prompt: str = DEFAULT_PROMPT):
+    """The judge's alignment scorer; an LLM judge is loaded in ``dtype`` and asks with the prompt named ``prompt``."""
     from features.alignment import parse_alignment_spec
     from syncheck.alignment import make_alignment_scorer
 
-    kwargs = {"dtype": dtype} if dtype and parse_alignment_spec(spec)[0] == "llm-judge" else {}
+    llm = parse_alignment_spec(spec)[0] == "llm-judge"
+    kwargs = ({"dtype": dtype} if dtype else {}) | {"prompt": prompt} if llm else {}
     return make_alignment_scorer(spec, **kwargs)
 
 
@@ -202,7 +204,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
     """Judge every distinct (context, claim) of the answers; cached in ``--judged``."""
     from syncheck.featurize import alignment_claim
 
-    cache = read_judged(args.judged, args.judge_dtype)
+    cache = read_judged(args.judged, args.judge_dtype, args.judge_prompt)
     by_id = {(c["task"], c["record"]): c for c in ctxs}
     todo: dict[str, tuple[str, str]] = {}
     for r in read_rows(args.out):
@@ -215,7 +217,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
             if k not in cache:
                 todo[k] = (c["context"], claim)
     if todo and not args.report:
-        judge_missing(args.judge, args.judge_dtype, todo, args.judged, cache)
+        judge_missing(args.judge, args.judge_dtype, todo, args.judged, cache, args.judge_prompt)
     return cache
 
 
@@ -226,36 +228,42 @@ def judge_dtype_name(dtype: str | None) -> str:
     return str(model_dtype(dtype or "float32")).removeprefix("torch.")
 
 
-def read_judged(path: str, dtype: str | None = None) -> dict[str, float]:
+def read_judged(path: str, dtype: str | None = None, prompt: str = DEFAULT_PROMPT) -> dict[str, float]:
     """The verdicts a ``--judged`` file holds, by claim key (empty when the file does not exist yet).
 
     With ``dtype`` (a judge dtype name, ``"auto"`` resolved), a verdict recorded in another dtype is left out, so it is
     judged again; verdicts written before the dtype was recorded carry none and are kept (the file's name says it).
+    Only verdicts asked with the judge prompt named ``prompt`` count; a verdict that names none was asked with the
+    default prompt.
     """
     if not os.path.exists(path):
         return {}
     want = judge_dtype_name(dtype) if dtype is not None else None
-    return {r["key"]: r["p"] for r in read_rows(path) if want is None or r.get("dtype", want) == want}
+    return {r["key"]: r["p"] for r in read_rows(path)
+            if (want is None or r.get("dtype", want) == want) and r.get("prompt", DEFAULT_PROMPT) == prompt}
 
 
 def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]], path: str,
-                  cache: dict[str, float]) -> None:
-    """Judge ``todo`` (key -> (context, claim)), one context's claims per call (an LLM judge then reads each context
-    once); each verdict goes into ``cache`` and is appended to ``path`` as it comes."""
+                  cache: dict[str, float], prompt: str = DEFAULT_PROMPT) -> None:
+    """Judge ``todo`` (key -> (context, claim)) with the judge prompt named ``prompt``, one context's claims per call
+    (an LLM judge then reads each context once); each verdict goes into ``cache`` and is appended to ``path`` as it
+    comes."""
     from tqdm import tqdm
 
     by_context: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for k, (ctx, claim) in todo.items():
         by_context[ctx].append((k, claim))
-    judge = make_judge(spec, dtype)
+    judge = make_judge(spec, dtype, prompt)
     name = judge_dtype_name(dtype)
-    stamp = run_stamp({"judge": spec, "judge_dtype": name})
+    stamp = run_stamp({"judge": spec, "judge_dtype": name, "judge_prompt": prompt})
     with open(path, "a", encoding="utf-8") as out, tqdm(total=len(todo), desc="judge") as bar:
         for ctx, items in by_context.items():
             ps = judge.score([ctx] * len(items), [claim for _, claim in items])
             for (k, _), p in zip(items, ps):
                 cache[k] = float(p)
-                out.write(json.dumps({"key": k, "p": float(p), "dtype": name, "run": stamp}) + "\n")
+                row = {"key": k, "p": float(p), "dtype": name}
+                row |= {"prompt": prompt} if prompt != DEFAULT_PROMPT else {}
+                out.write(json.dumps(row | {"run": stamp}) + "\n")
             out.flush()
             bar.update(len(items))
 
@@ -367,6 +375,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 for Qwen")
     ap.add_argument("--aggregator", default="default", help="the scorer's aggregator (default: resolved for the model)")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b", help="alignment scorer spec of the judge")
+    ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
+                    help="an LLM judge's question wording (features.alignment.llm_judge.JUDGE_PROMPTS)")
     ap.add_argument("--judge-dtype", default="auto",
                     help="dtype of an LLM judge (auto: bfloat16 where the hardware has it natively, else float32)")
     ap.add_argument("--methods", default=",".join(METHODS))
@@ -406,7 +416,7 @@ def main(argv: list[str] | None = None) -> dict:
     answered = [r for r in read_rows(args.out) if r["method"] in methods and (r["task"], r["record"]) in
                 {(c["task"], c["record"]) for c in ctxs}]
     header = (f"model={args.model} judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, "
-              "question-aware on QA tasks) "
+              f"prompt {args.judge_prompt}, question-aware on QA tasks) "
               f"max_new_tokens={args.max_new_tokens} max_sentences={args.max_sentences} S={args.num_samples} "
               f"K={args.num_beams} T={args.temperature} cpu={platform.machine()} "
               f"generation={sum(r['seconds'] for r in answered) / 60:.1f} min over {len(answered)} answers "

@@ -23,6 +23,32 @@ import random
 import numpy as np
 
 from benchmarks.fod_table2 import _key, judge_dtype_name, judge_missing, read_judged
+from features.alignment.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
+
+
+def sample_sentences(records: list, per_task: int, seed: int, skip: set | None = None) -> list[dict]:
+    """``per_task`` sentences per task, half with an annotated unfaithful span, in a seeded order; ``skip`` holds
+    (context, sentence) pairs left out of the pool."""
+    from syncheck.featurize import alignment_claim
+
+    rng = random.Random(seed)
+    items = []
+    for task in ("QA", "Summary", "Data2txt"):
+        pool = []
+        for r in records:
+            if r.task != task:
+                continue
+            sents = r.sentences()
+            for s, lab in zip(sents, r.sentence_labels(sents)):
+                if skip and (r.context, s.text) in skip:
+                    continue
+                q = r.question if task == "QA" else ""
+                pool.append({"task": task, "group": r.source_id, "context": r.context, "label": lab,
+                             "claim": alignment_claim(s.text, q) if q else s.text, "sentence": s.text})
+        rng.shuffle(pool)
+        bad = [it for it in pool if not it["label"]][: per_task // 2]
+        items += bad + [it for it in pool if it["label"]][: per_task - len(bad)]
+    return items
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -33,44 +59,37 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judge-dtype", default="auto", help="auto: bfloat16 where native, else float32")
     ap.add_argument("--judged", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--exclude-seed", type=int, default=None,
+                    help="leave out the sentences that --seed N would sample (a disjoint sample to choose on)")
+    ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
+                    help="an LLM judge's question wording (features.alignment.llm_judge.JUDGE_PROMPTS)")
     ap.add_argument("--results-md", default=None, help="also write the table into this markdown file's --title section")
     ap.add_argument("--title", default="The judge's own accuracy", help="section heading in --results-md")
     args = ap.parse_args(argv)
 
     from benchmarks.ragtruth.data import read_ragtruth
     from features.alignment.lexical import lexical_precision
-    from syncheck.featurize import alignment_claim
     from syncheck.stats import bootstrap_auroc
 
     records = read_ragtruth(args.ragtruth)
-    rng = random.Random(args.seed)
-    items = []
-    for task in ("QA", "Summary", "Data2txt"):
-        pool = []
-        for r in records:
-            if r.task != task:
-                continue
-            sents = r.sentences()
-            for s, lab in zip(sents, r.sentence_labels(sents)):
-                q = r.question if task == "QA" else ""
-                pool.append({"task": task, "group": r.source_id, "context": r.context, "label": lab,
-                             "claim": alignment_claim(s.text, q) if q else s.text, "sentence": s.text})
-        rng.shuffle(pool)
-        bad = [it for it in pool if not it["label"]][: args.per_task // 2]
-        items += bad + [it for it in pool if it["label"]][: args.per_task - len(bad)]
-    cache = read_judged(args.judged, args.judge_dtype)
+    items = sample_sentences(records, args.per_task, args.seed)
+    if args.exclude_seed is not None:  # a sample disjoint from another seed's, e.g. to choose a prompt on
+        taken = {(it["context"], it["sentence"]) for it in sample_sentences(records, args.per_task, args.exclude_seed)}
+        items = sample_sentences(records, args.per_task, args.seed, skip=taken)
+    cache = read_judged(args.judged, args.judge_dtype, args.judge_prompt)
     todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
     if todo:
         judge_missing(args.judge, args.judge_dtype, {_key(it["context"], it["claim"]): (it["context"], it["claim"])
-                                                     for it in todo}, args.judged, cache)
+                                                     for it in todo}, args.judged, cache, args.judge_prompt)
     lines: list[str] = []
 
     def emit(text: str) -> None:
         print(text)
         lines.append(text)
 
-    emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}); label 1 = faithful (no annotated span); "
-         "AUROC [95% CI, bootstrap over source documents]\n")
+    sample = f"seed {args.seed}" + (f", none of seed {args.exclude_seed}'s" if args.exclude_seed is not None else "")
+    emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, prompt {args.judge_prompt}); {sample}; "
+         "label 1 = faithful (no annotated span); AUROC [95% CI, bootstrap over source documents]\n")
     emit("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
           "unfaithful called unsupported | balanced accuracy |")
     emit("| --- | --- | --- | --- | --- | --- | --- | --- |")

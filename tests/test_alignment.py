@@ -349,6 +349,21 @@ def test_llm_judge_claims_of_one_premise_share_its_cached_prefix(tiny_lm, monkey
     assert sum(lengths) < 0.6 * sum(len(judge._prompt_ids(w, c)) for w, c in pairs)
 
 
+@pytest.mark.parametrize("name", ["document-claim", "source-check"])
+def test_llm_judge_named_prompts_share_the_premise_prefix_and_reject_unknown_names(tiny_lm, name):
+    from features.alignment.llm_judge import JUDGE_PROMPTS, LLMJudgeScorer
+
+    judge = LLMJudgeScorer(tiny_lm, prompt=name)
+    prompt = judge.prompt(TEXTS[0], CLAIMS[0])
+    assert JUDGE_PROMPTS[name].format(premise=TEXTS[0], claim=CLAIMS[0]) in prompt
+    assert prompt.index(TEXTS[0]) < prompt.index(CLAIMS[0])  # the premise comes first, so claims share its prefix
+    premise = " ".join(TEXTS * 2)
+    single = [judge.score([premise], [c], batch_size=1)[0] for c in CLAIMS]
+    np.testing.assert_allclose(judge.score([premise] * len(CLAIMS), CLAIMS), single, atol=1e-5)
+    with pytest.raises(ValueError, match="unknown judge prompt 'yes-no'; use one of: premise-hypothesis"):
+        LLMJudgeScorer(tiny_lm, prompt="yes-no")
+
+
 def test_llm_judge_without_chat_template(tiny_lm_plain):
     from features.alignment.llm_judge import LLMJudgeScorer
 

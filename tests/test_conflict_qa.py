@@ -71,6 +71,7 @@ def test_conflict_benchmark_smoke(tmp_path):
     assert {r["method"] for r in rows if r["condition"] == "swapped"} == {"greedy", "adacad", "fod"}
     assert "| fod | 2 |" in text and "| abstain | 2 |" in text and "accurate" in text
     assert "FOD's replacements in this table" in text and "python -m benchmarks.conflict_qa" in text
+    assert "| fod | " in text.split("Answers each method changes")[1]
     conflict_qa.main([*args, "--report"])  # resumes: nothing new is generated
     assert len(out.read_text().splitlines()) == 8
 
@@ -90,3 +91,18 @@ def test_fod_abstentions_are_counted_beside_cads_answer_to_the_same_question():
         "answer in 1."]
     assert abstentions_beside_cad(rows, {"c"}) == []  # no abstention among these
     assert abstentions_beside_cad([r for r in rows if r["method"] == "fod"], {"a"}) == []  # no CAD row to compare
+
+
+def test_changes_from_greedy_count_gains_and_losses_and_which_came_with_a_repair():
+    from benchmarks.conflict_qa import changes_from_greedy
+
+    def row(i, method, text, backtracks=()):
+        return {"condition": "swapped", "id": i, "method": method, "text": text, "abstained": False,
+                "substitute": "1965", "original": "1972", "seconds": 1.0, "error": None, "backtracks": list(backtracks)}
+
+    rows = [row("a", "greedy", "In 1972."), row("a", "fod", "In 1965.", [{"char": 0}]), row("a", "cad", "1965"),
+            row("b", "greedy", "In 1972."), row("b", "fod", "In 1965."), row("b", "cad", "1972"),
+            row("c", "greedy", "In 1965."), row("c", "fod", "No idea."), row("c", "cad", "1965"),
+            row("d", "greedy", "In 1965."), row("d", "fod", "1965"), row("d", "cad", "1965")]
+    lines = changes_from_greedy(rows, {"a", "b", "c", "d"}, ["greedy", "abstain", "cad", "fod"])
+    assert lines[2:] == ["| cad | 1 |  | 0 |  | +1 of 4 |", "| fod | 2 | 1 | 1 | 0 | +1 of 4 |"]

@@ -256,6 +256,18 @@ def test_judged_verdicts_of_another_dtype_are_judged_again(tmp_path):
     assert read_judged(str(path)) == {"a": 0.9, "b": 0.2, "c": 0.7}
 
 
+def test_judged_verdicts_of_another_prompt_are_judged_again(tmp_path):
+    """Verdicts asked with another judge prompt are not mixed in; a verdict that names no prompt had the default."""
+    from benchmarks.fod_table2 import read_judged
+
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"key": "a", "p": 0.9, "dtype": "bfloat16"}\n'
+                    '{"key": "a", "p": 0.4, "dtype": "bfloat16", "prompt": "document-claim"}\n')
+    assert read_judged(str(path), "bfloat16") == {"a": 0.9}
+    assert read_judged(str(path), "bfloat16", "document-claim") == {"a": 0.4}
+    assert read_judged(str(path), "bfloat16", "source-check") == {}
+
+
 def test_beam_search_keeps_every_beam_within_the_token_budget():
     """A regression: the candidate budget came from the shortest beam, so a longer beam overran max_new_tokens."""
     def script(text, has_context):

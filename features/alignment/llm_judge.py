@@ -1,11 +1,13 @@
 """LLM yes/no judge: P("Yes") for "Does the premise support the hypothesis?" from a local causal LM.
 
 The prompt (one user turn, through the chat template when the tokenizer has
-one, else followed by ``"\\nAnswer:"``)::
+one, else followed by ``"\\nAnswer:"``) is ``"premise-hypothesis"`` by default::
 
     Premise: <premise window>
     Hypothesis: <claim>
     Does the premise support the hypothesis? Answer Yes or No.
+
+:data:`JUDGE_PROMPTS` holds the others, by name (``prompt=``); each ends in a Yes/No question.
 
 The score is a softmax over two logits of the *next* token: "Yes" and "No".
 Each side pools the spellings a tokenizer may use for the answer's first token
@@ -37,7 +39,17 @@ from features.alignment.hf_utils import model_max_tokens
 from features.alignment.windows import max_over_windows, premise_budget, split_windows
 from features.model_cache import cache_kwargs, returned_cache
 
-QUESTION = "Does the premise support the hypothesis? Answer Yes or No."
+#: The judge's user message by name; ``{premise}`` and ``{claim}`` are filled in, both stripped.
+JUDGE_PROMPTS = {
+    "premise-hypothesis": "Premise: {premise}\nHypothesis: {claim}\nDoes the premise support the hypothesis? "
+                          "Answer Yes or No.",
+    "document-claim": "Document:\n{premise}\n\nClaim: {claim}\n\nIs every fact in the claim stated in the document "
+                      "or directly implied by it? Answer Yes or No.",
+    "source-check": "You are checking an answer against its source.\n\nSource:\n{premise}\n\nSentence from the answer: "
+                    "{claim}\n\nDoes the source contain every name, number, date and fact in this sentence? Answer Yes "
+                    "or No.",
+}
+DEFAULT_PROMPT = "premise-hypothesis"
 YES_SPELLINGS = ("Yes", " Yes")
 NO_SPELLINGS = ("No", " No")
 #: Default premise window: long enough for a retrieved passage, short enough to stay fast on CPU.
@@ -46,9 +58,9 @@ DEFAULT_PREMISE_TOKENS = 512
 MIN_SHARED_TOKENS = 16
 
 
-def judge_message(premise: str, claim: str) -> str:
-    """The user message of the judge prompt."""
-    return f"Premise: {premise.strip()}\nHypothesis: {claim.strip()}\n{QUESTION}"
+def judge_message(premise: str, claim: str, prompt: str = DEFAULT_PROMPT) -> str:
+    """The user message of the judge prompt named ``prompt`` (see :data:`JUDGE_PROMPTS`)."""
+    return JUDGE_PROMPTS[prompt].format(premise=premise.strip(), claim=claim.strip())
 
 
 def _first_tokens(tokenizer: Any, spellings: Sequence[str]) -> list[int]:
@@ -71,6 +83,7 @@ class LLMJudgeScorer:
             ``syncheck.model.models.load_model`` (what ``syncheck.alignment.make_alignment_scorer`` passes).
         device, dtype: used when loading by name.
         max_premise_tokens: premise window size (also capped by the model window).
+        prompt: the question's wording, a name in :data:`JUDGE_PROMPTS`.
         progress: tqdm bar (``None``: only for long jobs).
     """
 
@@ -87,7 +100,11 @@ class LLMJudgeScorer:
         overlap: int | None = None,
         progress: bool | None = None,
         loader: Callable[..., Any] | None = None,
+        prompt: str = DEFAULT_PROMPT,
     ) -> None:
+        if prompt not in JUDGE_PROMPTS:
+            raise ValueError(f"unknown judge prompt {prompt!r}; use one of: {', '.join(JUDGE_PROMPTS)}")
+        self.prompt_name = prompt
         if isinstance(model, str):
             if loader is None:  # features/ cannot resolve syncheck model names: it is the bottom layer
                 raise ValueError(f"LLMJudgeScorer({model!r}) needs a loader for model names: pass "
@@ -122,7 +139,7 @@ class LLMJudgeScorer:
 
     def prompt(self, premise: str, claim: str) -> str:
         """The full prompt text, ending where the judge's answer begins."""
-        message = judge_message(premise, claim)
+        message = judge_message(premise, claim, self.prompt_name)
         if self._templated:
             return self.tokenizer.apply_chat_template(
                 [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
