@@ -196,7 +196,7 @@ def make_judge(spec: str, dtype: str | None, prompt: str = DEFAULT_PROMPT):
     from syncheck.alignment import make_alignment_scorer
 
     llm = parse_alignment_spec(spec)[0] == "llm-judge"
-    kwargs = ({"dtype": dtype} if dtype else {}) | {"prompt": prompt} if llm else {}
+    kwargs = (({"dtype": dtype} if dtype else {}) | {"prompt": prompt}) if llm else {}
     return make_alignment_scorer(spec, **kwargs)
 
 

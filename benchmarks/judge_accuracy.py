@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judged", required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--exclude-seed", type=int, default=None,
-                    help="leave out the sentences that --seed N would sample (a disjoint sample to choose on)")
+                    help="leave out the sentences that seed N samples (a disjoint sample to choose on)")
     ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
                     help="an LLM judge's question wording (features.alignment.llm_judge.JUDGE_PROMPTS)")
     ap.add_argument("--results-md", default=None, help="also write the table into this markdown file's --title section")
