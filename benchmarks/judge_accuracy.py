@@ -51,14 +51,30 @@ def sample_sentences(records: list, per_task: int, seed: int, skip: set | None =
     return items
 
 
+def pooled_samples(records: list, per_task: int, seeds: list[int], exclude_seed: int | None = None) -> list[dict]:
+    """The samples of ``seeds`` one after another, each disjoint from those before it (and from ``exclude_seed``'s
+    sample, when given): ``[0, 1]`` gives seed 0's sentences, then what seed 1 samples from the rest."""
+    taken: set = set()
+    if exclude_seed is not None:
+        taken = {(it["context"], it["sentence"]) for it in sample_sentences(records, per_task, exclude_seed)}
+    items: list[dict] = []
+    for seed in seeds:
+        sample = sample_sentences(records, per_task, seed, skip=taken)
+        taken |= {(it["context"], it["sentence"]) for it in sample}
+        items += sample
+    return items
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
     ap.add_argument("--per-task", type=int, default=40, help="sentences sampled per task, half unfaithful")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b")
     ap.add_argument("--judge-dtype", default="auto", help="auto: bfloat16 where native, else float32")
-    ap.add_argument("--judged", required=True)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--judged", required=True, help="cached verdicts (JSON lines); several, comma-separated, are all "
+                    "read, and new verdicts go into the first")
+    ap.add_argument("--seed", default="0", help="sampling seed; several, comma-separated, pool their samples, each "
+                    "disjoint from the ones before it (--seed 0,1: seed 0's sentences and --seed 1 --exclude-seed 0's)")
     ap.add_argument("--exclude-seed", type=int, default=None,
                     help="leave out the sentences that seed N samples (a disjoint sample to choose on)")
     ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
@@ -72,22 +88,22 @@ def main(argv: list[str] | None = None) -> dict:
     from syncheck.stats import bootstrap_auroc
 
     records = read_ragtruth(args.ragtruth)
-    items = sample_sentences(records, args.per_task, args.seed)
-    if args.exclude_seed is not None:  # a sample disjoint from another seed's, e.g. to choose a prompt on
-        taken = {(it["context"], it["sentence"]) for it in sample_sentences(records, args.per_task, args.exclude_seed)}
-        items = sample_sentences(records, args.per_task, args.seed, skip=taken)
-    cache = read_judged(args.judged, args.judge_dtype, args.judge_prompt)
+    seeds = [int(v) for v in str(args.seed).split(",")]
+    items = pooled_samples(records, args.per_task, seeds, args.exclude_seed)
+    files = args.judged.split(",")
+    cache = {k: v for f in reversed(files) for k, v in read_judged(f, args.judge_dtype, args.judge_prompt).items()}
     todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
     if todo:
         judge_missing(args.judge, args.judge_dtype, {_key(it["context"], it["claim"]): (it["context"], it["claim"])
-                                                     for it in todo}, args.judged, cache, args.judge_prompt)
+                                                     for it in todo}, files[0], cache, args.judge_prompt)
     lines: list[str] = []
 
     def emit(text: str) -> None:
         print(text)
         lines.append(text)
 
-    sample = f"seed {args.seed}" + (f", none of seed {args.exclude_seed}'s" if args.exclude_seed is not None else "")
+    sample = f"{len(items)} sentences, seed {args.seed}" + (
+        f", none of seed {args.exclude_seed}'s" if args.exclude_seed is not None else "")
     emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, prompt {args.judge_prompt}); {sample}; "
          "label 1 = faithful (no annotated span); AUROC [95% CI, bootstrap over source documents]\n")
     emit("| task | sentences | unfaithful | judge AUROC | word overlap AUROC | faithful called supported | "
@@ -102,8 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
         g = [it["group"] for it in sel]
         if len(set(y)) < 2:
             continue
-        j, jlo, jhi = bootstrap_auroc(y, p, groups=g, seed=args.seed)
-        w, wlo, whi = bootstrap_auroc(y, wo, groups=g, seed=args.seed)
+        j, jlo, jhi = bootstrap_auroc(y, p, groups=g, seed=seeds[0])
+        w, wlo, whi = bootstrap_auroc(y, wo, groups=g, seed=seeds[0])
         tpr = float(np.mean([pi >= 0.5 for pi, yi in zip(p, y) if yi]))
         tnr = float(np.mean([pi < 0.5 for pi, yi in zip(p, y) if not yi]))
         summary[task] = {"judge": (j, jlo, jhi), "word_overlap": (w, wlo, whi), "faithful_recall": tpr,

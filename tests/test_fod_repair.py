@@ -526,3 +526,24 @@ def test_a_degenerate_sentence_is_replaced_within_a_whole_sentence_budget():
     # candidates would set (2 x 2 + 8 tokens) if a repeat of the cut-away sentence counted as finished
     assert long and not any(c["capped"] for c in long)
     assert res.text.startswith("Good Fine") and not res.trace["abstained"]
+
+
+def test_judge_accuracy_samples_pool_seeds_without_repeating_a_sentence():
+    """``--seed 0,1`` is seed 0's sample followed by ``--seed 1 --exclude-seed 0``'s, and no sentence twice."""
+    from benchmarks.judge_accuracy import pooled_samples, sample_sentences
+    from benchmarks.ragtruth.data import RAGTruthRecord
+
+    records = []
+    for task in ("QA", "Summary", "Data2txt"):
+        for d in range(8):  # 4 answers per task with one unfaithful sentence: enough for two samples of 2
+            response = " ".join(f"Sentence {k} of {task} answer {d} is here." for k in range(4))
+            bad = response.index("Sentence 1")
+            records.append(RAGTruthRecord(f"{task}-{d}", f"doc-{d}", task, "m", "Q?", f"context {task} {d}", response,
+                                          ((bad, bad + 10),) if d % 2 else ()))
+    first = sample_sentences(records, 4, 0)
+    pooled = pooled_samples(records, 4, [0, 1])
+    assert pooled[: len(first)] == first
+    assert pooled[len(first):] == pooled_samples(records, 4, [1], exclude_seed=0)
+    keys = [(it["context"], it["sentence"]) for it in pooled]
+    assert len(keys) == len(set(keys)) == 2 * 3 * 4
+    assert sum(not it["label"] for it in pooled) == 2 * 3 * 2  # half unfaithful in each sample and task
