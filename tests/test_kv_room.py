@@ -65,3 +65,22 @@ def test_with_room_leaves_caches_it_does_not_know_as_they_are(tiny_lm):
 
     cache.layers[0] = OtherLayer()
     assert with_room(cache) is cache and type(cache.layers[1]) is DynamicLayer
+
+
+def test_expanded_and_gathered_caches_have_room_and_step_like_plain_ones(tiny_lm):
+    """``expand`` (FOD's candidates) and ``gather_left_padded`` build their caches with room; stepping them gives the
+    logits of a plain cache holding the same rows."""
+    from syncheck.model.kv import expand, gather_left_padded
+
+    gen = torch.Generator().manual_seed(1)
+    vocab = tiny_lm.model.config.vocab_size
+    prompt = torch.randint(0, vocab, (1, 7), generator=gen)
+    steps = torch.randint(0, vocab, (3, 5), generator=gen)
+    plain, _ = _steps(tiny_lm, _prefill(tiny_lm, prompt.expand(3, -1)), steps)
+    for built in (expand(_prefill(tiny_lm, prompt), 3),
+                  gather_left_padded([(_prefill(tiny_lm, prompt), 0, 0)] * 3)[0]):
+        assert all(isinstance(layer, RoomyLayer) for layer in built.layers)
+        assert cache_length(built) == 7
+        stepped, cache = _steps(tiny_lm, built, steps)
+        torch.testing.assert_close(stepped, plain, rtol=0, atol=0)
+        assert cache_length(cache) == 12

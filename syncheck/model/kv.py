@@ -96,10 +96,10 @@ def room_for(length: int) -> int:
     return max(64, length // 4)
 
 
-def _cache_in_room(data: Sequence[tuple[torch.Tensor, torch.Tensor]], length: int) -> DynamicCache:
-    """A ``DynamicCache`` of :class:`RoomyLayer` s over these ``(keys, values)`` rooms, ``length`` positions filled."""
-    cache = cache_of([(k[..., :0, :], v[..., :0, :]) for k, v in data])
-    cache.layers = [RoomyLayer.filled(k, v, length) for k, v in data]
+def _cache_of_layers(layers: Sequence[RoomyLayer]) -> DynamicCache:
+    """A ``DynamicCache`` made of these layers."""
+    cache = cache_of([(layer.keys[..., :0, :], layer.values[..., :0, :]) for layer in layers])
+    cache.layers = list(layers)
     return cache
 
 
@@ -171,22 +171,19 @@ def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[
                 keys[out, :, : width - n] = 0
                 values[out, :, : width - n] = 0
         data.append((keys, values))
-    return _cache_in_room(data, width), [width - n for n in spans]
+    return _cache_of_layers([RoomyLayer.filled(k, v, width) for k, v in data]), [width - n for n in spans]
 
 
 def expand(cache: DynamicCache, n: int) -> DynamicCache:
     """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``), with room to grow."""
-    data = []
-    length = cache_length(cache)
+    layers = []
     for keys, values in _kv(cache):
         if keys.shape[0] != 1:
             raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
-        room_k = keys.new_empty((n, keys.shape[1], length + room_for(length), keys.shape[-1]))
-        room_v = values.new_empty((n, values.shape[1], length + room_for(length), values.shape[-1]))
-        room_k[..., :length, :] = keys
-        room_v[..., :length, :] = values
-        data.append((room_k, room_v))
-    return _cache_in_room(data, length)
+        # the repeated view is copied once, straight into the layer's room
+        layers.append(RoomyLayer(keys.expand(n, -1, -1, -1), values.expand(n, -1, -1, -1),
+                                 room_for(keys.shape[-2])))
+    return _cache_of_layers(layers)
 
 
 def padding_mask(pads: Sequence[int], past: int, new: int, device) -> torch.Tensor:
