@@ -83,6 +83,7 @@ FOD_VARIANTS = {
     "fod-cad-decode": {"decode": "cad"},
     "fod-adacad-decode": {"decode": "adacad"},
     "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
+    "fod-a1": {"alpha": 1.0},
 }
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 

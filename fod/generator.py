@@ -95,6 +95,7 @@ class RunSettings:
     degenerate_kinds: frozenset[str]
     flag_specifics: bool
     decode: str
+    alpha: float
 
 
 @dataclass
@@ -223,6 +224,7 @@ class FODGenerator:
         stop_degenerate: bool | Collection[str] = True,
         flag_specifics: bool = False,
         decode: str = "cad",
+        alpha: float = 0.5,
     ) -> GenerationResult:
         """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
 
@@ -252,7 +254,7 @@ class FODGenerator:
                 (:data:`features.degeneracy.NON_ANSWERS`:
                 a question, an echo of the question, off the subject) is never chosen, whatever this says; the trace
                 counts them in ``skipped_non_answers``.
-            decode: ``"cad"`` (default): the greedy phases take exactly the tokens CAD would (fixed alpha 0.5;
+            decode: ``"cad"`` (default): the greedy phases take exactly the tokens CAD would (weight ``alpha``;
                 checked at each sentence end, and every :data:`CHECK_EVERY` tokens inside a sentence, against the
                 deferred without-context pass, see :mod:`fod.steering`); ``"adacad"``: those of AdaCAD (alpha from
                 the two distributions' divergence); ``"greedy"``: plain greedy. Needs the without-context pass
@@ -273,6 +275,8 @@ class FODGenerator:
                                      ("fallback", fallback, FALLBACKS), ("decode", decode, DECODES)):
             if value not in allowed:
                 raise SettingsError(f"{name} must be one of {allowed}, got {value!r}")
+        if not alpha >= 0:
+            raise SettingsError(f"alpha must be >= 0 (0 decodes plain greedy tokens), got {alpha}")
         if max_repairs < 0:
             raise SettingsError(f"max_repairs must be >= 0, got {max_repairs}")
         if decode != "greedy" and not self.engine.kl:
@@ -283,10 +287,10 @@ class FODGenerator:
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
         trace = FODTrace(tau1, tau2, source, num_samples, num_beams, search, cut, steer, fallback, flag_specifics,
-                         decode)
+                         decode, alpha)
         accept = _Acceptor(callback)
         settings = RunSettings(tau1, tau2, num_samples, num_beams, max_sentences, cut, steer, fallback,
-                               degenerate_kinds, flag_specifics, decode)
+                               degenerate_kinds, flag_specifics, decode, alpha)
         run = _Run(self, premise, dec, generator, trace, accept, settings)
         beam = _Beam(batch)
         while True:
@@ -401,7 +405,7 @@ class _Run:
         else:
             return None
         start, skip = row.kl_done, max(0, self.steered_upto - row.kl_done)
-        probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, self.decode, skip)  # noqa: E731
+        probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, self.decode, skip, self.alpha)  # noqa: E731
         hit = self.engine.flush_kl(batch, [end], probe=probe)[0]
         if hit is None:
             return None

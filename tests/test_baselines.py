@@ -231,3 +231,31 @@ def test_fod_ends_the_answer_where_the_contrast_would():
         question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode="cad", decoding=sampled(),
         stop_degenerate=False)
     assert want == got.text == "Paris." and got.trace["stop"] == "eos" and got.trace["steered_tokens"] == 1
+
+
+@pytest.mark.parametrize("alpha,want", [(0.5, "Paris."), (1.0, "London.")])
+def test_fod_contrast_weight_is_cads(alpha, want):
+    """``alpha`` weighs FOD's contrast as it weighs CAD's: at 0.5 the context's 0.6/0.4 against memory's 0.75/0.25
+    keeps "Paris", at 1.0 it turns to "London"; FOD takes CAD's tokens at either weight."""
+    from fod.generator import FODGenerator
+
+    def script(text, has_context):
+        if text == "":
+            return {"Paris": 0.6, "London": 0.4} if has_context else {"Paris": 0.75, "London": 0.25}
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+    cad = CADGenerator(scorer_for(script), checker=None, alpha=alpha).generate(
+        question="Where?", context=CONTEXT, decoding=TOKENS_20).text
+    got = FODGenerator(scorer_for(script), checker=None).generate(
+        question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode="cad", alpha=alpha, decoding=sampled(),
+        stop_degenerate=False)
+    assert cad == got.text == want and got.trace["alpha"] == alpha
+
+
+def test_fod_refuses_a_negative_contrast_weight():
+    from fod.generator import FODGenerator
+    from syncheck.decoding import SettingsError
+
+    with pytest.raises(SettingsError, match="alpha must be >= 0"):
+        FODGenerator(scorer_for(lambda t, c: {"<eos>": 1.0}), checker=None).generate(
+            question="Where?", context=CONTEXT, alpha=-1.0, decoding=sampled())
