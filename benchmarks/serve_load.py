@@ -28,9 +28,11 @@ counted per document set), and in brackets how many distinct replicas served the
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
 The server batches the decode steps of its running streams (:class:`syncheck.live.pool.DecodePool`); prefills,
-without-context flushes and sentence scoring stay per stream. To show how far that is from the limit, the last table
-times the bare model's decode step over a cache of the same prompt length at batch 1 and at the largest concurrency,
-in this process: the ceiling of a batched server's raw token rate.
+without-context flushes and sentence scoring stay per stream. To show how far that is from the limit, the last two
+tables time the bare model in this process, at batch 1 and at the largest concurrency: its decode step over a cache
+of the prompt's length (the ceiling of a batched server's raw token rate), and a forward of 16 tokens per row over a
+cache of the without-context prompt's length (what a flush or a question's prefill could gain from being batched
+across streams).
 """
 
 from __future__ import annotations
@@ -88,6 +90,10 @@ DOCUMENT_SETS: list[tuple[list[str], list[str]]] = [
         "When did the survey start?", "Where is the observatory?", "What kind of telescope is the main one?",
     ]),
 ]
+
+
+#: tokens per row in the wide bare forward: about one sentence of an answer (a flush) or one question (a prefill)
+FLUSH_WIDTH = 16
 
 
 def document_set(i: int) -> tuple[list[str], list[str]]:
@@ -278,8 +284,11 @@ def combine_rounds(rounds: list[dict[str, dict[str, float]]], baseline: str) -> 
     return out
 
 
-def decode_step_rates(lm: Any, batches: list[int], prompt_tokens: int, steps: int = 24) -> dict[int, float]:
-    """Tokens/s of the bare model's decode step at each batch size (one cache of ``prompt_tokens`` per row)."""
+def forward_rates(lm: Any, batches: list[int], prompt_tokens: int, width: int = 1, steps: int = 24
+                  ) -> dict[int, float]:
+    """Tokens/s of the bare model's forward of ``width`` new tokens per row at each batch size, over one cache of
+    ``prompt_tokens`` per row: ``width`` 1 is a decode step; a wider one is a sentence's without-context flush or a
+    question's prefill on cached documents, which feed several tokens at once."""
     import torch
 
     from features.model_cache import cache_kwargs, returned_cache
@@ -292,9 +301,9 @@ def decode_step_rates(lm: Any, batches: list[int], prompt_tokens: int, steps: in
             cache = returned_cache(lm.model(input_ids=ids, use_cache=True))
             t0 = time.perf_counter()
             for _ in range(steps):
-                step = torch.randint(0, vocab, (b, 1), device=lm.device)
+                step = torch.randint(0, vocab, (b, width), device=lm.device)
                 cache = returned_cache(lm.model(input_ids=step, use_cache=True, **cache_kwargs(lm.model, cache)))
-            rates[b] = b * steps / (time.perf_counter() - t0)
+            rates[b] = b * width * steps / (time.perf_counter() - t0)
     return rates
 
 
@@ -392,13 +401,23 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     lm = baseline.monitor.scorer.lm
     question, documents, _ = requests[0]
     prompt_tokens = len(prompt_pair(lm, documents, question, args.tokens).with_context)
-    rates = decode_step_rates(lm, sorted({1, max(levels)}), prompt_tokens)
+    batches = sorted({1, max(levels)})
+    rates = forward_rates(lm, batches, prompt_tokens)
     print(f"\nbare decode step, {prompt_tokens}-token prompt (the ceiling of batching concurrent requests):")
     print("| batch | tokens/s | x batch 1 |")
     print("| --- | --- | --- |")
     for b, rate in rates.items():
         print(f"| {b} | {rate:.1f} | {rate / rates[1]:.2f} |")
     results["decode step"] = {f"batch_{b}_tokens_per_s": rate for b, rate in rates.items()}
+    without_tokens = len(prompt_pair(lm, documents, question, args.tokens).without_context)
+    wide = forward_rates(lm, batches, without_tokens, width=FLUSH_WIDTH, steps=8)
+    print(f"\nbare forward of {FLUSH_WIDTH} tokens per row on a {without_tokens}-token cache (a sentence's "
+          "without-context flush, a question's prefill; what batching them across streams could gain):")
+    print("| batch | tokens/s | x batch 1 |")
+    print("| --- | --- | --- |")
+    for b, rate in wide.items():
+        print(f"| {b} | {rate:.1f} | {rate / wide[1]:.2f} |")
+    results[f"forward of {FLUSH_WIDTH} tokens"] = {f"batch_{b}_tokens_per_s": rate for b, rate in wide.items()}
     return results
 
 

@@ -117,6 +117,7 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
     summary = main(["--model", str(tiny_dir), "--tokens", "6", "--requests", "2", "--concurrency", "1,2",
                     "--rounds", "2", "--with-fod"])
     rates = summary.pop("decode step")
+    wide = summary.pop("forward of 16 tokens")
     beside = summary.pop("server, concurrency 2, beside one FOD request")
     assert beside["ttft_vs_alone"] > 0 and beside["tokens"] == 12
     assert set(summary) == {"server, concurrency 1", "server, concurrency 2", "Monitor, sequential (baseline)"}
@@ -124,7 +125,8 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
                for r in summary.values())
     assert all(r["tokens_per_s_vs_baseline_min"] <= r["tokens_per_s_vs_baseline"] <= r["tokens_per_s_vs_baseline_max"]
                for r in summary.values())
-    assert set(rates) == {"batch_1_tokens_per_s", "batch_2_tokens_per_s"} and min(rates.values()) > 0
+    assert set(rates) == set(wide) == {"batch_1_tokens_per_s", "batch_2_tokens_per_s"}
+    assert min(rates.values()) > 0 and min(wide.values()) > 0
     baseline = summary["Monitor, sequential (baseline)"]
     assert baseline["tokens_per_s_vs_baseline"] == baseline["tokens_per_s_vs_baseline_max"] == 1.0
     assert "| server, concurrency 2 |" in capsys.readouterr().out
