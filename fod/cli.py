@@ -29,8 +29,10 @@ from syncheck.records import has_text
 
 #: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and fod-bt (FOD that only backtracks)
 METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
-#: the methods that take ``--alpha`` (the CAD family: their constructor has an ``alpha``)
-ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in inspect.signature(cls).parameters)
+#: the methods that take ``--alpha``: the CAD family (their constructor has an ``alpha``), and FOD, whose greedy phases
+#: take CAD's tokens (its ``generate`` has one)
+ALPHA_METHODS = tuple(name for name, cls in METHODS.items()
+                      if any("alpha" in inspect.signature(fn).parameters for fn in (cls, cls.generate)))
 
 
 @click.group(cls=CommandGroup)
@@ -164,7 +166,7 @@ def answerer(
     decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(
         {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if samples else {}))
     settings = _named(decoder.generate, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
-                      max_sentences=max_sentences, backtrack_only=method == "fod-bt", decoding=decoding)
+                      max_sentences=max_sentences, backtrack_only=method == "fod-bt", decoding=decoding, alpha=alpha)
     return functools.partial(decoder.generate, **settings)
 
 

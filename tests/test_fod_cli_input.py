@@ -96,6 +96,17 @@ def test_every_method_answers_a_file(scripted, tmp_path, method):
         assert rows[0]["trace"]["backtrack"]["text"] == "Bad."
 
 
+def test_alpha_reaches_fod_as_it_reaches_cad(scripted, tmp_path):
+    from fod.cli import ALPHA_METHODS
+
+    assert {"fod", "cad"} <= set(ALPHA_METHODS) and "adacad" not in ALPHA_METHODS
+    out = tmp_path / "answers.jsonl"
+    result = run("--input", write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:1]), "-o", out, "--method", "fod",
+                 "--alpha", "1.0")
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text().splitlines()[0])["trace"]["alpha"] == 1.0
+
+
 def test_resume_answers_only_the_rows_missing_from_the_output(scripted, tmp_path):
     inp = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
     full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
