@@ -287,7 +287,7 @@ class FODGenerator:
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
         trace = FODTrace(tau1, tau2, source, num_samples, num_beams, search, cut, steer, fallback, flag_specifics,
-                         decode, alpha)
+                         decode, alpha if decode == "cad" else None)
         accept = _Acceptor(callback)
         settings = RunSettings(tau1, tau2, num_samples, num_beams, max_sentences, cut, steer, fallback,
                                degenerate_kinds, flag_specifics, decode, alpha)

@@ -44,7 +44,7 @@ class FODTrace(Mapping[str, Any]):
     fallback: str
     flag_specifics: bool
     decode: str
-    alpha: float = 0.5  # the contrast's weight in ``decode="cad"``
+    alpha: float | None = None  # the contrast's weight with ``decode="cad"`` (``None``: another ``decode``)
     backtrack: dict[str, Any] | None = None  # the first flagged sentence (also the first of ``backtracks``)
     backtracks: list[dict[str, Any]] = field(default_factory=list)  # every flagged sentence, in order
     steps: list[dict[str, Any]] = field(default_factory=list)  # per repair or beam step: the cut and the candidates

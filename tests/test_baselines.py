@@ -250,6 +250,9 @@ def test_fod_contrast_weight_is_cads(alpha, want):
         question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode="cad", alpha=alpha, decoding=sampled(),
         stop_degenerate=False)
     assert cad == got.text == want and got.trace["alpha"] == alpha
+    adacad = FODGenerator(scorer_for(script), checker=None).generate(
+        question="Where?", context=CONTEXT, decode="adacad", alpha=alpha, decoding=sampled())
+    assert adacad.trace["alpha"] is None  # AdaCAD sets its own weight at each step
 
 
 def test_fod_refuses_a_negative_contrast_weight():
