@@ -23,11 +23,22 @@ def monitor(tiny_lm):
     return Monitor(Scorer(tiny_lm, aggregator=None))
 
 
-def test_pooled_runs_joining_and_leaving_equal_each_run_alone(monitor):
+@pytest.fixture
+def server_monitor(tiny_lm):
+    """A monitor as the server builds it: flushes between the decode steps, not on a worker thread, so the pool
+    may group them."""
+    return Monitor(Scorer(tiny_lm, aggregator=None), background_kl=False)
+
+
+@pytest.mark.parametrize("group,wait", [(4, 8), (1, 0), (2, 3)])
+def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, group, wait):
+    """Whichever way the pool groups the runs' without-context flushes (default; each in the round its sentence ends;
+    two at a time, waiting up to 3 rounds), every run's text, sentences and features are those it has alone."""
+    monitor = server_monitor
     budgets = [12, 5, 16, 9]
     alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
              for q, n in zip(QUESTIONS, budgets)]
-    pool = DecodePool(monitor.engine)
+    pool = DecodePool(monitor.engine, flush_group=group, flush_wait=wait)
     runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
             for q, n in zip(QUESTIONS[:3], budgets[:3])]
     texts = ["", "", "", ""]
@@ -49,6 +60,71 @@ def test_pooled_runs_joining_and_leaving_equal_each_run_alone(monitor):
             assert a.text == b.text
             np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
                                        [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+
+
+def test_a_grouped_flush_equals_a_flush_of_each_run(monitor):
+    """Two runs of different lengths flushed in one forward get the KL, log-probs without the context and next
+    distribution that a flush each gives, and their caches go on to flush alike."""
+    from syncheck.live.deferred_kl import flush_group
+
+    def runs(tokens):
+        out = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 30}) for q in QUESTIONS[:2]]
+        for run, n in zip(out, tokens):
+            for _ in range(n):
+                monitor.engine.step(run.batch, run.choose())
+        return out
+
+    alone, grouped = runs([9, 5]), runs([9, 5])
+    for run in alone:
+        monitor.engine.flush_kl(run.batch, [len(run.row.ids)])
+    flush_group(monitor.engine, [run.batch for run in grouped], [len(run.row.ids) for run in grouped])
+    for _ in range(2):  # then both go on: four more tokens each, flushed one run at a time
+        for a, g in zip(alone, grouped):
+            assert a.row.ids == g.row.ids and a.row.kl_done == g.row.kl_done == len(a.row.ids)
+            np.testing.assert_allclose(a.row.kl, g.row.kl, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(a.row.logprob_without, g.row.logprob_without, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(a.row.without_next, g.row.without_next, rtol=1e-4, atol=1e-5)
+        for run in alone + grouped:
+            for _ in range(4):
+                monitor.engine.step(run.batch, run.choose())
+            monitor.engine.flush_kl(run.batch, [len(run.row.ids)])
+
+
+#: answers replayed token by token (``forced_ids``): sentences that end at different tokens in each run
+ANSWERS = ["It was completed in 1889. It stands in Paris. It is tall.",
+           "The tower is 330 metres tall. Many people visit it every year. It was built for a fair.",
+           "Gustave Eiffel's company built it. It opened in 1889.",
+           "Paris. France. Europe. The Champ de Mars."]
+
+
+def test_the_pool_groups_flushes_holds_a_sentence_at_most_flush_wait_rounds_and_changes_no_feature(server_monitor):
+    monitor = server_monitor
+    tok = monitor.scorer.lm.tokenizer
+    forced = [tok.encode(a, add_special_tokens=False) for a in ANSWERS]
+    alone = [monitor.generate(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
+    pool = DecodePool(monitor.engine, flush_group=3, flush_wait=2)
+    runs = [monitor.run(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
+    held = dict.fromkeys(map(id, runs), 0)
+    events = {id(r): [] for r in runs}
+    while any(r.result is None for r in runs):
+        live = [r for r in runs if r.result is None]
+        pool.step(live)
+        for r in live:
+            held[id(r)] = held[id(r)] + 1 if r.hold_flush else 0
+            assert held[id(r)] <= 2  # never held past flush_wait rounds
+            events[id(r)] += r.last.events
+    assert pool.group_flushes >= 1 and pool.grouped_rows > pool.group_flushes  # several runs in one forward
+    for run, ref in zip(runs, alone):
+        assert run.result.text == ref.text and [e.sentence.text for e in events[id(run)]] == \
+            [s.text for s in ref.sentences]
+        for a, b in zip(run.result.sentences, ref.sentences):
+            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
+                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+
+
+def test_a_pool_refuses_settings_that_cannot_flush():
+    with pytest.raises(ValueError, match="flush_group >= 1"):
+        DecodePool(None, flush_group=0)
 
 
 def test_a_run_that_is_no_longer_stepped_leaves_the_pool(monitor):
@@ -181,3 +257,4 @@ def test_generations_on_a_cached_prefix_equal_those_without_the_cache(tiny_lm):
             np.testing.assert_allclose([x.features[k] for k in sorted(x.features)],
                                        [y.features[k] for k in sorted(y.features)], rtol=1e-4, atol=1e-4)
     assert cached.engine.prefixes.hits == len(QUESTIONS) - 1
+

@@ -21,7 +21,7 @@ import torch
 from features.context_influence import contrastive_kl
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.live.state import Batch
-from syncheck.model.kv import cache_length, padding_mask
+from syncheck.model.kv import cache_length, concat_left_padded, padding_mask, select_rows
 from syncheck.model.models import LoadedModel
 
 
@@ -140,18 +140,63 @@ def run_flush(engine: FlushEngine, flush: Flush, probe: Probe | None = None) -> 
     logp = torch.log_softmax(out.logits.float(), -1)  # (B, width, V)
     rows, probed = [], []
     for i, k in enumerate(flush.n):
-        if k <= 0:
-            rows.append(None)
-            probed.append(None)
-            continue
-        # (k, V): the without-context log-probs predicting the k tokens
-        without = torch.cat([flush.without_first[i].unsqueeze(0), logp[i, : k - 1]], 0)
-        kl = contrastive_kl(flush.with_rows[i], without).cpu().tolist()
-        chosen = flush.feed[i, :k]
-        logprob_without = without.gather(-1, chosen[:, None])[:, 0].cpu().tolist()
-        rows.append((kl, logprob_without, logp[i, k - 1]))
-        probed.append(probe(flush.with_rows[i], without, chosen) if probe is not None else None)
+        row, answer = _flushed_row(flush, i, logp[i], probe) if k > 0 else (None, None)
+        rows.append(row)
+        probed.append(answer)
     return FlushResult(returned_cache(out), rows, probed if probe is not None else [])
+
+
+def _flushed_row(flush: Flush, i: int, logp: torch.Tensor, probe: Probe | None) -> tuple[tuple, Any]:
+    """Row ``i``'s ``(kl, logprob_without, without_next (V,))`` from the forward's log-probs over its fed tokens
+    (``logp``: ``(width, V)``), and ``probe``'s answer (``None`` without one)."""
+    k = flush.n[i]
+    # (k, V): the without-context log-probs predicting the k tokens
+    without = torch.cat([flush.without_first[i].unsqueeze(0), logp[: k - 1]], 0)
+    kl = contrastive_kl(flush.with_rows[i], without).cpu().tolist()
+    chosen = flush.feed[i, :k]
+    logprob_without = without.gather(-1, chosen[:, None])[:, 0].cpu().tolist()
+    answer = probe(flush.with_rows[i], without, chosen) if probe is not None else None
+    return (kl, logprob_without, logp[k - 1]), answer
+
+
+@torch.inference_mode()
+def flush_group(engine: FlushEngine, batches: Sequence[Batch], ends: Sequence[int]) -> None:
+    """Flush each one-row batch's tokens ``[kl_done, ends[i])``, all in one forward: the streams of a
+    :class:`~syncheck.live.pool.DecodePool`, each with its own without-context cache.
+
+    The caches are stacked left-padded (one copy each), the tokens right-padded, and each row's extended cache is cut
+    back out of the forward's (one more copy). KL, log-probs and caches are those of one :func:`flush_kl` per batch,
+    to float tolerance (tested).
+    """
+    if len(batches) != len(ends):
+        raise ValueError(f"{len(batches)} batches and {len(ends)} ends")
+    plans = [plan_flush(engine, batch, [end]) for batch, end in zip(batches, ends)]
+    fed = [plan for plan in plans if plan.feed is not None]
+    if any(len(plan.batch) != 1 or plan.batch.padded for plan in fed):
+        raise ValueError("flush_group takes unpadded one-row batches: flush a batch of several rows with flush_kl")
+    if len(fed) <= 1:
+        for plan in plans:
+            plan.apply(run_flush(engine, plan))
+        return
+    cache, pads = concat_left_padded([plan.cache for plan in fed])
+    past, width = cache_length(cache), max(plan.n[0] for plan in fed)
+    dev = engine.lm.device
+    feed = torch.full((len(fed), width), engine.pad_id, dtype=torch.long, device=dev)
+    positions = torch.zeros((len(fed), width), dtype=torch.long, device=dev)
+    for j, plan in enumerate(fed):
+        feed[j, : plan.n[0]] = plan.feed[0]
+        positions[j] = plan.positions[0, 0] + torch.arange(width, device=dev)
+    out = engine.lm.model(input_ids=feed, position_ids=positions, attention_mask=padding_mask(pads, past, width, dev),
+                          **cache_kwargs(engine.lm.model, cache), use_cache=True)
+    logp = torch.log_softmax(out.logits.float(), -1)  # (rows, width, V)
+    grown = returned_cache(out)
+    for j, plan in enumerate(fed):
+        row, _ = _flushed_row(plan, 0, logp[j], None)
+        own = select_rows(grown, [j], past - pads[j] + plan.n[0], start=pads[j])  # its positions, not the padding
+        plan.apply(FlushResult(own, [row]))
+    for plan in plans:
+        if plan.feed is None:
+            plan.apply(None)
 
 
 def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.ndarray | None]:
@@ -169,4 +214,5 @@ def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.nda
     return batch.next_logp[i], (batch.next_lookback[i] if batch.next_lookback is not None else None)
 
 
-__all__ = ["Flush", "FlushEngine", "FlushResult", "Probe", "flush_kl", "plan_flush", "run_flush", "with_next"]
+__all__ = ["Flush", "FlushEngine", "FlushResult", "Probe", "flush_group", "flush_kl", "plan_flush", "run_flush",
+           "with_next"]

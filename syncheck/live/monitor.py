@@ -261,6 +261,9 @@ class MonitorRun:
         self.result: MonitoredGeneration | None = None
         self.last: MonitorStep | None = None
         self._scoring: ScoringInFlight | None = None  # sentences whose flush runs on the background worker
+        #: set by a pool that will flush this run's finished sentences together with other runs' in a later round
+        #: (:meth:`flush_due`): until then :meth:`advance` scores nothing
+        self.hold_flush = False
 
     @property
     def row(self):
@@ -306,9 +309,25 @@ class MonitorRun:
         self.shown = max(self.shown, safe)
         return self.last
 
+    def flush_due(self) -> tuple[int, bool] | None:
+        """Where another may flush this run's without-context pass to (a pool, grouping the flushes of its runs:
+        :func:`~syncheck.live.deferred_kl.flush_group`): ``(token, final)``, the end of the sentences the next
+        :meth:`advance` would score, and whether it ends the run then (its row ended, or its budget is spent: that
+        flush cannot wait). ``None`` when nothing waits, or the run's flushes stay its own (a background worker,
+        lockstep KL, stop strings, which may cut back into a finished sentence)."""
+        if (self.result is not None or self.batch is None or self.decoding.stop
+                or self.monitor.background is not None or self.monitor.lockstep or not self.monitor.scorer.kl):
+            return None
+        final = self.row.ended or self.tokens + 1 >= self.budget
+        pending, ends = _pending(self.batch, [final], False)
+        return (ends[0], final) if pending[0] and ends[0] > self.row.kl_done else None
+
     def _score(self) -> list[SentenceEvent]:
         """The row's newly scored sentences. With a background worker: those of the flush started earlier, once
-        its forward is done, and a flush of the sentences finished since is started."""
+        its forward is done, and a flush of the sentences finished since is started. Nothing while
+        :attr:`hold_flush` (a pool flushes them later)."""
+        if self.hold_flush:
+            return []
         if self.monitor.background is None:
             return self.monitor.score_finished(self.batch, self.premise)[0]
         if self._scoring is not None and not self._scoring.done():
