@@ -61,7 +61,7 @@ class DecodePool:
         self.cache = None
         self.pads: list[int] = []
         self._waited: dict[int, int] = {}  # id(run) -> rounds its finished sentence has waited
-        #: grouped flush forwards run, and the runs' flushes they held
+        #: flushes the pool ran (alone or grouped), and the runs' flushes in them
         self.group_flushes = 0
         self.grouped_rows = 0
 
