@@ -18,7 +18,7 @@ printed as it ends, so a run cut short still leaves its finished rounds.
 Usage::
 
     .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
-    [--rounds 3] [--doc-sets 1] [--with-fod] [--ray-replicas 2 [--replica-cpus 1]]
+    [--rounds 3] [--doc-sets 1] [--with-fod] [--ray-replicas 2 [--replica-cpus 1] [--replica-gpus 0]]
 
 ``--ray-replicas N`` also serves the model as N Ray Serve replicas (``syncheck serve --replicas N``, the
 ``serve-ray`` extra) and runs every level against them in the same rounds; the last column then gives the share of
@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--ray-replicas", type=int, default=0,
                     help="also run every level against this many Ray Serve replicas (syncheck serve --replicas)")
     ap.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
+    ap.add_argument("--replica-gpus", type=float, default=0.0, help="GPUs Ray reserves for each replica")
     ap.add_argument("--replica-threads", type=int, default=None,
                     help="torch threads in each replica (default: one per reserved CPU)")
     args = ap.parse_args(argv)
@@ -350,7 +351,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         if args.ray_replicas:
             ray_server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)),
                                        "--max-queue", "64", "--replicas", str(args.ray_replicas), "--ray",
-                                       "--replica-cpus", str(args.replica_cpus), *extra,
+                                       "--replica-cpus", str(args.replica_cpus),
+                                       "--replica-gpus", str(args.replica_gpus), *extra,
                                        *(["--replica-threads", str(args.replica_threads)] if args.replica_threads
                                          else []),
                                        env={"PYTHONWARNINGS": "ignore"})

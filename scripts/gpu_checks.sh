@@ -7,7 +7,9 @@
 #   bash scripts/gpu_checks.sh offline    # benchmarks.offline_throughput, same model
 #   bash scripts/gpu_checks.sh serve      # benchmarks.serve_load --device cuda, same model saved to a folder
 #   bash scripts/gpu_checks.sh preset     # benchmarks.preset_cost --random-weights: the quality preset's cost
-#   bash scripts/gpu_checks.sh all        # all five, in that order (several names run in the order given)
+#   bash scripts/gpu_checks.sh replicas   # serve_load on Ray Serve: 1, 2 and 4 CPU replicas of SmolLM2 (4 CPUs
+#                                         # each), then one GPU replica of the random model beside the plain server
+#   bash scripts/gpu_checks.sh all        # the first five, in that order (several names run in the order given)
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), DEVICE (cuda), SHAPE (llama3-8b),
 # DTYPE (bfloat16), TOKENIZER (a saved tokenizer's folder; default SmolLM2's, embedded), LOGS (folder for the
@@ -30,10 +32,14 @@ if [ -n "${CHECK:-}" ]; then
     SHAPE=tiny DEVICE=cpu DTYPE=float32
     MON=(--tokens 8 --rounds 1 --prompts 1) OFF=(--limit 2 --rounds 1 --batch-size 2)
     SRV=(--tokens 8 --requests 2 --concurrency 1,2 --rounds 1) PRE=(--presets default --limit 1 --tokens 4 --rounds 1)
+    REP=(--tokens 8 --requests 4 --concurrency 2 --rounds 1 --doc-sets 2) REPLICAS=${REPLICAS:-1} CPUS=1 GPUS=0
+    CPU_MODEL=${CPU_MODEL:-/tmp/random-tiny}
     export SYNCHECK_TEST_DEVICE=cpu
 else
     MON=(--tokens 128 --rounds 3 --prompts 2) OFF=(--limit 32 --rounds 3 --batch-size 16)
     SRV=(--tokens 64 --requests 8 --concurrency 1,4,8 --rounds 3 --with-fod) PRE=(--limit 8 --tokens 128 --rounds 3)
+    REP=(--tokens 64 --requests 32 --concurrency 8 --rounds 1 --doc-sets 4) REPLICAS=${REPLICAS:-1 2 4} CPUS=4 GPUS=1
+    CPU_MODEL=${CPU_MODEL:-smollm2-135m}
 fi
 
 step() {  # name, command...: run it, keep its log, say how it ended
@@ -69,6 +75,21 @@ run_serve() {
         ${SERVE_ARGS:-}
 }
 
+run_replicas() {  # Ray Serve replica scaling on the CPUs, then one GPU replica beside the plain GPU server
+    local dir=${MODEL_DIR:-/tmp/random-$SHAPE}
+    if [ -n "${CHECK:-}" ] && [ ! -f "$CPU_MODEL/config.json" ]; then
+        step save_tiny "$PYTHON" -m benchmarks.random_shape tiny "$CPU_MODEL" "${TOK[@]}" --device cpu --dtype float32
+    fi
+    for n in $REPLICAS; do
+        step "replicas_cpu_$n" "$PYTHON" -m benchmarks.serve_load --model "$CPU_MODEL" --device cpu "${REP[@]}" \
+            --ray-replicas "$n" --replica-cpus "$CPUS" --replica-threads "$CPUS"
+    done
+    [ -f "$dir/config.json" ] || step save_model "$PYTHON" -m benchmarks.random_shape "$SHAPE" "$dir" "${TOK[@]}" \
+        --device "$DEVICE" --dtype "$DTYPE"
+    step replicas_gpu "$PYTHON" -m benchmarks.serve_load --model "$dir" --device "$DEVICE" --dtype "$DTYPE" "${REP[@]}" \
+        --ray-replicas 1 --replica-cpus "$CPUS" --replica-gpus "$GPUS"
+}
+
 run_preset() {
     step preset_cost "$PYTHON" -m benchmarks.preset_cost --random-weights "${TOK[@]}" --device "$DEVICE" "${PRE[@]}"
 }
@@ -81,7 +102,8 @@ for what in "${@:-all}"; do
         offline) run_offline ;;
         serve) run_serve ;;
         preset) run_preset ;;
+        replicas) run_replicas ;;
         all) run_tests; run_monitor; run_offline; run_serve; run_preset ;;
-        *) echo "usage: $0 [tests|monitor|offline|serve|preset|all]..." >&2; exit 2 ;;
+        *) echo "usage: $0 [tests|monitor|offline|serve|preset|replicas|all]..." >&2; exit 2 ;;
     esac
 done
