@@ -65,6 +65,14 @@ def pooled_samples(records: list, per_task: int, seeds: list[int], exclude_seed:
     return items
 
 
+def seed_list(text: str) -> list[int]:
+    """``--seed``'s value: integers, comma-separated."""
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seed takes integers, comma-separated (e.g. 0 or 0,1), not {text!r}")
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
@@ -73,8 +81,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judge-dtype", default="auto", help="auto: bfloat16 where native, else float32")
     ap.add_argument("--judged", required=True, help="cached verdicts (JSON lines); several, comma-separated, are all "
                     "read, and new verdicts go into the first")
-    ap.add_argument("--seed", default="0", help="sampling seed; several, comma-separated, pool their samples, each "
-                    "disjoint from the ones before it (--seed 0,1: seed 0's sentences and --seed 1 --exclude-seed 0's)")
+    ap.add_argument("--seed", default=[0], type=seed_list,
+                    help="sampling seed; several, comma-separated, pool their samples, each disjoint from the ones "
+                         "before it (--seed 0,1: seed 0's sentences and --seed 1 --exclude-seed 0's)")
     ap.add_argument("--exclude-seed", type=int, default=None,
                     help="leave out the sentences that seed N samples (a disjoint sample to choose on)")
     ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
@@ -88,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict:
     from syncheck.stats import bootstrap_auroc
 
     records = read_ragtruth(args.ragtruth)
-    seeds = [int(v) for v in str(args.seed).split(",")]
+    seeds = args.seed
     items = pooled_samples(records, args.per_task, seeds, args.exclude_seed)
     files = args.judged.split(",")
     cache = {k: v for f in reversed(files) for k, v in read_judged(f, args.judge_dtype, args.judge_prompt).items()}
@@ -102,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(text)
         lines.append(text)
 
-    sample = f"{len(items)} sentences, seed {args.seed}" + (
+    sample = f"{len(items)} sentences, seed {','.join(map(str, seeds))}" + (
         f", none of seed {args.exclude_seed}'s" if args.exclude_seed is not None else "")
     emit(f"judge={args.judge} ({judge_dtype_name(args.judge_dtype)}, prompt {args.judge_prompt}); {sample}; "
          "label 1 = faithful (no annotated span); AUROC [95% CI, bootstrap over source documents]\n")

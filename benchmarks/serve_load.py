@@ -402,7 +402,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
 
     lm = baseline.monitor.scorer.lm
     question, documents, _ = requests[0]
-    prompt_tokens = len(prompt_pair(lm, documents, question, args.tokens).with_context)
+    pair = prompt_pair(lm, documents, question, args.tokens)
+    prompt_tokens = len(pair.with_context)
     batches = sorted({1, max(levels)})
     rates = forward_rates(lm, batches, prompt_tokens)
     print(f"\nbare decode step, {prompt_tokens}-token prompt (the ceiling of batching concurrent requests):")
@@ -411,7 +412,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     for b, rate in rates.items():
         print(f"| {b} | {rate:.1f} | {rate / rates[1]:.2f} |")
     results["decode step"] = {f"batch_{b}_tokens_per_s": rate for b, rate in rates.items()}
-    without_tokens = len(prompt_pair(lm, documents, question, args.tokens).without_context)
+    without_tokens = len(pair.without_context)
     wide = forward_rates(lm, batches, without_tokens, width=FLUSH_WIDTH, steps=8)
     print(f"\nbare forward of {FLUSH_WIDTH} tokens per row on a {without_tokens}-token cache (a sentence's "
           "without-context flush, a question's prefill; what batching them across streams could gain):")

@@ -547,3 +547,13 @@ def test_judge_accuracy_samples_pool_seeds_without_repeating_a_sentence():
     keys = [(it["context"], it["sentence"]) for it in pooled]
     assert len(keys) == len(set(keys)) == 2 * 3 * 4
     assert sum(not it["label"] for it in pooled) == 2 * 3 * 2  # half unfaithful in each sample and task
+
+
+def test_judge_accuracy_says_what_seed_takes():
+    import argparse
+
+    from benchmarks.judge_accuracy import seed_list
+
+    assert seed_list("0") == [0] and seed_list("0,1") == [0, 1]
+    with pytest.raises(argparse.ArgumentTypeError, match="integers, comma-separated"):
+        seed_list("one")
