@@ -30,15 +30,17 @@ def server_monitor(tiny_lm):
     return Monitor(Scorer(tiny_lm, aggregator=None), background_kl=False)
 
 
-@pytest.mark.parametrize("group,wait", [(4, 8), (1, 0), (2, 3)])
-def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, group, wait):
-    """Whichever way the pool groups the runs' without-context flushes (default; each in the round its sentence ends;
-    two at a time, waiting up to 3 rounds), every run's text, sentences and features are those it has alone."""
+@pytest.mark.parametrize("packed,group,wait", [(None, 1, 0), (False, 4, 8), (False, 1, 0), (False, 2, 3)])
+def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, packed, group, wait):
+    """In packed rounds (the default), and whichever way a padded pool groups the runs' without-context flushes (each
+    in the round its sentence ends; four at a time, waiting up to 8 rounds; two, up to 3), every run's text,
+    sentences and features are those it has alone."""
     monitor = server_monitor
     budgets = [12, 5, 16, 9]
     alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
              for q, n in zip(QUESTIONS, budgets)]
-    pool = DecodePool(monitor.engine, flush_group=group, flush_wait=wait)
+    pool = DecodePool(monitor.engine, flush_group=group, flush_wait=wait, packed=packed)
+    assert pool.packed is (packed is None)  # the tiny Llama packs
     runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
             for q, n in zip(QUESTIONS[:3], budgets[:3])]
     texts = ["", "", "", ""]
@@ -51,8 +53,13 @@ def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, gr
         for r in live:
             texts[runs.index(r)] += r.last.text
         steps += 1
-        assert len(pool.runs) == len(live) and len(pool.pads) == len(live)
-        assert pool.cache is None or all(isinstance(layer, RoomyLayer) for layer in pool.cache.layers)
+        assert len(pool.runs) == len(live)
+        if pool.packed:  # each run keeps its own caches
+            assert pool.cache is None and all(isinstance(layer, RoomyLayer) for r in live
+                                              for layer in r.batch.with_cache.layers)
+        else:
+            assert len(pool.pads) == len(live)
+            assert pool.cache is None or all(isinstance(layer, RoomyLayer) for layer in pool.cache.layers)
     for run, text, ref in zip(runs, texts, alone):
         assert run.result.token_ids == ref.token_ids and text == ref.text == run.result.text
         assert len(run.result.sentences) == len(ref.sentences)
@@ -102,7 +109,7 @@ def test_the_pool_groups_flushes_holds_a_sentence_at_most_flush_wait_rounds_and_
     tok = monitor.scorer.lm.tokenizer
     forced = [tok.encode(a, add_special_tokens=False) for a in ANSWERS]
     alone = [monitor.generate(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
-    pool = DecodePool(monitor.engine, flush_group=3, flush_wait=2)
+    pool = DecodePool(monitor.engine, flush_group=3, flush_wait=2, packed=False)
     runs = [monitor.run(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
     held = dict.fromkeys(map(id, runs), 0)
     events = {id(r): [] for r in runs}
@@ -127,12 +134,13 @@ def test_a_pool_refuses_settings_that_cannot_flush():
         DecodePool(None, flush_group=0)
 
 
-def test_a_run_that_is_no_longer_stepped_leaves_the_pool(monitor):
-    pool = DecodePool(monitor.engine)
+@pytest.mark.parametrize("packed", [None, False])
+def test_a_run_that_is_no_longer_stepped_leaves_the_pool(monitor, packed):
+    pool = DecodePool(monitor.engine, packed=packed)
     a, b = (monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 8}) for q in QUESTIONS[:2])
     pool.step([a, b])
     pool.step([b])  # a's client went away
-    assert pool.runs == [b] and pool.pads == [0]
+    assert pool.runs == [b] and pool.pads == ([] if pool.packed else [0])
     while b.result is None:
         pool.step([b])
     ref = monitor.generate(question=QUESTIONS[1], context=CONTEXT, decoding={"max_new_tokens": 8})
@@ -150,7 +158,7 @@ def test_runs_that_arrive_together_are_prefilled_in_one_forward_and_equal_each_r
         runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}, prefill=False)
                 for q in QUESTIONS]
         assert not calls and all(r.batch is None for r in runs)  # nothing runs before the pool's round
-        pool = DecodePool(monitor.engine)
+        pool = DecodePool(monitor.engine, packed=False)  # a packed round's forward is one row of several tokens too
         pool.step(runs)
         prefills = [shape for shape in calls if shape[1] > 1]
         assert [s[0] for s in prefills] == [4, 4]  # both prompts of all four runs: two forwards
@@ -258,3 +266,35 @@ def test_generations_on_a_cached_prefix_equal_those_without_the_cache(tiny_lm):
                                        [y.features[k] for k in sorted(y.features)], rtol=1e-4, atol=1e-4)
     assert cached.engine.prefixes.hits == len(QUESTIONS) - 1
 
+
+
+def test_packed_rounds_carry_the_flushes_in_the_decode_forward_and_change_no_feature(server_monitor):
+    """In packed rounds a finished sentence is flushed inside the next round's forward: after the prefills, one
+    forward per round and none besides; each sentence is scored at most one round later than alone, with its
+    features."""
+    monitor = server_monitor
+    tok = monitor.scorer.lm.tokenizer
+    forced = [tok.encode(a, add_special_tokens=False) for a in ANSWERS]
+    alone = [monitor.generate(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
+    pool = DecodePool(monitor.engine)
+    runs = [monitor.run(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
+    forwards = []
+    hook = monitor.engine.lm.model.register_forward_pre_hook(lambda m, a, k: forwards.append(1), with_kwargs=True)
+    events, rounds = {id(r): [] for r in runs}, 0
+    try:
+        while any(r.result is None for r in runs):
+            live = [r for r in runs if r.result is None]
+            pool.step(live)
+            rounds += 1
+            for r in live:
+                events[id(r)] += r.last.events
+    finally:
+        hook.remove()
+    assert pool.packed and len(forwards) == rounds and pool.grouped_rows >= len(ANSWERS)
+    assert rounds == max(len(ids) for ids in forced) + 1  # the longest run's last flush takes one more round
+    for run, ref in zip(runs, alone):
+        assert run.result.text == ref.text and [e.sentence.text for e in events[id(run)]] == \
+            [s.text for s in ref.sentences]
+        for a, b in zip(run.result.sentences, ref.sentences):
+            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
+                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)

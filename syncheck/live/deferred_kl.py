@@ -140,13 +140,13 @@ def run_flush(engine: FlushEngine, flush: Flush, probe: Probe | None = None) -> 
     logp = torch.log_softmax(out.logits.float(), -1)  # (B, width, V)
     rows, probed = [], []
     for i, k in enumerate(flush.n):
-        row, answer = _flushed_row(flush, i, logp[i], probe) if k > 0 else (None, None)
+        row, answer = flushed_row(flush, i, logp[i], probe) if k > 0 else (None, None)
         rows.append(row)
         probed.append(answer)
     return FlushResult(returned_cache(out), rows, probed if probe is not None else [])
 
 
-def _flushed_row(flush: Flush, i: int, logp: torch.Tensor, probe: Probe | None) -> tuple[tuple, Any]:
+def flushed_row(flush: Flush, i: int, logp: torch.Tensor, probe: Probe | None = None) -> tuple[tuple, Any]:
     """Row ``i``'s ``(kl, logprob_without, without_next (V,))`` from the forward's log-probs over its fed tokens
     (``logp``: ``(width, V)``), and ``probe``'s answer (``None`` without one)."""
     k = flush.n[i]
@@ -191,7 +191,7 @@ def flush_group(engine: FlushEngine, batches: Sequence[Batch], ends: Sequence[in
     logp = torch.log_softmax(out.logits.float(), -1)  # (rows, width, V)
     grown = returned_cache(out)
     for j, plan in enumerate(fed):
-        row, _ = _flushed_row(plan, 0, logp[j], None)
+        row, _ = flushed_row(plan, 0, logp[j], None)
         own = select_rows(grown, [j], past - pads[j] + plan.n[0], start=pads[j])  # its positions, not the padding
         plan.apply(FlushResult(own, [row]))
     for plan in plans:
@@ -214,5 +214,5 @@ def with_next(batch: Batch, i: int, k: int) -> tuple[torch.Tensor | None, np.nda
     return batch.next_logp[i], (batch.next_lookback[i] if batch.next_lookback is not None else None)
 
 
-__all__ = ["Flush", "FlushEngine", "FlushResult", "Probe", "flush_group", "flush_kl", "plan_flush", "run_flush",
-           "with_next"]
+__all__ = ["Flush", "FlushEngine", "FlushResult", "Probe", "flush_group", "flush_kl", "flushed_row", "plan_flush",
+           "run_flush", "with_next"]

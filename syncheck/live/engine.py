@@ -226,23 +226,7 @@ class LiveEngine:
         ended rows are fed a pad token so the batch stays aligned; whatever they
         accumulate past their real length is cut away when they are selected.
         """
-        ent = normalized_entropy(batch.next_logp, log_probs=True)  # (B,)
-        feed, appended, positions = [], [], []
-        for i, row in enumerate(batch.rows):
-            tok = int(tokens[i])
-            live = (active is None or active[i]) and not row.ended and not row.stale
-            if live and tok in self.eos_ids:
-                row.mark_ended()
-                live = False
-            if live:
-                row.append_token(tok, batch.next_logp[i], float(ent[i]), self.lm.tokenizer,
-                                 lookback=batch.next_lookback[i] if batch.next_lookback is not None else None)
-            else:
-                row.mark_stale()
-            feed.append(tok if live else self.pad_id)
-            appended.append(live)
-            prompt_len = batch.prompt_lens[i] if batch.prompt_lens is not None else batch.prompt_len
-            positions.append(prompt_len + max(len(row.ids) - 1, 0))
+        feed, appended, positions = self.append_tokens(batch, tokens, active)
         dev = self.lm.device
         ids = torch.tensor(feed, device=dev).unsqueeze(-1)
         kwargs = {}
@@ -265,9 +249,39 @@ class LiveEngine:
                 hidden.update({layer: out.hidden_states[layer].float() for layer in self.hidden_layers})
         batch.fed_with(returned_cache(out), torch.log_softmax(out.logits[:, -1].float(), -1),
                        lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None)
+        self.append_hidden(batch, appended, [{layer: hidden[layer][i, -1] for layer in self.hidden_layers}
+                                             for i in range(len(batch))])
+
+    def append_tokens(self, batch: Batch, tokens: torch.Tensor, active: Sequence[bool] | None = None
+                      ) -> tuple[list[int], list[bool], list[int]]:
+        """The bookkeeping of :meth:`step` before its forward: each active row takes its token (an EOS ends the row).
+        Returns, per row, the token to feed (a pad where the row took none), whether it took one, and the token's
+        position in the with-context sequence."""
+        ent = normalized_entropy(batch.next_logp, log_probs=True)  # (B,)
+        feed, appended, positions = [], [], []
         for i, row in enumerate(batch.rows):
-            if appended[i]:
-                row.append_hidden({layer: hidden[layer][i, -1].cpu().numpy() for layer in self.hidden_layers})
+            tok = int(tokens[i])
+            live = (active is None or active[i]) and not row.ended and not row.stale
+            if live and tok in self.eos_ids:
+                row.mark_ended()
+                live = False
+            if live:
+                row.append_token(tok, batch.next_logp[i], float(ent[i]), self.lm.tokenizer,
+                                 lookback=batch.next_lookback[i] if batch.next_lookback is not None else None)
+            else:
+                row.mark_stale()
+            feed.append(tok if live else self.pad_id)
+            appended.append(live)
+            prompt_len = batch.prompt_lens[i] if batch.prompt_lens is not None else batch.prompt_len
+            positions.append(prompt_len + max(len(row.ids) - 1, 0))
+        return feed, appended, positions
+
+    def append_hidden(self, batch: Batch, appended: Sequence[bool], hidden: Sequence[dict[int, torch.Tensor]]) -> None:
+        """The bookkeeping of :meth:`step` after its forward: each row that took a token keeps its hidden states
+        (``hidden[i]``: ``{layer: (d,)}``)."""
+        for row, took, states in zip(batch.rows, appended, hidden):
+            if took:
+                row.append_hidden({layer: states[layer].cpu().numpy() for layer in self.hidden_layers})
 
     # -------------------------------------------------------------- deferred KL and branching
     def flush_kl(self, batch: Batch, ends: Sequence[int], probe: deferred_kl.Probe | None = None) -> list:

@@ -20,6 +20,13 @@ whose flushes must stay its own (:meth:`MonitorRun.flush_due <syncheck.live.moni
 as it would alone.
 
 Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
+
+**Packed rounds** (the default where the model allows it, :func:`syncheck.model.packed.packs`): each run keeps its own
+one-row caches, and a round is one forward of every run's next token together with the without-context flushes of
+the sentences that ended in the round before, each row's tokens packed side by side in one sequence with no padding
+(:func:`~syncheck.model.packed.packed_forward`). A flush then costs a few tokens of a forward that runs anyway
+instead of a forward of its own, and nothing is copied when runs join or leave. A finished sentence's score
+arrives one token later than alone; a run's last flush goes in the next round's forward, and the run ends there.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ from typing import Sequence
 
 import torch
 
-from syncheck.live.deferred_kl import flush_group
+from syncheck.live.deferred_kl import FlushResult, flush_group, flushed_row, plan_flush
 from syncheck.live.engine import LiveEngine
+from syncheck.live.monitor import MonitorStep
 from syncheck.live.state import Batch
 from syncheck.model.kv import cache_length, concat_left_padded, select_rows, with_room
+from syncheck.model.packed import Segment, packed_forward, packs
 
 #: runs with a finished sentence that make a flush go at once (see the module docstring); by default none waits: the
 #: flushes of the sentences that end in the same round go in one forward. Waiting for others (4 runs, 8 rounds)
@@ -50,13 +59,18 @@ class DecodePool:
         flush_group: runs with a finished sentence that make the flush go at once (1: every finished sentence is
             flushed in the round it ends, together with the others that end in that round).
         flush_wait: rounds a finished sentence may wait for others (0: none waits).
+        packed: step in packed rounds (see the module docstring): ``None`` (default) where the model allows it,
+            ``False`` never (one left-padded cache for all rows, flushes grouped by ``flush_group``/``flush_wait``).
     """
 
-    def __init__(self, engine: LiveEngine, flush_group: int = FLUSH_GROUP, flush_wait: int = FLUSH_WAIT) -> None:
+    def __init__(self, engine: LiveEngine, flush_group: int = FLUSH_GROUP, flush_wait: int = FLUSH_WAIT,
+                 packed: bool | None = None) -> None:
         if flush_group < 1 or flush_wait < 0:
             raise ValueError(f"need flush_group >= 1 and flush_wait >= 0, got {flush_group}, {flush_wait}")
         self.engine = engine
         self.flush_group, self.flush_wait = flush_group, flush_wait
+        self._packed = packed
+        self._due: dict[int, tuple] = {}  # id(run) -> (run, the token its flush reaches, whether it is its last)
         self.runs: list = []
         self.cache = None
         self.pads: list[int] = []
@@ -86,6 +100,9 @@ class DecodePool:
         if fresh:
             for run, batch in zip(fresh, self.engine.start_many([r.prompts for r in fresh])):
                 run.prefill(batch)
+        if self.packed:
+            self._step_packed(runs)
+            return
         self._sync(runs)
         tokens = torch.cat([r.choose() for r in self.runs])
         view = Batch([r.row for r in self.runs], self.cache, None, torch.cat([r.batch.next_logp for r in self.runs]),
@@ -97,6 +114,59 @@ class DecodePool:
             run.batch.observe_next(view.next_logp[i : i + 1])
         self._flush_finished()
         for run in self.runs:
+            run.advance()
+
+    @property
+    def packed(self) -> bool:
+        """Whether rounds are packed (decided on first use, from the model: :func:`~syncheck.model.packed.packs`)."""
+        if self._packed is None:
+            self._packed = packs(self.engine.lm.model)
+        return self._packed
+
+    def _step_packed(self, runs: Sequence) -> None:
+        """One packed forward: the next token of every run (except those whose last flush goes now: they end), and
+        the flushes that came due in the round before. Then each run advances; a run whose next flush would be its
+        last waits for the next round to end."""
+        self.runs = [r for r in runs if r.result is None]
+        here = {id(r) for r in self.runs}
+        due = [d for key, d in self._due.items() if key in here]
+        ending = {id(run) for run, _, final in due if final}
+        plans = [plan_flush(self.engine, run.batch, [end]) for run, end, _ in due]
+        stepping = [r for r in self.runs if id(r) not in ending]
+        segments, fed = [], []
+        for run in stepping:
+            feed, took, positions = self.engine.append_tokens(run.batch, run.choose())
+            if took[0]:  # an EOS ends the row: nothing to feed
+                segments.append(Segment(run.batch.with_cache, feed, logits=1, start=positions[0]))
+                fed.append(run)
+        flushes = [plan for plan in plans if plan.feed is not None]
+        segments += [Segment(plan.cache, plan.feed[0], logits=plan.n[0], start=int(plan.positions[0, 0]))
+                     for plan in flushes]
+        outs = packed_forward(self.engine.lm.model, segments, self.engine.hidden_layers)
+        for run, out in zip(fed, outs):
+            run.batch.fed_with(run.batch.with_cache, torch.log_softmax(out.logits.float(), -1))
+            self.engine.append_hidden(run.batch, [True], [out.hidden])
+        for plan, out in zip(flushes, outs[len(fed) :]):
+            plan.apply(FlushResult(plan.cache, [flushed_row(plan, 0, torch.log_softmax(out.logits.float(), -1))[0]]))
+        for plan in plans:
+            if plan.feed is None:
+                plan.apply(None)
+        if flushes:
+            self.group_flushes += 1
+            self.grouped_rows += len(flushes)
+        self._due = {}
+        for run in self.runs:
+            if id(run) in ending:  # its last flush went in this forward: it ends now
+                run.hold_flush = False
+                run.advance()
+                continue
+            flush = run.flush_due()
+            if flush is not None:
+                self._due[id(run)] = (run, *flush)
+                if flush[1]:  # its last flush goes in the next round's forward, and the run ends there
+                    run.last = MonitorStep("", [])
+                    continue
+            run.hold_flush = flush is not None
             run.advance()
 
     def _flush_finished(self) -> None:
