@@ -277,6 +277,7 @@ def test_packed_rounds_carry_the_flushes_in_the_decode_forward_and_change_no_fea
     forced = [tok.encode(a, add_special_tokens=False) for a in ANSWERS]
     alone = [monitor.generate(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
     pool = DecodePool(monitor.engine)
+    assert pool.packed  # decided now: its check on the model runs forwards of its own
     runs = [monitor.run(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
     forwards = []
     hook = monitor.engine.lm.model.register_forward_pre_hook(lambda m, a, k: forwards.append(1), with_kwargs=True)
@@ -290,11 +291,46 @@ def test_packed_rounds_carry_the_flushes_in_the_decode_forward_and_change_no_fea
                 events[id(r)] += r.last.events
     finally:
         hook.remove()
-    assert pool.packed and len(forwards) == rounds and pool.grouped_rows >= len(ANSWERS)
+    assert len(forwards) == rounds and pool.grouped_rows >= len(ANSWERS)
     assert rounds == max(len(ids) for ids in forced) + 1  # the longest run's last flush takes one more round
     for run, ref in zip(runs, alone):
         assert run.result.text == ref.text and [e.sentence.text for e in events[id(run)]] == \
             [s.text for s in ref.sentences]
+        for a, b in zip(run.result.sentences, ref.sentences):
+            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
+                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+
+
+def test_packed_rounds_prefill_arriving_runs_in_the_round_forward_on_the_cached_documents(server_monitor):
+    """Runs that arrive unprefilled are prefilled inside a packed round's forward: the first over these documents
+    from nothing, the later ones on a copy of its cached prefix; each then equals the run alone."""
+    monitor = server_monitor
+    budgets = [10, 6, 12, 8]
+    alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
+             for q, n in zip(QUESTIONS, budgets)]
+    engine = monitor.engine
+    engine.prefixes.clear()
+    engine.prefixes.min_tokens = 16  # these documents are short
+    hits = engine.prefixes.hits
+    pool = DecodePool(engine)
+    assert pool.packed
+    runs, forwards = [], []
+    hook = engine.lm.model.register_forward_pre_hook(lambda m, a, k: forwards.append(1), with_kwargs=True)
+    try:
+        for step in range(40):
+            if step < len(QUESTIONS):  # one arrives each round
+                runs.append(monitor.run(question=QUESTIONS[step], context=CONTEXT,
+                                        decoding={"max_new_tokens": budgets[step]}, prefill=False))
+            live = [r for r in runs if r.result is None]
+            if not live:
+                break
+            pool.step(live)
+    finally:
+        hook.remove()
+    assert len(forwards) == step  # one forward per round, prefills included
+    assert engine.prefixes.hits - hits == len(QUESTIONS) - 1  # all but the first reuse the documents' prefix
+    for run, ref in zip(runs, alone):
+        assert run.result.token_ids == ref.token_ids and run.result.text == ref.text
         for a, b in zip(run.result.sentences, ref.sentences):
             np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
                                        [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)

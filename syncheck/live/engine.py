@@ -11,7 +11,7 @@ Shapes: ``B`` rows, ``V`` the vocabulary, ``n_layers * H`` the attention heads.
 from __future__ import annotations
 
 import contextlib
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -26,6 +26,7 @@ from syncheck.live.state import Batch, Row
 from syncheck.model.attention import record_lookback
 from syncheck.model.kv import cache_length, padding_mask, select_rows, with_room
 from syncheck.model.models import LoadedModel
+from syncheck.model.packed import Segment, SegmentOutput, empty_cache
 from syncheck.model.passes import capture_hidden, decoder_layers
 
 
@@ -181,6 +182,42 @@ class LiveEngine:
             withouts = [(None, None)] * len(prompts)
         return [self._one_row(w, wo, wc, lp, None, woc, wlp, span)
                 for (w, wo, span), (wc, lp), (woc, wlp) in zip(prompts, withs, withouts)]
+
+    def start_segments(self, prompts: Sequence[tuple[Sequence[int], Sequence[int] | None, tuple[int, int] | None]]
+                       ) -> tuple[list[Segment], Callable[[Sequence[SegmentOutput]], list[Batch]]]:
+        """:meth:`start_many` as rows of a packed forward (:func:`syncheck.model.packed.packed_forward`), which may
+        carry other rows too: the segments to feed (a with-context prompt on a copy of the prefix cache's common
+        prefix, or from nothing; a without-context prompt from nothing), and the function that makes each prompt's
+        one-row batch of the forward's outputs for those segments. Without lookback only."""
+        if self.lookback:
+            raise ValueError("a packed forward records no lookback ratios: start the rows with start_many()")
+        model, segments, reused = self.lm.model, [], []
+        for prompt_with, prompt_without, _ in prompts:
+            done = self.prefixes.reusable(prompt_with) if self.prefixes is not None else 0
+            cache = with_room(self.prefixes.take(done)) if done else empty_cache(model, len(prompt_with))
+            segments.append(Segment(cache, list(prompt_with[done:]), start=done))
+            reused.append(done)
+            if self.kl:
+                if prompt_without is None:
+                    raise ValueError("kl=True needs the without-context prompt")
+                segments.append(Segment(empty_cache(model, len(prompt_without)), list(prompt_without), start=0))
+
+        def batches(outputs: Sequence[SegmentOutput]) -> list[Batch]:
+            out, pairs = [], iter(zip(segments, outputs))
+            for (prompt_with, prompt_without, span), done in zip(prompts, reused):
+                seg, with_out = next(pairs)
+                if self.prefixes is not None and not done and not self.prefixes.reusable(prompt_with):
+                    self.prefixes.store(prompt_with, seg.cache)  # the first prompt over new documents
+                without_cache, without_next = None, None
+                if self.kl:
+                    without, without_out = next(pairs)
+                    without_cache, without_next = without.cache, torch.log_softmax(without_out.logits.float(), -1)[0]
+                out.append(self._one_row(prompt_with, prompt_without, seg.cache,
+                                         torch.log_softmax(with_out.logits.float(), -1), None, without_cache,
+                                         without_next, span))
+            return out
+
+        return segments, batches
 
     def _one_row(self, prompt_with, prompt_without, with_cache, next_logp, ratios, without_cache, without_next,
                  context_span) -> Batch:

@@ -21,11 +21,11 @@ as it would alone.
 
 Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
 
-**Packed rounds** (the default where the model allows it, :func:`syncheck.model.packed.packs`): each run keeps its own
-one-row caches, and a round is one forward of every run's next token together with the without-context flushes of
-the sentences that ended in the round before, each row's tokens packed side by side in one sequence with no padding
-(:func:`~syncheck.model.packed.packed_forward`). A flush then costs a few tokens of a forward that runs anyway
-instead of a forward of its own, and nothing is copied when runs join or leave. A finished sentence's score
+**Packed rounds** (the default on CPU where the model allows it, :func:`syncheck.model.packed.packs`): each run
+keeps its own one-row caches, and a round is one forward of every run's next token together with the without-context
+flushes of the sentences that ended in the round before, each row's tokens packed side by side in one sequence with
+no padding (:func:`~syncheck.model.packed.packed_forward`). A flush then costs a few tokens of a forward that runs
+anyway instead of a forward of its own, and nothing is copied when runs join or leave. A finished sentence's score
 arrives one token later than alone; a run's last flush goes in the next round's forward, and the run ends there.
 """
 
@@ -59,8 +59,10 @@ class DecodePool:
         flush_group: runs with a finished sentence that make the flush go at once (1: every finished sentence is
             flushed in the round it ends, together with the others that end in that round).
         flush_wait: rounds a finished sentence may wait for others (0: none waits).
-        packed: step in packed rounds (see the module docstring): ``None`` (default) where the model allows it,
-            ``False`` never (one left-padded cache for all rows, flushes grouped by ``flush_group``/``flush_wait``).
+        packed: step in packed rounds (see the module docstring): ``None`` (default) on CPU where the model allows
+            it (:func:`~syncheck.model.packed.packs`; not yet measured on an accelerator, where ``True`` turns it
+            on), ``False`` never (one left-padded cache for all rows, flushes grouped by ``flush_group`` and
+            ``flush_wait``).
     """
 
     def __init__(self, engine: LiveEngine, flush_group: int = FLUSH_GROUP, flush_wait: int = FLUSH_WAIT,
@@ -96,13 +98,13 @@ class DecodePool:
                 self.engine.step(run.batch, token)
                 run.advance()
             return
+        if self.packed:
+            self._step_packed(runs)
+            return
         fresh = [r for r in runs if r.batch is None]
         if fresh:
             for run, batch in zip(fresh, self.engine.start_many([r.prompts for r in fresh])):
                 run.prefill(batch)
-        if self.packed:
-            self._step_packed(runs)
-            return
         self._sync(runs)
         tokens = torch.cat([r.choose() for r in self.runs])
         view = Batch([r.row for r in self.runs], self.cache, None, torch.cat([r.batch.next_logp for r in self.runs]),
@@ -119,20 +121,25 @@ class DecodePool:
     @property
     def packed(self) -> bool:
         """Whether rounds are packed (decided on first use, from the model: :func:`~syncheck.model.packed.packs`)."""
-        if self._packed is None:
-            self._packed = packs(self.engine.lm.model)
+        if self._packed is None:  # measured on CPU only; on an accelerator, pass packed=True to try it
+            lm = self.engine.lm
+            self._packed = lm.device.type == "cpu" and packs(lm.model)
         return self._packed
 
     def _step_packed(self, runs: Sequence) -> None:
-        """One packed forward: the next token of every run (except those whose last flush goes now: they end), and
-        the flushes that came due in the round before. Then each run advances; a run whose next flush would be its
-        last waits for the next round to end."""
+        """One packed forward: the next token of every run (except those whose last flush goes now: they end), the
+        flushes that came due in the round before, and the prompts of the runs not yet prefilled (they take their
+        first token in the next round). Then each run advances; a run whose next flush would be its last waits for
+        the next round to end."""
         self.runs = [r for r in runs if r.result is None]
         here = {id(r) for r in self.runs}
         due = [d for key, d in self._due.items() if key in here]
         ending = {id(run) for run, _, final in due if final}
         plans = [plan_flush(self.engine, run.batch, [end]) for run, end, _ in due]
-        stepping = [r for r in self.runs if id(r) not in ending]
+        fresh = [r for r in self.runs if r.batch is None]
+        starts, started = self.engine.start_segments([r.prompts for r in fresh]) if fresh else ([], None)
+        running = [r for r in self.runs if r.batch is not None]
+        stepping = [r for r in running if id(r) not in ending]
         segments, fed = [], []
         for run in stepping:
             feed, took, positions = self.engine.append_tokens(run.batch, run.choose())
@@ -142,7 +149,7 @@ class DecodePool:
         flushes = [plan for plan in plans if plan.feed is not None]
         segments += [Segment(plan.cache, plan.feed[0], logits=plan.n[0], start=int(plan.positions[0, 0]))
                      for plan in flushes]
-        outs = packed_forward(self.engine.lm.model, segments, self.engine.hidden_layers)
+        outs = packed_forward(self.engine.lm.model, segments + starts, self.engine.hidden_layers)
         for run, out in zip(fed, outs):
             run.batch.fed_with(run.batch.with_cache, torch.log_softmax(out.logits.float(), -1))
             self.engine.append_hidden(run.batch, [True], [out.hidden])
@@ -151,11 +158,15 @@ class DecodePool:
         for plan in plans:
             if plan.feed is None:
                 plan.apply(None)
+        if fresh:
+            for run, batch in zip(fresh, started(outs[len(segments) :])):
+                run.prefill(batch)
+                run.last = MonitorStep("", [])
         if flushes:
             self.group_flushes += 1
             self.grouped_rows += len(flushes)
         self._due = {}
-        for run in self.runs:
+        for run in running:
             if id(run) in ending:  # its last flush went in this forward: it ends now
                 run.hold_flush = False
                 run.advance()

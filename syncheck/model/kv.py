@@ -96,7 +96,7 @@ def room_for(length: int) -> int:
     return max(64, length // 4)
 
 
-def _cache_of_layers(layers: Sequence[RoomyLayer]) -> DynamicCache:
+def cache_of_layers(layers: Sequence[RoomyLayer]) -> DynamicCache:
     """A ``DynamicCache`` made of these layers."""
     cache = cache_of([(layer.keys[..., :0, :], layer.values[..., :0, :]) for layer in layers])
     cache.layers = list(layers)
@@ -171,7 +171,7 @@ def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[
                 keys[out, :, : width - n] = 0
                 values[out, :, : width - n] = 0
         data.append((keys, values))
-    return _cache_of_layers([RoomyLayer.filled(k, v, width) for k, v in data]), [width - n for n in spans]
+    return cache_of_layers([RoomyLayer.filled(k, v, width) for k, v in data]), [width - n for n in spans]
 
 
 def expand(cache: DynamicCache, n: int) -> DynamicCache:
@@ -183,7 +183,7 @@ def expand(cache: DynamicCache, n: int) -> DynamicCache:
         # the repeated view is copied once, straight into the layer's room
         layers.append(RoomyLayer(keys.expand(n, -1, -1, -1), values.expand(n, -1, -1, -1),
                                  room_for(keys.shape[-2])))
-    return _cache_of_layers(layers)
+    return cache_of_layers(layers)
 
 
 def padding_mask(pads: Sequence[int], past: int, new: int, device) -> torch.Tensor:

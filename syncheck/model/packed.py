@@ -32,7 +32,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from features.model_cache import cache_kwargs, returned_cache
-from syncheck.model.kv import cache_length, with_room
+from syncheck.model.kv import RoomyLayer, cache_length, cache_of_layers, room_for, with_room
 from syncheck.model.passes import capture_hidden, decoder_layers
 
 #: the name the packed attention is registered under
@@ -159,6 +159,17 @@ def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[i
     return results
 
 
+def empty_cache(model, length: int) -> DynamicCache:
+    """An empty one-row cache of ``model``'s shape with room for ``length`` positions and more (:func:`room_for`): a
+    packed row that prefills a prompt from its first token."""
+    config = model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    empty = torch.empty((1, heads, 0, dim), dtype=model.dtype, device=model.device)
+    return cache_of_layers([RoomyLayer(empty, empty, length + room_for(length))
+                             for _ in range(config.num_hidden_layers)])
+
+
 _checked: "weakref.WeakKeyDictionary[torch.nn.Module, bool]" = weakref.WeakKeyDictionary()
 
 
@@ -193,8 +204,12 @@ def _equal_to_plain(model) -> bool:
         cache = prefilled(prompt)
         out = model(input_ids=toks, use_cache=True, **cache_kwargs(model, cache))
         plain.append((out.logits[0].float(), returned_cache(out)))
-    caches = [prefilled(p) for p in prompts]
-    packed = packed_forward(model, [Segment(c, t[0], logits=t.shape[1]) for c, t in zip(caches, new)])
+    # and a prompt prefilled from nothing, beside them
+    out = model(input_ids=prompts[0], use_cache=True)
+    plain.append((out.logits[0, -1:].float(), returned_cache(out)))
+    caches = [prefilled(p) for p in prompts] + [empty_cache(model, prompts[0].shape[1])]
+    segments = [Segment(c, t[0], logits=t.shape[1]) for c, t in zip(caches, new)]
+    packed = packed_forward(model, [*segments, Segment(caches[-1], prompts[0][0])])
     for (logits, cache), mine, own in zip(plain, packed, caches):
         if not torch.allclose(logits, mine.logits.float(), atol=1e-3, rtol=1e-3):
             return False
@@ -204,4 +219,4 @@ def _equal_to_plain(model) -> bool:
     return True
 
 
-__all__ = ["ATTENTION", "Segment", "SegmentOutput", "packed_forward", "packs"]
+__all__ = ["ATTENTION", "Segment", "SegmentOutput", "empty_cache", "packed_forward", "packs"]
