@@ -27,12 +27,12 @@ counted per document set), and in brackets how many distinct replicas served the
 
 Figures are ratios against the baseline measured in the same run (absolute times depend on the machine).
 
-The server batches the decode steps of its running streams (:class:`syncheck.live.pool.DecodePool`); prefills,
-without-context flushes and sentence scoring stay per stream. To show how far that is from the limit, the last two
-tables time the bare model in this process, at batch 1 and at the largest concurrency: its decode step over a cache
-of the prompt's length (the ceiling of a batched server's raw token rate), and a forward of 16 tokens per row over a
-cache of the without-context prompt's length (what a flush or a question's prefill could gain from being batched
-across streams).
+The server runs each round as one forward (:class:`syncheck.live.pool.DecodePool`; on CPU, packed rounds): the next
+token of every running stream, the without-context flushes of the sentences that ended, and the prompts of the
+requests that arrived; sentence scoring stays per stream. To show how far that is from the limit, the last two tables
+time the bare model in this process, at batch 1 and at the largest concurrency: its decode step over a cache of the
+prompt's length (the ceiling of a batched server's raw token rate), and a forward of 16 tokens per row over a cache
+of the without-context prompt's length (a flush or a question's prefill batched across streams).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ outside, so the server runs unmodified) while ``--requests`` streamed requests r
 (with more requests than that, a freed slot takes the next), and sorts
 every sample (idle threads too, so the model thread's waiting for requests shows) into where it was:
 
-- on the model thread: the with-context forward (decode steps and prefills), the without-context flush at sentence
+- on the model thread: the packed forward (decode steps, flushes and prefills in one forward; the pool's default on
+  CPU), or else the with-context forward (decode steps and prefills) and the without-context flush at sentence
   ends, sentence scoring (features, alignment, aggregator), the pool's cache bookkeeping, the tokenizer, handing
   items to the event loop, and the rest of the monitor's per-token Python;
 - on the HTTP thread: building the SSE chunks (pydantic / JSON), and the event loop with uvicorn and starlette.
@@ -40,11 +41,12 @@ from benchmarks.serve_load import run_server_level, workload
 #: (category, frame pattern), in order: the first pattern that matches any frame of a stack names its category
 MODEL_THREAD = (
     ("waiting for a request", re.compile(r"Condition\.wait|^wait \(threading\.py")),
+    ("packed forward (decode steps, flushes, prefills)", re.compile(r"packed_forward")),
     ("without-context flush", re.compile(r"flush_kl")),
     ("sentence scoring", re.compile(r"featurize|score_finished|mark_degenerate")),
     ("prefill", re.compile(r"prefill|start_many")),
     ("with-context forward (decode step)", re.compile(r"\bforward \(|_call_impl")),
-    ("pool bookkeeping (cache rows, concat)", re.compile(r"pool\.py|kv\.py")),
+    ("pool bookkeeping (cache rows, concat)", re.compile(r"kv\.py|_sync \(.*pool\.py")),
     ("tokenizer", re.compile(r"tokeniz|decode \(.*tokenization")),
     ("hand-off to the event loop", re.compile(r"call_soon_threadsafe|Job\.put|put \(.*scheduler")),
 )

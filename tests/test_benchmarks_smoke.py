@@ -208,6 +208,8 @@ def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
         f"{model};LiveEngine.start_many (syncheck/live/engine.py:119);Module._call_impl "
         "(torch/nn/modules/module.py:1789) 30",
         f"{model};LiveEngine.step (syncheck/live/engine.py:170);Module._call_impl (torch/nn/modules/module.py:1789) 50",
+        f"{model};DecodePool._step_packed (syncheck/live/pool.py:140);packed_forward (syncheck/model/packed.py:130);"
+        "Module._call_impl (torch/nn/modules/module.py:1789) 20",
         f"{model};MonitorRun.advance (syncheck/live/monitor.py:272);LiveEngine.flush_kl (syncheck/live/engine.py:214);"
         "Module._call_impl (torch/nn/modules/module.py:1789) 10",
         f"{model};MonitorRun.advance (syncheck/live/monitor.py:272);SentenceFeaturizer.featurize "
@@ -222,6 +224,7 @@ def test_serve_profile_sorts_py_spy_stacks_by_thread_and_stage(tmp_path):
     ]))
     counts = read_raw(raw)
     assert counts == {("model thread", "prefill"): 30, ("model thread", "with-context forward (decode step)"): 50,
+                      ("model thread", "packed forward (decode steps, flushes, prefills)"): 20,
                       ("model thread", "without-context flush"): 10, ("model thread", "sentence scoring"): 5,
                       ("HTTP thread", "SSE chunks: JSON and pydantic"): 3,
                       ("HTTP thread", "event loop, uvicorn, starlette"): 2,
@@ -256,3 +259,15 @@ def test_judge_speed_benchmark_runs(capsys):
     assert summary["claims"] >= 2 and summary["ratio"] > 0
     assert summary["max_diff"] < 1e-4  # sharing the prefix changes the cost, not the scores
     assert "| shared prefix |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_packed_forward_benchmark_runs(capsys):
+    from benchmarks.packed_forward import main
+
+    out = main(["--shape", "tiny", "--rows", "2", "--cache", "8", "--flush-cache", "4", "--width", "3",
+                "--flushes", "0,1", "--rounds", "2", "--repeats", "1"])
+    assert set(out) == {"0 flushes", "1 flushes"}
+    assert all(r["padded_s"] > 0 and r["packed_s"] > 0 and r["ratio_min"] <= r["ratio"] <= r["ratio_max"]
+               for r in out.values())
+    assert "| padded step + a forward per flush, ms |" in capsys.readouterr().out
