@@ -91,12 +91,9 @@ class _Packing:
         self.slot_tokens = torch.tensor([at for _, at, _ in together], device=device)
         self.slot_positions = torch.tensor(self.slot_lengths, device=device)
         self.width = max(self.slot_lengths) + 1
-        used = self.slot_rows.tolist()
-        self.span = max(used) + 1  # the slots' rows [0, span) attend; the lowest slots are taken first
-        self.compact = used == list(range(self.span))  # every row in the span is a segment's, in slot order
-        self.slot_mask = torch.zeros((self.span, 1, 1, self.width), dtype=torch.bool, device=device)
+        self.slot_mask = torch.zeros((slots.count, 1, 1, self.width), dtype=torch.bool, device=device)
         self.slot_mask[:, ..., 0] = True  # rows no segment uses attend to something finite, and are dropped
-        for slot, n in zip(used, self.slot_lengths):
+        for slot, n in zip(self.slot_rows.tolist(), self.slot_lengths):
             self.slot_mask[slot, ..., : n + 1] = True
 
 
@@ -120,17 +117,14 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
         room_k, room_v = slots.keys[layer_idx], slots.values[layer_idx]
         room_k[rows, :, packing.slot_positions] = key[0, :, tokens].transpose(0, 1)
         room_v[rows, :, packing.slot_positions] = value[0, :, tokens].transpose(0, 1)
-        span, kv_heads = packing.span, room_k.shape[1]
-        if packing.compact:
-            queries = query[0, :, tokens].transpose(0, 1)
-        else:
-            queries = query.new_zeros((span, heads, dim))
-            queries[rows] = query[0, :, tokens].transpose(0, 1)
+        kv_heads = room_k.shape[1]
+        queries = query.new_zeros((slots.count, heads, dim))
+        queries[rows] = query[0, :, tokens].transpose(0, 1)
         # each KV head's group of query heads as the "positions" of one query row: no copy of the keys per group
-        att = F.scaled_dot_product_attention(queries.reshape(span, kv_heads, heads // kv_heads, dim),
-                                             room_k[:span, :, : packing.width], room_v[:span, :, : packing.width],
-                                             attn_mask=packing.slot_mask, scale=scaling).reshape(span, heads, dim)
-        out[0, tokens] = att if packing.compact else att[rows]
+        att = F.scaled_dot_product_attention(queries.view(slots.count, kv_heads, heads // kv_heads, dim),
+                                             room_k[:, :, : packing.width], room_v[:, :, : packing.width],
+                                             attn_mask=packing.slot_mask, scale=scaling)
+        out[0, tokens] = att.reshape(slots.count, heads, dim)[rows]
         for cache, n in zip(packing.slot_caches, packing.slot_lengths):
             layer = cache.layers[layer_idx]
             layer.keys, layer.values = layer._keys[..., : n + 1, :], layer._values[..., : n + 1, :]
@@ -193,8 +187,6 @@ def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[i
         start += n
         together = slots is not None and seg.slot is not None and n == 1 and slots.holds(seg.slot, seg.cache)
         slotted.append(seg.slot if together else None)
-    if sum(s is not None for s in slotted) < 2:  # a lone row attends as fast on its own (its slot is its room)
-        slotted = [None] * len(segments)
     packing = _Packing([seg.cache for seg in segments], widths, slotted, slots, device)
     kept = torch.cat(keep)
     with _packed_attention(model), capture_hidden(model, hidden_layers) as hidden:
