@@ -30,24 +30,23 @@ def server_monitor(tiny_lm):
     return Monitor(Scorer(tiny_lm, aggregator=None), background_kl=False)
 
 
-@pytest.mark.parametrize("packed,group,wait,slots", [(None, 1, 0, 8), (None, 1, 0, 2), (None, 1, 0, 0),
-                                                     (False, 4, 8, 8), (False, 1, 0, 8), (False, 2, 3, 8)])
-def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, packed, group, wait, slots):
-    """In packed rounds (the default; with a KV slot for every run, for two of them, for none), and whichever way a
-    padded pool groups the runs' without-context flushes (each in the round its sentence ends; four at a time,
-    waiting up to 8 rounds; two, up to 3), every run's text, sentences and features are those it has alone."""
+@pytest.mark.parametrize("packed,group,wait", [(None, 1, 0), (False, 4, 8), (False, 1, 0), (False, 2, 3)])
+def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, packed, group, wait):
+    """In packed rounds (the default), and whichever way a padded pool groups the runs' without-context flushes (each
+    in the round its sentence ends; four at a time, waiting up to 8 rounds; two, up to 3), every run's text,
+    sentences and features are those it has alone."""
     monitor = server_monitor
     budgets = [12, 5, 16, 9]
     alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
              for q, n in zip(QUESTIONS, budgets)]
-    pool = DecodePool(monitor.engine, flush_group=group, flush_wait=wait, packed=packed, slots=slots)
+    pool = DecodePool(monitor.engine, flush_group=group, flush_wait=wait, packed=packed)
     assert pool.packed is (packed is None)  # the tiny Llama packs
-    runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": n}, prefill=False)
+    runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": n})
             for q, n in zip(QUESTIONS[:3], budgets[:3])]
     texts = ["", "", "", ""]
     steps = 0
     while any(r.result is None for r in runs):
-        if steps == 3:  # a fourth stream joins mid-way, prefilled elsewhere; the second leaves at its budget
+        if steps == 3:  # a fourth stream joins mid-way; the second leaves at its budget
             runs.append(monitor.run(question=QUESTIONS[3], context=CONTEXT, decoding={"max_new_tokens": budgets[3]}))
         live = [r for r in runs if r.result is None]
         pool.step(live)
@@ -55,14 +54,9 @@ def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, pa
             texts[runs.index(r)] += r.last.text
         steps += 1
         assert len(pool.runs) == len(live)
-        if pool.packed:  # each run keeps its own caches, the first `slots` of them in KV slots
-            going = [r for r in live if r.result is None]
-            assert pool.cache is None and all(isinstance(layer, RoomyLayer) for r in going
+        if pool.packed:  # each run keeps its own caches
+            assert pool.cache is None and all(isinstance(layer, RoomyLayer) for r in live
                                               for layer in r.batch.with_cache.layers)
-            in_slots = [r for r in going if id(r) in pool._slot_of]
-            # the pool prefilled the first three, and the first `slots` of them got one (kept until they end)
-            assert in_slots == [r for r in going if r in runs[: min(slots, 3)]]
-            assert all(pool.slots.holds(pool._slot_of[id(r)][1], r.batch.with_cache) for r in in_slots)
         else:
             assert len(pool.pads) == len(live)
             assert pool.cache is None or all(isinstance(layer, RoomyLayer) for layer in pool.cache.layers)

@@ -183,25 +183,18 @@ class LiveEngine:
         return [self._one_row(w, wo, wc, lp, None, woc, wlp, span)
                 for (w, wo, span), (wc, lp), (woc, wlp) in zip(prompts, withs, withouts)]
 
-    def start_segments(self, prompts: Sequence[tuple[Sequence[int], Sequence[int] | None, tuple[int, int] | None]],
-                       with_caches: Sequence[DynamicCache | None] | None = None
+    def start_segments(self, prompts: Sequence[tuple[Sequence[int], Sequence[int] | None, tuple[int, int] | None]]
                        ) -> tuple[list[Segment], Callable[[Sequence[SegmentOutput]], list[Batch]]]:
         """:meth:`start_many` as rows of a packed forward (:func:`syncheck.model.packed.packed_forward`), which may
         carry other rows too: the segments to feed (a with-context prompt on a copy of the prefix cache's common
         prefix, or from nothing; a without-context prompt from nothing), and the function that makes each prompt's
-        one-row batch of the forward's outputs for those segments. ``with_caches``: per prompt, an empty cache with
-        room (a KV slot's) to prefill its with-context prompt into, or ``None`` for a new one. Without lookback
-        only."""
+        one-row batch of the forward's outputs for those segments. Without lookback only."""
         if self.lookback:
             raise ValueError("a packed forward records no lookback ratios: start the rows with start_many()")
         model, segments, reused = self.lm.model, [], []
-        for i, (prompt_with, prompt_without, _) in enumerate(prompts):
+        for prompt_with, prompt_without, _ in prompts:
             done = self.prefixes.reusable(prompt_with) if self.prefixes is not None else 0
-            target = with_caches[i] if with_caches is not None else None
-            if target is not None:
-                cache = self.prefixes.take_into(done, target) if done else target
-            else:
-                cache = with_room(self.prefixes.take(done)) if done else empty_cache(model, len(prompt_with))
+            cache = with_room(self.prefixes.take(done)) if done else empty_cache(model, len(prompt_with))
             segments.append(Segment(cache, list(prompt_with[done:]), start=done))
             reused.append(done)
             if self.kl:

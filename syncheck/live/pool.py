@@ -41,7 +41,6 @@ from syncheck.live.monitor import MonitorStep
 from syncheck.live.state import Batch
 from syncheck.model.kv import cache_length, concat_left_padded, select_rows, with_room
 from syncheck.model.packed import Segment, packed_forward, packs
-from syncheck.model.slots import KVSlots
 
 #: runs with a finished sentence that make a flush go at once (see the module docstring); by default none waits: the
 #: flushes of the sentences that end in the same round go in one forward. Waiting for others (4 runs, 8 rounds)
@@ -50,9 +49,6 @@ from syncheck.model.slots import KVSlots
 FLUSH_GROUP = 1
 #: rounds a finished sentence may wait for others before it is flushed
 FLUSH_WAIT = 0
-#: KV slots of a packed pool (runs whose decode steps attend in one call), and positions per slot
-SLOTS = 8
-SLOT_POSITIONS = 1024
 
 
 class DecodePool:
@@ -67,21 +63,15 @@ class DecodePool:
             it (:func:`~syncheck.model.packed.packs`; not yet measured on an accelerator, where ``True`` turns it
             on), ``False`` never (one left-padded cache for all rows, flushes grouped by ``flush_group`` and
             ``flush_wait``).
-        slots: runs whose with-context caches live in one buffer in packed rounds, so that their decode steps attend
-            in one call (:class:`~syncheck.model.slots.KVSlots`); runs beyond them attend alone.
-        slot_positions: positions per slot (prompt and answer); a run that needs more attends alone.
     """
 
     def __init__(self, engine: LiveEngine, flush_group: int = FLUSH_GROUP, flush_wait: int = FLUSH_WAIT,
-                 packed: bool | None = None, slots: int = SLOTS, slot_positions: int = SLOT_POSITIONS) -> None:
+                 packed: bool | None = None) -> None:
         if flush_group < 1 or flush_wait < 0:
             raise ValueError(f"need flush_group >= 1 and flush_wait >= 0, got {flush_group}, {flush_wait}")
         self.engine = engine
         self.flush_group, self.flush_wait = flush_group, flush_wait
         self._packed = packed
-        self.slot_count, self.slot_positions = slots, slot_positions
-        self.slots: KVSlots | None = None  # allocated on the first packed round
-        self._slot_of: dict[int, tuple] = {}  # id(run) -> (run, its slot)
         self._due: dict[int, tuple] = {}  # id(run) -> (run, the token its flush reaches, whether it is its last)
         self.runs: list = []
         self.cache = None
@@ -143,26 +133,23 @@ class DecodePool:
         the next round to end."""
         self.runs = [r for r in runs if r.result is None]
         here = {id(r) for r in self.runs}
-        self._release(here)
         due = [d for key, d in self._due.items() if key in here]
         ending = {id(run) for run, _, final in due if final}
         plans = [plan_flush(self.engine, run.batch, [end]) for run, end, _ in due]
         fresh = [r for r in self.runs if r.batch is None]
-        starts, started = self.engine.start_segments([r.prompts for r in fresh], self._slot_caches(fresh)) \
-            if fresh else ([], None)
+        starts, started = self.engine.start_segments([r.prompts for r in fresh]) if fresh else ([], None)
         running = [r for r in self.runs if r.batch is not None]
         stepping = [r for r in running if id(r) not in ending]
         segments, fed = [], []
         for run in stepping:
             feed, took, positions = self.engine.append_tokens(run.batch, run.choose())
             if took[0]:  # an EOS ends the row: nothing to feed
-                slot = self._slot_of.get(id(run), (None, None))[1]
-                segments.append(Segment(run.batch.with_cache, feed, logits=1, start=positions[0], slot=slot))
+                segments.append(Segment(run.batch.with_cache, feed, logits=1, start=positions[0]))
                 fed.append(run)
         flushes = [plan for plan in plans if plan.feed is not None]
         segments += [Segment(plan.cache, plan.feed[0], logits=plan.n[0], start=int(plan.positions[0, 0]))
                      for plan in flushes]
-        outs = packed_forward(self.engine.lm.model, segments + starts, self.engine.hidden_layers, self.slots)
+        outs = packed_forward(self.engine.lm.model, segments + starts, self.engine.hidden_layers)
         for run, out in zip(fed, outs):
             run.batch.fed_with(run.batch.with_cache, torch.log_softmax(out.logits.float(), -1))
             self.engine.append_hidden(run.batch, [True], [out.hidden])
@@ -192,30 +179,6 @@ class DecodePool:
                     continue
             run.hold_flush = flush is not None
             run.advance()
-
-    def _slot_caches(self, fresh: Sequence) -> list:
-        """Per fresh run, the empty cache of a free KV slot for its with-context prompt, or ``None`` (no slot free,
-        or the run may outgrow one)."""
-        if self.slot_count < 1:
-            return [None] * len(fresh)
-        if self.slots is None:
-            self.slots = KVSlots(self.engine.lm.model, self.slot_count, self.slot_positions)
-        caches = []
-        for run in fresh:
-            slot = self.slots.take() if len(run.prompts[0]) + run.budget < self.slots.capacity else None
-            if slot is not None:
-                self._slot_of[id(run)] = (run, slot)
-            caches.append(self.slots.cache(slot) if slot is not None else None)
-        return caches
-
-    def _release(self, here: set) -> None:
-        """Give back the slots of runs that are over or no longer stepped; their caches go with them (the slot is
-        another run's next)."""
-        for key in [k for k in self._slot_of if k not in here]:
-            run, slot = self._slot_of.pop(key)
-            self.slots.give_back(slot)
-            if run.batch is not None:
-                run.batch.release_with_cache()
 
     def _flush_finished(self) -> None:
         """Flush the runs' finished sentences together once a run ends (its last flush cannot wait), enough runs have

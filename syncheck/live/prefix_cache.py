@@ -19,7 +19,7 @@ from typing import Sequence
 
 from transformers import DynamicCache
 
-from syncheck.model.kv import fill, select_rows
+from syncheck.model.kv import select_rows
 
 
 class PromptPrefixCache:
@@ -56,14 +56,6 @@ class PromptPrefixCache:
         self.hits += rows
         self.reused_tokens += k * rows
         return select_rows(self._cache, [0] * rows, k)
-
-    def take_into(self, k: int, cache: DynamicCache) -> DynamicCache:
-        """:meth:`take` of one row, written into the room of the empty one-row ``cache`` (a KV slot's; one copy)."""
-        if self._cache is None or k > len(self._ids):
-            raise ValueError(f"the prefix cache holds {len(self._ids)} positions, asked for {k}")
-        self.hits += 1
-        self.reused_tokens += k
-        return fill(cache, self._cache, k)
 
     def store(self, prompt: Sequence[int], cache: DynamicCache) -> None:
         """Keep a copy of the one-row ``cache``'s first ``len(prompt)`` positions: ``prompt``'s keys and values."""

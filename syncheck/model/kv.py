@@ -75,10 +75,8 @@ class RoomyLayer(DynamicLayer):
 
     def _in_room(self) -> bool:
         """Whether ``keys`` and ``values`` are still the leading part of the room (not replaced since)."""
-        # an empty view has no data pointer (0), and holds nothing the room would have to keep
-        pairs = ((self.keys, self._keys), (self.values, self._values))
-        return all((t.shape[-2] == 0 or t.data_ptr() == buf.data_ptr()) and t.stride() == buf.stride()
-                   and t.shape[:-2] == buf.shape[:-2] for t, buf in pairs)
+        return all(t.data_ptr() == buf.data_ptr() and t.stride() == buf.stride() and t.shape[:-2] == buf.shape[:-2]
+                   for t, buf in ((self.keys, self._keys), (self.values, self._values)))
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs
                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -114,18 +112,6 @@ def with_room(cache: DynamicCache, room: int | None = None) -> DynamicCache:
     for i, (keys, values) in enumerate(_kv(cache)):
         if type(cache.layers[i]) is DynamicLayer:
             cache.layers[i] = RoomyLayer(keys, values, room_for(keys.shape[-2]) if room is None else room)
-    return cache
-
-
-def fill(cache: DynamicCache, source: DynamicCache, length: int) -> DynamicCache:
-    """Write the first ``length`` positions of one-row ``source`` into the room of empty one-row ``cache``
-    (:class:`RoomyLayer` layers, such as a KV slot's), one copy; returns ``cache``."""
-    for layer, (keys, values) in zip(cache.layers, _kv(source)):
-        if not isinstance(layer, RoomyLayer) or layer.keys.shape[-2] or layer._keys.shape[-2] < length:
-            raise ValueError(f"fill() writes {length} positions into an empty cache with room for them")
-        layer._keys[..., :length, :] = keys[..., :length, :]
-        layer._values[..., :length, :] = values[..., :length, :]
-        layer.keys, layer.values = layer._keys[..., :length, :], layer._values[..., :length, :]
     return cache
 
 

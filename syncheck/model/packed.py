@@ -34,7 +34,6 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import RoomyLayer, cache_length, cache_of_layers, room_for, with_room
 from syncheck.model.passes import capture_hidden, decoder_layers
-from syncheck.model.slots import KVSlots
 
 #: the name the packed attention is registered under
 ATTENTION = "syncheck_packed"
@@ -49,15 +48,12 @@ class Segment:
         tokens: the token ids, ``(n,)``.
         logits: how many of the last positions' logits to return (1: the next token's; ``n``: every token's).
         start: the first token's position, when the caller knows it: checked against the cache's length.
-        slot: the row of the forward's :class:`~syncheck.model.slots.KVSlots` that ``cache`` lives in, if any: a
-            one-token segment there attends together with the others in slots.
     """
 
     cache: DynamicCache
     tokens: Sequence[int] | torch.Tensor
     logits: int = 1
     start: int | None = None
-    slot: int | None = None
 
 
 @dataclass
@@ -70,65 +66,31 @@ class SegmentOutput:
 
 
 class _Packing:
-    """What the attention function needs: each segment's cache and its span in the packed sequence, and the
-    segments that attend together from their :class:`~syncheck.model.slots.KVSlots` rows."""
+    """What the attention function needs: each segment's cache and its span in the packed sequence."""
 
-    def __init__(self, caches: Sequence[DynamicCache], widths: Sequence[int], slotted: Sequence[int | None],
-                 slots: KVSlots | None, device) -> None:
+    def __init__(self, caches: Sequence[DynamicCache], widths: Sequence[int]) -> None:
+        self.caches = list(caches)
         self.spans, start = [], 0
         for w in widths:
             self.spans.append((start, start + w))
             start += w
-        self.alone = [(cache, span) for cache, span, slot in zip(caches, self.spans, slotted) if slot is None]
-        together = [(cache, span[0], slot) for cache, span, slot in zip(caches, self.spans, slotted)
-                    if slot is not None]
-        self.slots = slots if together else None
-        if self.slots is None:
-            return
-        self.slot_caches = [cache for cache, _, _ in together]
-        self.slot_lengths = [cache_length(cache) for cache in self.slot_caches]  # each writes its token there
-        self.slot_rows = torch.tensor([slot for _, _, slot in together], device=device)
-        self.slot_tokens = torch.tensor([at for _, at, _ in together], device=device)
-        self.slot_positions = torch.tensor(self.slot_lengths, device=device)
-        self.width = max(self.slot_lengths) + 1
-        self.slot_mask = torch.zeros((slots.count, 1, 1, self.width), dtype=torch.bool, device=device)
-        self.slot_mask[:, ..., 0] = True  # rows no segment uses attend to something finite, and are dropped
-        for slot, n in zip(self.slot_rows.tolist(), self.slot_lengths):
-            self.slot_mask[slot, ..., : n + 1] = True
 
 
 def _attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, packing: _Packing | None = None,
                **kwargs):
-    """Per row: append its keys and values to its cache, attend its queries to that cache (causal within the row);
-    the rows in KV slots all in one call. Without ``packing``, the model's SDPA attention."""
+    """Per row: append its keys and values to its cache, attend its queries to that cache (causal within the row).
+    Without ``packing``, the model's SDPA attention."""
     if packing is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)
-    layer_idx, (_, heads, total, dim) = module.layer_idx, query.shape
-    out = query.new_empty((1, total, heads, dim))
-    for cache, (a, b) in packing.alone:
-        keys, values = cache.layers[layer_idx].update(key[:, :, a:b], value[:, :, a:b])
-        n, seen = b - a, keys.shape[-2]
-        mask = None if n == 1 else torch.ones(n, seen, dtype=torch.bool, device=query.device).tril(seen - n)
-        out[0, a:b] = F.scaled_dot_product_attention(query[:, :, a:b], keys, values, attn_mask=mask, scale=scaling,
-                                                     enable_gqa=keys.shape[1] != heads)[0].transpose(0, 1)
-    if packing.slots is not None:
-        slots, rows, tokens = packing.slots, packing.slot_rows, packing.slot_tokens
-        room_k, room_v = slots.keys[layer_idx], slots.values[layer_idx]
-        room_k[rows, :, packing.slot_positions] = key[0, :, tokens].transpose(0, 1)
-        room_v[rows, :, packing.slot_positions] = value[0, :, tokens].transpose(0, 1)
-        kv_heads = room_k.shape[1]
-        queries = query.new_zeros((slots.count, heads, dim))
-        queries[rows] = query[0, :, tokens].transpose(0, 1)
-        # each KV head's group of query heads as the "positions" of one query row: no copy of the keys per group
-        att = F.scaled_dot_product_attention(queries.view(slots.count, kv_heads, heads // kv_heads, dim),
-                                             room_k[:, :, : packing.width], room_v[:, :, : packing.width],
-                                             attn_mask=packing.slot_mask, scale=scaling)
-        out[0, tokens] = att.reshape(slots.count, heads, dim)[rows]
-        for cache, n in zip(packing.slot_caches, packing.slot_lengths):
-            layer = cache.layers[layer_idx]
-            layer.keys, layer.values = layer._keys[..., : n + 1, :], layer._values[..., : n + 1, :]
-    return out, None
+    out = []
+    for cache, (a, b) in zip(packing.caches, packing.spans):
+        keys, values = cache.layers[module.layer_idx].update(key[:, :, a:b], value[:, :, a:b])
+        n, total = b - a, keys.shape[-2]
+        mask = None if n == 1 else torch.ones(n, total, dtype=torch.bool, device=query.device).tril(total - n)
+        out.append(F.scaled_dot_product_attention(query[:, :, a:b], keys, values, attn_mask=mask, scale=scaling,
+                                                  enable_gqa=keys.shape[1] != query.shape[1]))
+    return torch.cat(out, 2).transpose(1, 2).contiguous(), None
 
 
 _registered = False
@@ -157,19 +119,17 @@ def _packed_attention(model):
 
 
 @torch.inference_mode()
-def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[int] = (),
-                   slots: KVSlots | None = None) -> list[SegmentOutput]:
+def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[int] = ()) -> list[SegmentOutput]:
     """One forward of every segment's tokens, each on its own cache (extended in place), as if each ran alone.
 
     Each segment's positions continue its cache (``cache_length(cache)`` onwards). Returns, per segment, its last
-    ``logits`` positions' logits and its last position's hidden states at ``hidden_layers`` (1-based). One-token
-    segments whose cache lives in ``slots`` (``Segment.slot``) attend in one call. Use it where :func:`packs` is
-    true.
+    ``logits`` positions' logits and its last position's hidden states at ``hidden_layers`` (1-based). Use it where
+    :func:`packs` is true.
     """
     if not segments:
         return []
     device = model.device
-    ids, positions, keep, widths, slotted = [], [], [], [], []
+    ids, positions, keep, widths = [], [], [], []
     start = 0
     for seg in segments:
         toks = torch.as_tensor(seg.tokens, dtype=torch.long).reshape(-1).to(device)
@@ -185,16 +145,14 @@ def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[i
         keep.append(torch.arange(start + n - seg.logits, start + n, device=device))
         widths.append(n)
         start += n
-        together = slots is not None and seg.slot is not None and n == 1 and slots.holds(seg.slot, seg.cache)
-        slotted.append(seg.slot if together else None)
-    packing = _Packing([seg.cache for seg in segments], widths, slotted, slots, device)
+    packing = _Packing([seg.cache for seg in segments], widths)
     kept = torch.cat(keep)
     with _packed_attention(model), capture_hidden(model, hidden_layers) as hidden:
         out = model(input_ids=torch.cat(ids)[None], position_ids=torch.cat(positions)[None], use_cache=False,
                     logits_to_keep=kept, packing=packing)
     logits = out.logits[0]  # (len(kept), V)
     results, at = [], 0
-    for seg, (_, b) in zip(segments, packing.spans):
+    for seg, (a, b) in zip(segments, packing.spans):
         results.append(SegmentOutput(logits[at : at + seg.logits],
                                      {layer: hidden[layer][0, b - 1] for layer in hidden_layers}))
         at += seg.logits

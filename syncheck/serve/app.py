@@ -56,7 +56,7 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
             FOD and abstention; :mod:`syncheck.serve.decoders`).
     """
     model_id = model_id or str(scorer.lm.name)
-    runner = ChatRunner(scorer, decoders, slots=max_concurrent)
+    runner = ChatRunner(scorer, decoders)
     scheduler = Scheduler(max_concurrent, max_queue, batch_step=runner.pool.step)
     created = now()
 

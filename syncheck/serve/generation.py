@@ -92,11 +92,9 @@ class ChatRunner:
         scorer: the served :class:`~syncheck.scorer.Scorer`.
         decoders: factories of the decoders besides ``monitor``, by method name (default: those registered under
             the ``syncheck.decoders`` entry-point group, :func:`~syncheck.serve.decoders.registered_decoders`).
-        slots: streams whose decode steps attend in one call (the server's ``max_concurrent``;
-            :class:`~syncheck.live.pool.DecodePool`).
     """
 
-    def __init__(self, scorer: Any, decoders: dict[str, DecoderFactory] | None = None, slots: int = 8) -> None:
+    def __init__(self, scorer: Any, decoders: dict[str, DecoderFactory] | None = None) -> None:
         from syncheck.live.monitor import Monitor
         from syncheck.live.pool import DecodePool
 
@@ -107,7 +105,7 @@ class ChatRunner:
         # without-context pass beside decoding"); it pays for single streams only
         self.monitor = Monitor(scorer, background_kl=False)
         #: batches the decode steps of the running ``monitor`` streams (the scheduler's ``batch_step``)
-        self.pool = DecodePool(self.monitor.engine, slots=slots)
+        self.pool = DecodePool(self.monitor.engine)
         self.decoders = Decoders(scorer, decoders)
         self._checker = None
 
