@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--shape", default=None,
                     help="a random-weight model of this shape instead (benchmarks.random_shape)")
+    ap.add_argument("--tokenizer", default=None, help="a saved tokenizer's folder for --shape (default SmolLM2's)")
     ap.add_argument("--rows", type=int, default=8, help="decoding streams")
     ap.add_argument("--cache", type=int, default=206, help="positions in each stream's with-context cache")
     ap.add_argument("--flush-cache", type=int, default=38, help="positions in each without-context cache")
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     if args.shape:
         from benchmarks.random_shape import random_model
 
-        lm = random_model(args.shape, device=args.device, dtype=args.dtype)
+        lm = random_model(args.shape, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
     else:
         from syncheck.model.models import load_model
 

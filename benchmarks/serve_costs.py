@@ -5,10 +5,11 @@
    process, on a worker thread that also loaded the model. On CPU, PyTorch's OpenMP pool was fast only in the thread
    that first used it, hence the server's single model thread on the main thread.
 2. **Where a pooled round's time goes.** ``--streams`` generations decoded together by
-   :class:`syncheck.live.pool.DecodePool` as the server runs them (prefilled together in the first round, on the prompt
-   prefix cache), timing the engine's prefills, batched decode steps and per-stream without-context flushes (the
-   rest is text decoding and scoring), against the same generations run one after another in the same process:
-   how far batching gets without any HTTP.
+   :class:`syncheck.live.pool.DecodePool` as the server runs them (prefilled in the first round, on the prompt prefix
+   cache), timing its packed forwards (its default on CPU), or, in padded rounds, the engine's prefills, batched
+   decode steps and per-stream without-context flushes (the rest is text decoding and scoring), against the same
+   generations run one after another in the same process: how far batching gets without any HTTP. Packed rounds
+   first, then padded.
 
 Usage::
 
@@ -72,14 +73,19 @@ def _in_worker(model: str, tokens: int, rounds: int) -> float:
         return pool.submit(work).result()
 
 
-def pooled_split(model: str, tokens: int, streams: int) -> dict[str, float]:
-    """Seconds of ``streams`` pooled generations as the server runs them (prefilled together in the pool's first
-    round), the part spent in each engine phase, and the same generations run one after another (``sequential``)."""
+PHASES = ("packed forwards", "prefills", "batched decode steps", "without-context flushes")
+
+
+def pooled_split(model: str, tokens: int, streams: int, packed: bool | None = None) -> dict[str, float]:
+    """Seconds of ``streams`` pooled generations as the server runs them (prefilled in the pool's first round), the
+    part spent in each engine phase, and the same generations run one after another (``sequential``). ``packed``:
+    the pool's rounds (``None``: its default; packed rounds spend their forwards in ``packed forwards``)."""
+    from syncheck.live import pool as pool_module
     from syncheck.live.pool import DecodePool
 
     monitor = _monitor(model)
     engine = monitor.engine
-    spent = {"prefills": 0.0, "batched decode steps": 0.0, "without-context flushes": 0.0}
+    spent = dict.fromkeys(PHASES, 0.0)
     depth = [0]
 
     def timed(name: str, fn):
@@ -105,13 +111,20 @@ def pooled_split(model: str, tokens: int, streams: int) -> dict[str, float]:
     engine.start_many = timed("prefills", engine.start_many)
     engine.step = timed("batched decode steps", engine.step)
     engine.flush_kl = timed("without-context flushes", engine.flush_kl)
-    t0 = time.perf_counter()
-    pool = DecodePool(engine)
-    runs = [monitor.run(question=q, context=DOCUMENTS, decoding=decoding, prefill=False) for q in questions]
-    while any(r.result is None for r in runs):
-        pool.step([r for r in runs if r.result is None])
-    total = time.perf_counter() - t0
-    return {"total": total, "sequential": sequential, "tokens": sum(len(r.result.token_ids) for r in runs), **spent}
+    pool = DecodePool(engine, packed=packed)
+    rounds = "packed" if pool.packed else "padded"  # decided before the clock starts: the check runs forwards
+    plain_forward = pool_module.packed_forward
+    pool_module.packed_forward = timed("packed forwards", plain_forward)
+    try:
+        t0 = time.perf_counter()
+        runs = [monitor.run(question=q, context=DOCUMENTS, decoding=decoding, prefill=False) for q in questions]
+        while any(r.result is None for r in runs):
+            pool.step([r for r in runs if r.result is None])
+        total = time.perf_counter() - t0
+    finally:
+        pool_module.packed_forward = plain_forward
+    return {"rounds": rounds, "total": total, "sequential": sequential,
+            "tokens": sum(len(r.result.token_ids) for r in runs), **spent}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -131,16 +144,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, sec in threads.items():
         print(f"| {name} | {sec:.2f} | {sec / base:.2f} |")
 
-    split = pooled_split(args.model, 64, args.streams)
-    print(f"\n{args.streams} pooled generations of up to 64 tokens: {split['tokens']} tokens in "
-          f"{split['total']:.2f} s, "
-          f"{split['sequential'] / split['total']:.2f}x the same generations one after another "
-          f"({split['sequential']:.2f} s)")
-    print("| phase | seconds | share |")
-    print("| --- | --- | --- |")
-    for name in ("prefills", "batched decode steps", "without-context flushes"):
-        print(f"| {name} | {split[name]:.2f} | {split[name] / split['total']:.0%} |")
-    return {"threads": threads, "pooled": split}
+    out = {"threads": threads}
+    for key, packed in (("pooled", None), ("pooled padded", False)):  # the pool's default, then padded rounds
+        split = out[key] = pooled_split(args.model, 64, args.streams, packed)
+        print(f"\n{args.streams} pooled generations of up to 64 tokens, {split['rounds']} rounds: {split['tokens']} "
+              f"tokens in {split['total']:.2f} s, {split['sequential'] / split['total']:.2f}x the same generations "
+              f"one after another ({split['sequential']:.2f} s)")
+        print("| phase | seconds | share |")
+        print("| --- | --- | --- |")
+        for name in PHASES:
+            if split[name]:
+                print(f"| {name} | {split[name]:.2f} | {split[name] / split['total']:.0%} |")
+        if key == "pooled" and split["rounds"] == "padded":  # the default is padded here: nothing else to show
+            break
+    return out
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 #   bash scripts/gpu_checks.sh preset     # benchmarks.preset_cost --random-weights: the quality preset's cost
 #   bash scripts/gpu_checks.sh replicas   # serve_load on Ray Serve: 1, 2 and 4 CPU replicas of SmolLM2 (4 CPUs
 #                                         # each), then one GPU replica of the random model beside the plain server
+#   bash scripts/gpu_checks.sh packed     # benchmarks.packed_forward: a packed forward against the padded step
+#                                         # and a forward per flush, random model (decides the pool's GPU default)
 #   bash scripts/gpu_checks.sh all        # the first five, in that order (several names run in the order given)
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), DEVICE (cuda), SHAPE (llama3-8b),
@@ -34,12 +36,14 @@ if [ -n "${CHECK:-}" ]; then
     SRV=(--tokens 8 --requests 2 --concurrency 1,2 --rounds 1) PRE=(--presets default --limit 1 --tokens 4 --rounds 1)
     REP=(--tokens 8 --requests 4 --concurrency 2 --rounds 1 --doc-sets 2) REPLICAS=${REPLICAS:-1} CPUS=1 GPUS=0
     CPU_MODEL=${CPU_MODEL:-/tmp/random-tiny}
+    PCK=(--rows 2 --cache 8 --flush-cache 4 --width 3 --flushes 0,1 --rounds 1 --repeats 1)
     export SYNCHECK_TEST_DEVICE=cpu
 else
     MON=(--tokens 128 --rounds 3 --prompts 2) OFF=(--limit 32 --rounds 3 --batch-size 16)
     SRV=(--tokens 64 --requests 8 --concurrency 1,4,8 --rounds 3 --with-fod) PRE=(--limit 8 --tokens 128 --rounds 3)
     REP=(--tokens 64 --requests 32 --concurrency 8 --rounds 1 --doc-sets 4) REPLICAS=${REPLICAS:-1 2 4} CPUS=4 GPUS=1
     CPU_MODEL=${CPU_MODEL:-smollm2-135m}
+    PCK=(--rounds 5)
 fi
 
 step() {  # name, command...: run it, keep its log, say how it ended
@@ -90,6 +94,11 @@ run_replicas() {  # Ray Serve replica scaling on the CPUs, then one GPU replica 
         --ray-replicas 1 --replica-cpus "$CPUS" --replica-gpus "$GPUS"
 }
 
+run_packed() {
+    step packed_forward "$PYTHON" -m benchmarks.packed_forward --shape "$SHAPE" "${TOK[@]}" --device "$DEVICE" \
+        --dtype "$DTYPE" "${PCK[@]}"
+}
+
 run_preset() {
     step preset_cost "$PYTHON" -m benchmarks.preset_cost --random-weights "${TOK[@]}" --device "$DEVICE" "${PRE[@]}"
 }
@@ -103,7 +112,8 @@ for what in "${@:-all}"; do
         serve) run_serve ;;
         preset) run_preset ;;
         replicas) run_replicas ;;
+        packed) run_packed ;;
         all) run_tests; run_monitor; run_offline; run_serve; run_preset ;;
-        *) echo "usage: $0 [tests|monitor|offline|serve|preset|replicas|all]..." >&2; exit 2 ;;
+        *) echo "usage: $0 [tests|monitor|offline|serve|preset|replicas|packed|all]..." >&2; exit 2 ;;
     esac
 done

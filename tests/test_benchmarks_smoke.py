@@ -192,9 +192,10 @@ def test_serve_costs_benchmark_runs(tiny_dir, capsys):
 
     out = main(["--model", str(tiny_dir), "--tokens", "4", "--rounds", "1", "--streams", "2"])
     assert len(out["threads"]) == 3 and all(v > 0 for v in out["threads"].values())
-    split = out["pooled"]
-    assert split["tokens"] > 0 and 0 < split["prefills"] + split["batched decode steps"] <= split["total"]
-    assert split["sequential"] > 0
+    packed, padded = out["pooled"], out["pooled padded"]
+    assert packed["rounds"] == "packed" and 0 < packed["packed forwards"] <= packed["total"]
+    assert padded["tokens"] > 0 and 0 < padded["prefills"] + padded["batched decode steps"] <= padded["total"]
+    assert packed["sequential"] > 0 and packed["tokens"] == padded["tokens"]
     assert "| worker thread |" in capsys.readouterr().out
 
 

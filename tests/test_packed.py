@@ -55,3 +55,16 @@ def test_only_models_whose_packed_forward_equals_the_plain_one_are_packed(tiny_l
     eager = make_model(len(tiny_tokenizer))
     eager.config._attn_implementation = "eager"
     assert not packs(eager)  # its attention would not go through the packed function as SDPA's does
+    eager.config._attn_implementation = "sdpa"
+    assert packs(eager)  # checked again under the implementation it has now
+
+
+def test_a_model_whose_attention_records_lookback_still_packs(tiny_tokenizer):
+    """The lookback recorder's wrapper of SDPA (installed on a model once any monitor records lookback) is bypassed
+    by a packed forward, whose rows then equal the plain forward's."""
+    from syncheck.model.attention import enable_lookback, lookback_enabled
+    from tests.conftest import make_model
+
+    model = make_model(len(tiny_tokenizer), seed=2)
+    enable_lookback(model)
+    assert lookback_enabled(model) and packs(model)

@@ -1,32 +1,28 @@
-"""Batched decode steps of independent generations: one forward for the next token of every stream.
+"""One forward per round for independent generations: the next token of every stream, packed or padded.
 
-A :class:`DecodePool` owns one left-padded with-context KV cache holding a row for each
-:class:`~syncheck.live.monitor.MonitorRun` it steps. Each run keeps everything else of its own: its prompt (rows come
-from different prompts, so each row has its own position ids), its without-context cache (flushed at its own
-sentence ends, one row at a time) and its sentence scoring. Runs that arrive in the same round are prefilled
-together (both prompts, each in one left-padded forward; a with-context prompt that shares its documents with the
-engine's last one is prefilled alone from that prefix, :mod:`syncheck.live.prefix_cache`); a run joins by having
-its prefilled one-row cache
-concatenated in; a run that is over, or no longer asked for, leaves, and the pool drops its row. The pool's cache has
-room to grow (:func:`~syncheck.model.kv.with_room`): a decode step writes its position in place instead of copying
-every row's keys and values.
-
-The without-context flushes at sentence ends are grouped too (:func:`~syncheck.live.deferred_kl.flush_group`, one
-forward for several runs' finished sentences). A run's finished sentence waits until a run ends (whose last flush
-goes at once, and takes the waiting ones with it), ``flush_group`` runs have one, or it has waited ``flush_wait``
-rounds, whichever comes first; so its score arrives at most ``flush_wait`` tokens later than alone (its text
-streams on meanwhile), and its features are the same to float tolerance. A run
-whose flushes must stay its own (:meth:`MonitorRun.flush_due <syncheck.live.monitor.MonitorRun.flush_due>`) flushes
-as it would alone.
-
-Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
-
-**Packed rounds** (the default on CPU where the model allows it, :func:`syncheck.model.packed.packs`): each run
-keeps its own one-row caches, and a round is one forward of every run's next token together with the without-context
-flushes of the sentences that ended in the round before, each row's tokens packed side by side in one sequence with
-no padding (:func:`~syncheck.model.packed.packed_forward`). A flush then costs a few tokens of a forward that runs
+**Packed rounds** (the default on CPU where the model allows it, :func:`syncheck.model.packed.packs`): each
+:class:`~syncheck.live.monitor.MonitorRun` keeps its own one-row caches, and a round is one forward that carries the
+next token of every run, the without-context flush of each sentence that ended in the round before, and both
+prompts of each run not yet prefilled (the with-context one from a copy of the cached documents' prefix where it
+shares them, :mod:`syncheck.live.prefix_cache`), each row's tokens side by side in one sequence with no padding
+(:func:`~syncheck.model.packed.packed_forward`). A flush or a prompt then costs a few tokens of a forward that runs
 anyway instead of a forward of its own, and nothing is copied when runs join or leave. A finished sentence's score
-arrives one token later than alone; a run's last flush goes in the next round's forward, and the run ends there.
+arrives one token later than alone; a run's last flush goes in the next round's forward, and the run ends there; a
+new run takes its first token in the round after its prompts.
+
+**Padded rounds** (elsewhere, or ``packed=False``): the pool owns one left-padded with-context KV cache holding a row
+for each run, each row with its own position ids; a run joins by having its prefilled one-row cache concatenated in,
+and leaves by having its row dropped. The cache has room to grow (:func:`~syncheck.model.kv.with_room`): a decode step
+writes its position in place. Runs that arrive in the same round are prefilled together (both prompts, each in one
+left-padded forward). The without-context flushes at sentence ends run in forwards of their own, grouped
+(:func:`~syncheck.live.deferred_kl.flush_group`): a run's finished sentence waits until a run ends (whose last flush
+goes at once, and takes the waiting ones with it), ``flush_group`` runs have one, or it has waited ``flush_wait``
+rounds, whichever comes first; so its score arrives at most ``flush_wait`` tokens later than alone (its text streams
+on meanwhile), and its features are the same to float tolerance.
+
+Either way, a run whose flushes must stay its own (:meth:`MonitorRun.flush_due
+<syncheck.live.monitor.MonitorRun.flush_due>`) flushes as it would alone, and each run keeps its sentence scoring.
+Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
 """
 
 from __future__ import annotations
@@ -89,8 +85,10 @@ class DecodePool:
     def step(self, runs: Sequence) -> None:
         """One token for each run (``run.choose()``), then ``run.advance()`` for each; see ``run.last``.
 
-        Runs not yet prefilled (``Monitor.run(prefill=False)``) are prefilled first, together: one forward for
-        their with-context prompts and one for their without-context prompts (:meth:`LiveEngine.start_many`).
+        Runs not yet prefilled (``Monitor.run(prefill=False)``) are prefilled first. Packed, their prompts ride this
+        round's forward and they take no token in it (``run.last`` is empty); padded, they are prefilled together,
+        one forward for their with-context prompts and one for their without-context prompts
+        (:meth:`LiveEngine.start_many`), and take their first token in this round.
         """
         if not self.pooled or any(r.monitor.lockstep for r in runs):
             for run in runs:
