@@ -231,3 +231,25 @@ def test_only_setting_errors_become_400_and_internal_failures_500():
     assert _server_error(bad.value).status == 400 and "top_p" in str(bad.value)
     internal = _server_error(ValueError("token 7 is not a flushed sentence boundary of row 0"))
     assert internal.status == 500 and internal.type == "server_error"
+
+
+def test_the_server_packs_its_rounds_as_asked(tiny_lm):
+    """``--packing``: auto packs on CPU where the model allows it, on and off force it; anything else says what it
+    takes, and so does the Ray application, before any replica starts."""
+    from click.testing import CliRunner
+
+    from syncheck.cli.serve import serve
+    from syncheck.scorer import Scorer
+    from syncheck.serve.app import create_app
+
+    scorer = Scorer(tiny_lm, aggregator=None)
+    for packing, packed in (("auto", True), ("on", True), ("off", False)):
+        app = create_app(scorer, packing=packing, model_thread=False)
+        assert app.state.scheduler.batch_step.__self__.packed is packed
+    with pytest.raises(ValueError, match="auto, on or off"):
+        create_app(scorer, packing="yes", model_thread=False)
+    result = CliRunner().invoke(serve, ["--model", "m", "--packing", "yes"])
+    assert result.exit_code == 2 and "auto" in result.output
+    ray_app = pytest.importorskip("syncheck.serve.ray_app")
+    with pytest.raises(ValueError, match="auto, on or off"):
+        ray_app.build({"model": "m", "packing": "always"})

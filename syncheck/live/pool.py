@@ -45,6 +45,16 @@ from syncheck.model.packed import Segment, packed_forward, packs
 FLUSH_GROUP = 1
 #: rounds a finished sentence may wait for others before it is flushed
 FLUSH_WAIT = 0
+#: ``syncheck serve --packing``: the pool's ``packed`` argument by name
+PACKING = {"auto": None, "on": True, "off": False}
+
+
+def packing_choice(name: str) -> bool | None:
+    """The :class:`DecodePool` ``packed`` argument for ``auto`` (packed on CPU where the model allows it), ``on`` or
+    ``off``."""
+    if name not in PACKING:
+        raise ValueError(f"packing must be auto, on or off, got {name!r}")
+    return PACKING[name]
 
 
 class DecodePool:
@@ -225,4 +235,4 @@ class DecodePool:
         self.runs.extend(new)
 
 
-__all__ = ["DecodePool"]
+__all__ = ["PACKING", "DecodePool", "packing_choice"]

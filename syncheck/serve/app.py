@@ -42,7 +42,8 @@ MAX_SCORE_RECORDS = 256
 
 
 def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
-               max_tokens: int = 256, model_thread: bool = True, decoders: dict | None = None) -> FastAPI:
+               max_tokens: int = 256, model_thread: bool = True, decoders: dict | None = None,
+               packing: str = "auto") -> FastAPI:
     """The server's ASGI app around an already built :class:`~syncheck.scorer.Scorer`.
 
     Args:
@@ -54,9 +55,11 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
             ``syncheck serve`` does; faster on CPU, see :mod:`syncheck.serve.scheduler`).
         decoders: decoder factories by ``syncheck.method`` besides ``monitor`` (default: the registered ones,
             FOD and abstention; :mod:`syncheck.serve.decoders`).
+        packing: how a round's forward carries the streams: ``auto`` (packed on CPU where the model allows it, else
+            padded), ``on`` or ``off`` (:mod:`syncheck.live.pool`).
     """
     model_id = model_id or str(scorer.lm.name)
-    runner = ChatRunner(scorer, decoders)
+    runner = ChatRunner(scorer, decoders, packing=packing)
     scheduler = Scheduler(max_concurrent, max_queue, batch_step=runner.pool.step)
     created = now()
 

@@ -92,11 +92,13 @@ class ChatRunner:
         scorer: the served :class:`~syncheck.scorer.Scorer`.
         decoders: factories of the decoders besides ``monitor``, by method name (default: those registered under
             the ``syncheck.decoders`` entry-point group, :func:`~syncheck.serve.decoders.registered_decoders`).
+        packing: the pool's rounds: ``auto`` (packed on CPU where the model allows it), ``on`` or ``off``
+            (:class:`~syncheck.live.pool.DecodePool`).
     """
 
-    def __init__(self, scorer: Any, decoders: dict[str, DecoderFactory] | None = None) -> None:
+    def __init__(self, scorer: Any, decoders: dict[str, DecoderFactory] | None = None, packing: str = "auto") -> None:
         from syncheck.live.monitor import Monitor
-        from syncheck.live.pool import DecodePool
+        from syncheck.live.pool import DecodePool, packing_choice
 
         self.scorer = scorer
         # the without-context flushes run between the pool's decode steps: a worker thread beside batched steps
@@ -105,7 +107,7 @@ class ChatRunner:
         # without-context pass beside decoding"); it pays for single streams only
         self.monitor = Monitor(scorer, background_kl=False)
         #: batches the decode steps of the running ``monitor`` streams (the scheduler's ``batch_step``)
-        self.pool = DecodePool(self.monitor.engine)
+        self.pool = DecodePool(self.monitor.engine, packed=packing_choice(packing))
         self.decoders = Decoders(scorer, decoders)
         self._checker = None
 
