@@ -322,6 +322,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved repeats of the baseline and every level")
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--packing", default="auto", choices=["auto", "on", "off"],
+                    help="the servers' rounds (syncheck serve --packing): packed on CPU by default")
     ap.add_argument("--ray-replicas", type=int, default=0,
                     help="also run every level against this many Ray Serve replicas (syncheck serve --replicas)")
     ap.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
@@ -336,7 +338,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         requests = workload(args.requests, args.doc_sets)
     except ValueError as exc:
         ap.error(str(exc))
-    extra = (["--device", args.device] if args.device else []) + ["--dtype", args.dtype]
+    extra = (["--device", args.device] if args.device else []) + ["--dtype", args.dtype, "--packing", args.packing]
 
     from syncheck.serve.process import ServerProcess
 

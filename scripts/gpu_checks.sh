@@ -10,7 +10,8 @@
 #   bash scripts/gpu_checks.sh replicas   # serve_load on Ray Serve: 1, 2 and 4 CPU replicas of SmolLM2 (4 CPUs
 #                                         # each), then one GPU replica of the random model beside the plain server
 #   bash scripts/gpu_checks.sh packed     # benchmarks.packed_forward: a packed forward against the padded step
-#                                         # and a forward per flush, random model (decides the pool's GPU default)
+#                                         # and a forward per flush, random model; then serve_load with the
+#                                         # server's rounds packed (decides the pool's GPU default)
 #   bash scripts/gpu_checks.sh all        # the first five, in that order (several names run in the order given)
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), DEVICE (cuda), SHAPE (llama3-8b),
@@ -70,12 +71,12 @@ run_offline() {
     step offline_throughput "$PYTHON" -m benchmarks.offline_throughput --shape "$SHAPE" "${TOK[@]}" --device "$DEVICE" \
         --dtype "$DTYPE" "${OFF[@]}"
 }
-run_serve() {
-    local dir=${MODEL_DIR:-/tmp/random-$SHAPE}
+run_serve() {  # [log name]
+    local dir=${MODEL_DIR:-/tmp/random-$SHAPE} name=${1:-serve_load}
     [ -f "$dir/config.json" ] || step save_model "$PYTHON" -m benchmarks.random_shape "$SHAPE" "$dir" "${TOK[@]}" \
         --device "$DEVICE" --dtype "$DTYPE"
     # shellcheck disable=SC2086
-    step serve_load "$PYTHON" -m benchmarks.serve_load --model "$dir" --device "$DEVICE" --dtype "$DTYPE" "${SRV[@]}" \
+    step "$name" "$PYTHON" -m benchmarks.serve_load --model "$dir" --device "$DEVICE" --dtype "$DTYPE" "${SRV[@]}" \
         ${SERVE_ARGS:-}
 }
 
@@ -97,6 +98,7 @@ run_replicas() {  # Ray Serve replica scaling on the CPUs, then one GPU replica 
 run_packed() {
     step packed_forward "$PYTHON" -m benchmarks.packed_forward --shape "$SHAPE" "${TOK[@]}" --device "$DEVICE" \
         --dtype "$DTYPE" "${PCK[@]}"
+    SERVE_ARGS="${SERVE_ARGS:-} --packing on" run_serve serve_load_packed
 }
 
 run_preset() {
