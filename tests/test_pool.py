@@ -334,3 +334,30 @@ def test_packed_rounds_prefill_arriving_runs_in_the_round_forward_on_the_cached_
         for a, b in zip(run.result.sentences, ref.sentences):
             np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
                                        [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+
+
+def test_packed_rounds_end_runs_of_one_token_and_runs_that_end_at_once(server_monitor):
+    """A run that ends on its first token (EOS), one of a single token, and a longer one, stepped in packed rounds
+    from unprefilled, each equal the run alone."""
+    monitor = server_monitor
+    tok = monitor.scorer.lm.tokenizer
+    eos = min(monitor.engine.eos_ids)
+    forced = [[eos], tok.encode(" Paris", add_special_tokens=False)[:1],
+              tok.encode(ANSWERS[0], add_special_tokens=False)]
+    alone = [monitor.generate(question=q, context=CONTEXT, forced_ids=ids) for q, ids in zip(QUESTIONS, forced)]
+    pool = DecodePool(monitor.engine)
+    runs = [monitor.run(question=q, context=CONTEXT, forced_ids=ids, prefill=False)
+            for q, ids in zip(QUESTIONS, forced)]
+    events = {id(r): [] for r in runs}
+    for _ in range(200):
+        live = [r for r in runs if r.result is None]
+        if not live:
+            break
+        pool.step(live)
+        for r in live:
+            events[id(r)] += r.last.events
+    assert pool.packed and all(r.result is not None for r in runs)
+    for run, ref in zip(runs, alone):
+        assert run.result.token_ids == ref.token_ids and run.result.text == ref.text
+        assert run.result.stop_reason == ref.stop_reason
+        assert [e.sentence.text for e in events[id(run)]] == [s.text for s in ref.sentences]
