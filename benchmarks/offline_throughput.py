@@ -44,16 +44,12 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     import warnings
 
-    from benchmarks.random_shape import random_model, synchronize
+    from benchmarks.random_shape import model_from_args, synchronize
     from syncheck.lid_reference import bundled_records, load_or_build
-    from syncheck.model.models import load_model
     from syncheck.model.passes import encode_record
     from syncheck.scorer import Scorer
 
-    if args.shape:
-        lm = random_model(args.shape, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
-    else:
-        lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    lm = model_from_args(args)
     records = bundled_records()[: args.limit]
     lid = load_or_build(lm) if args.lid else None
     with warnings.catch_warnings():

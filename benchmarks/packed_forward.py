@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from benchmarks.random_shape import model_from_args, synchronize
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import concat_left_padded, with_room
 from syncheck.model.packed import Segment, packed_forward, packs
@@ -36,20 +37,15 @@ def _caches(lm: Any, rows: int, length: int) -> list:
                 for _ in range(rows)]
 
 
-def _sync(lm: Any) -> None:
-    if lm.device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def _timed(lm: Any, fn, repeats: int) -> float:
     """Median seconds of ``fn`` over ``repeats`` calls (after one warm-up)."""
     fn()
     times = []
     for _ in range(repeats):
-        _sync(lm)
+        synchronize(lm.device)
         t0 = time.perf_counter()
         fn()
-        _sync(lm)
+        synchronize(lm.device)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -75,18 +71,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args(argv)
-    if args.shape:
-        from benchmarks.random_shape import random_model
-
-        lm = random_model(args.shape, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
-    else:
-        from syncheck.model.models import load_model
-
-        lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    lm = model_from_args(args)
     model, vocab = lm.model, len(lm.tokenizer)
     if not packs(model):
-        raise SystemExit(f"{args.shape or args.model} does not pack (its attention is not SDPA through transformers' "
-                         "attention interface): nothing to compare")
+        raise SystemExit(f"{args.shape or args.model} does not pack: its attention is not SDPA through transformers' "
+                         "attention interface (or a packed forward did not equal the plain one). Pick a model of a "
+                         "family that dispatches attention there (Llama, Qwen2, Mistral), loaded with SDPA attention")
     levels = [int(x) for x in args.flushes.split(",")]
     rows = _caches(lm, args.rows, args.cache)
     flush_caches = _caches(lm, max(levels, default=0), args.flush_cache)

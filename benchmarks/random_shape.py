@@ -78,6 +78,16 @@ def random_model(shape: str, *, tokenizer: Any = None, device: str | torch.devic
     return load_model(model, tokenizer, name=f"random-{shape}")
 
 
+
+def model_from_args(args: Any):
+    """The model a speed benchmark's arguments name: random weights of ``args.shape`` (with ``args.tokenizer``) when
+    it is given, else ``args.model`` loaded by name; on ``args.device``, in ``args.dtype``."""
+    if args.shape:
+        return random_model(args.shape, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype)
+    from syncheck.model.models import load_model
+
+    return load_model(args.model, device=args.device, dtype=args.dtype)
+
 def load_tokenizer(tokenizer: Any = None):
     """``tokenizer`` itself, or the one saved in the folder it names, or SmolLM2's (``None``)."""
     if tokenizer is None:

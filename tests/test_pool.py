@@ -18,6 +18,14 @@ CONTEXT = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It i
 QUESTIONS = ["When was it completed?", "How tall is it?", "Who built the tower, and why?", "Where?"]
 
 
+def _assert_same_sentences(result, ref) -> None:
+    """A pooled run's sentences are the run alone's: the same texts, features equal to 1e-4."""
+    assert [s.text for s in result.sentences] == [s.text for s in ref.sentences]
+    for a, b in zip(result.sentences, ref.sentences):
+        np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
+                                   [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+
+
 @pytest.fixture
 def monitor(tiny_lm):
     return Monitor(Scorer(tiny_lm, aggregator=None))
@@ -62,11 +70,7 @@ def test_pooled_runs_joining_and_leaving_equal_each_run_alone(server_monitor, pa
             assert pool.cache is None or all(isinstance(layer, RoomyLayer) for layer in pool.cache.layers)
     for run, text, ref in zip(runs, texts, alone):
         assert run.result.token_ids == ref.token_ids and text == ref.text == run.result.text
-        assert len(run.result.sentences) == len(ref.sentences)
-        for a, b in zip(run.result.sentences, ref.sentences):
-            assert a.text == b.text
-            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
-                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+        _assert_same_sentences(run.result, ref)
 
 
 def test_a_grouped_flush_equals_a_flush_of_each_run(monitor):
@@ -124,9 +128,7 @@ def test_the_pool_groups_flushes_holds_a_sentence_at_most_flush_wait_rounds_and_
     for run, ref in zip(runs, alone):
         assert run.result.text == ref.text and [e.sentence.text for e in events[id(run)]] == \
             [s.text for s in ref.sentences]
-        for a, b in zip(run.result.sentences, ref.sentences):
-            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
-                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+        _assert_same_sentences(run.result, ref)
 
 
 def test_a_pool_refuses_settings_that_cannot_flush():
@@ -296,9 +298,7 @@ def test_packed_rounds_carry_the_flushes_in_the_decode_forward_and_change_no_fea
     for run, ref in zip(runs, alone):
         assert run.result.text == ref.text and [e.sentence.text for e in events[id(run)]] == \
             [s.text for s in ref.sentences]
-        for a, b in zip(run.result.sentences, ref.sentences):
-            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
-                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+        _assert_same_sentences(run.result, ref)
 
 
 def test_packed_rounds_prefill_arriving_runs_in_the_round_forward_on_the_cached_documents(server_monitor):
@@ -331,9 +331,7 @@ def test_packed_rounds_prefill_arriving_runs_in_the_round_forward_on_the_cached_
     assert engine.prefixes.hits - hits == len(QUESTIONS) - 1  # all but the first reuse the documents' prefix
     for run, ref in zip(runs, alone):
         assert run.result.token_ids == ref.token_ids and run.result.text == ref.text
-        for a, b in zip(run.result.sentences, ref.sentences):
-            np.testing.assert_allclose([a.features[k] for k in sorted(a.features)],
-                                       [b.features[k] for k in sorted(b.features)], rtol=1e-4, atol=1e-4)
+        _assert_same_sentences(run.result, ref)
 
 
 def test_packed_rounds_end_runs_of_one_token_and_runs_that_end_at_once(server_monitor):
