@@ -80,8 +80,8 @@ def _timed(fn, cold: bool = True):
     from benchmarks.random_shape import synchronize
 
     for engine in _ENGINES if cold else ():
-        if engine.prefixes is not None:
-            engine.prefixes.clear()
+        for cache in engine.prefix_caches:
+            cache.clear()
     synchronize(_DEVICE)
     t = time.perf_counter()
     out = fn()

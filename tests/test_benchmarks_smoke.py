@@ -38,14 +38,15 @@ def test_monitor_overhead_times_every_run_with_a_cold_prompt_prefix_cache(monkey
     from benchmarks import monitor_overhead
     from syncheck.live.prefix_cache import PromptPrefixCache
 
-    engine = type("Engine", (), {"prefixes": PromptPrefixCache()})()
-    engine.prefixes._ids, engine.prefixes._cache = [1, 2, 3], object()
+    engine = type("Engine", (), {"prefix_caches": [PromptPrefixCache(), PromptPrefixCache()]})()
+    for cache in engine.prefix_caches:  # with-context and without-context prompts
+        cache._ids, cache._cache = [1, 2, 3], object()
     monkeypatch.setattr(monitor_overhead, "_ENGINES", [engine])
     seen = []
-    monitor_overhead._timed(lambda: seen.append(engine.prefixes._cache), cold=False)
-    monitor_overhead._timed(lambda: seen.append(engine.prefixes._cache))
-    assert seen[0] is not None  # the "prompt prefix cached" run keeps it
-    assert seen[1] is None  # every other run finds it cleared
+    monitor_overhead._timed(lambda: seen.append([c._cache for c in engine.prefix_caches]), cold=False)
+    monitor_overhead._timed(lambda: seen.append([c._cache for c in engine.prefix_caches]))
+    assert None not in seen[0]  # the "prompt prefix cached" run keeps them
+    assert seen[1] == [None, None]  # every other run finds them cleared
 
 
 @pytest.mark.slow

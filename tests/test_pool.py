@@ -155,7 +155,8 @@ def test_runs_that_arrive_together_are_prefilled_in_one_forward_and_equal_each_r
     hook = monitor.engine.lm.model.register_forward_pre_hook(
         lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape), with_kwargs=True
     )
-    monitor.engine.prefixes.clear()  # else every prompt starts from the documents' cached prefix (tested below)
+    for cache in monitor.engine.prefix_caches:  # else prompts start from a cached prefix (tested below)
+        cache.clear()
     try:
         runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 10}, prefill=False)
                 for q in QUESTIONS]
@@ -252,6 +253,73 @@ def test_prompts_that_hit_the_cached_prefix_together_are_prefilled_in_one_forwar
             assert k.shape == rk.shape == (1, rk.shape[1], len(prompt), rk.shape[3])
             torch.testing.assert_close(k, rk, atol=1e-4, rtol=1e-4)
             torch.testing.assert_close(v, rv, atol=1e-4, rtol=1e-4)
+
+
+def _without_prompts(monitor):
+    """The questions' without-context prompts, and the engine's without-context prefix cache set to reuse their
+    shared template (the tiny model's is shorter than the default minimum)."""
+    prompts = [monitor.prompts(q, CONTEXT, 8)[0][1] for q in QUESTIONS]
+    shared = len(os.path.commonprefix(prompts))
+    assert 4 <= shared < min(len(p) for p in prompts)  # the template's opening, then the questions differ
+    cache = monitor.engine.prefixes_without
+    cache.clear()
+    cache.min_tokens = shared
+    return prompts, shared
+
+
+def _assert_same_prefill(got, ref) -> None:
+    (cache, logp), (ref_cache, ref_logp) = got, ref
+    torch.testing.assert_close(logp, ref_logp, atol=1e-4, rtol=1e-4)
+    for (k, v), (rk, rv) in zip(_layers(cache), _layers(ref_cache)):
+        assert k.shape == rk.shape
+        torch.testing.assert_close(k, rk, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(v, rv, atol=1e-4, rtol=1e-4)
+
+
+def test_without_context_prompts_prefill_only_what_follows_the_cached_template(monitor):
+    """Run by run (``start``) and together (``start_many``), a without-context prompt feeds only what follows the
+    template's opening it shares with the stored one, and equals a fresh prefill."""
+    engine = monitor.engine
+    prompts, _ = _without_prompts(monitor)
+    withs = [monitor.prompts(q, CONTEXT, 8)[0][0] for q in QUESTIONS]
+    fresh = [engine.prefill(p) for p in prompts]  # reuse=False: a full forward each, the reference
+    fed = []
+    hook = engine.lm.model.register_forward_pre_hook(
+        lambda m, args, kwargs: fed.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        one = [engine.start(w, p) for w, p in zip(withs[:2], prompts[:2])]
+        engine.prefixes_without.clear()
+        engine.start(withs[0], prompts[0])  # stores its without-context prompt again
+        fed.clear()
+        many = engine.start_many([(w, p, None) for w, p in zip(withs[1:], prompts[1:])])
+    finally:
+        hook.remove()
+    assert engine.prefixes_without.hits == 4  # every prompt after the first that was stored
+    done = min(len(os.path.commonprefix([prompts[0], p])) for p in prompts[1:])  # all three start from it
+    widest = max(len(p) for p in prompts[1:])
+    assert (3, widest - done) in fed and (3, widest) not in fed  # only the tails after the template
+    for batch, ref in zip(one + many, fresh[:2] + fresh[1:]):
+        _assert_same_prefill((batch.without_cache, batch.rows[0].without_next[None]), ref)
+
+
+def test_packed_rounds_prefill_without_context_prompts_on_the_cached_template(server_monitor):
+    """Packed, an arriving run's without-context prompt also starts from a copy of the stored template's keys and
+    values, and each run equals the run alone."""
+    monitor = server_monitor
+    alone = [monitor.generate(question=q, context=CONTEXT, decoding={"max_new_tokens": 8}) for q in QUESTIONS]
+    engine = monitor.engine
+    _without_prompts(monitor)
+    pool = DecodePool(engine)
+    assert pool.packed
+    runs = [monitor.run(question=q, context=CONTEXT, decoding={"max_new_tokens": 8}, prefill=False)
+            for q in QUESTIONS]
+    pool.step(runs[:1])  # the first stores its prompts
+    while any(r.result is None for r in runs):
+        pool.step([r for r in runs if r.result is None])
+    assert engine.prefixes_without.hits == len(QUESTIONS) - 1
+    for run, ref in zip(runs, alone):
+        assert run.result.token_ids == ref.token_ids and run.result.text == ref.text
+        _assert_same_sentences(run.result, ref)
 
 
 def test_generations_on_a_cached_prefix_equal_those_without_the_cache(tiny_lm):

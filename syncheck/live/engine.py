@@ -21,7 +21,7 @@ from features.lookback import lookback_ratios
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.decoding import Decoding
 from syncheck.live import branching, deferred_kl
-from syncheck.live.prefix_cache import PromptPrefixCache
+from syncheck.live.prefix_cache import WITHOUT_CONTEXT_MIN_TOKENS, PromptPrefixCache
 from syncheck.live.state import Batch, Row
 from syncheck.model.attention import record_lookback
 from syncheck.model.kv import cache_length, padding_mask, select_rows, with_room
@@ -39,9 +39,10 @@ class LiveEngine:
         kl: run the without-context pass (deferred to sentence ends).
         lookback: record each head's lookback ratio per token (the model's attention must be switched
             with :func:`syncheck.model.attention.enable_lookback`).
-        prefix_cache: reuse the keys and values of the last with-context prompt's common prefix
-            (:mod:`syncheck.live.prefix_cache`: requests over the same documents prefill only their question);
-            never while recording lookback.
+        prefix_cache: reuse the keys and values of the last prompt's common prefix, one cache for with-context
+            prompts and one for without-context prompts (:mod:`syncheck.live.prefix_cache`: requests over the same
+            documents prefill only their question, and a without-context prompt only what follows the chat
+            template's opening); never while recording lookback.
     """
 
     def __init__(self, lm: LoadedModel, hidden_layers: Sequence[int] = (), kl: bool = True, lookback: bool = False,
@@ -49,6 +50,10 @@ class LiveEngine:
         self.lm = lm
         #: the last with-context prompt, kept to prefill the next one on its common prefix (None: off)
         self.prefixes = PromptPrefixCache() if prefix_cache and not lookback else None
+        #: the same for without-context prompts, which share the chat template's opening (a system prompt) and
+        #: differ from the question on (None: off)
+        self.prefixes_without = (PromptPrefixCache(min_tokens=WITHOUT_CONTEXT_MIN_TOKENS) if prefix_cache and kl
+                                 and not lookback else None)
         self.hidden_layers = list(hidden_layers)
         self.kl = kl
         self.lookback = lookback
@@ -67,13 +72,20 @@ class LiveEngine:
         ``reuse``: start from the prefix cache's common prefix with ``prompt``; a prompt that shares none is kept
         there for the next one (with-context prompts; see :attr:`prefixes`).
         """
-        cache, logp, _ = self._prefill(prompt, None, reuse)
+        cache, logp, _ = self._prefill(prompt, None, self.prefixes if reuse else None)
         return cache, logp
 
-    def _prefill(self, prompt: Sequence[int], context_span: tuple[int, int] | None, reuse: bool = False):
-        """:meth:`prefill`, plus the ``(1, n_layers * H)`` lookback ratios of the last position when
-        ``context_span`` is given."""
-        prefixes = self.prefixes if reuse and context_span is None else None
+    @property
+    def prefix_caches(self) -> list[PromptPrefixCache]:
+        """The prompt prefix caches in use (with-context, then without-context)."""
+        return [c for c in (self.prefixes, self.prefixes_without) if c is not None]
+
+    def _prefill(self, prompt: Sequence[int], context_span: tuple[int, int] | None,
+                 prefixes: PromptPrefixCache | None = None):
+        """:meth:`prefill` from ``prefixes``' common prefix (``None``: from nothing), plus the
+        ``(1, n_layers * H)`` lookback ratios of the last position when ``context_span`` is given (never on a
+        reused prefix)."""
+        prefixes = prefixes if context_span is None else None
         done = prefixes.reusable(prompt) if prefixes is not None else 0
         past = prefixes.take(done) if done else None
         ids = torch.tensor([list(prompt[done:])], device=self.lm.device)
@@ -93,7 +105,7 @@ class LiveEngine:
             return None, None
         if prompt_without is None:
             raise ValueError("kl=True needs the without-context prompt")
-        cache, logp = self.prefill(prompt_without)
+        cache, logp, _ = self._prefill(prompt_without, None, self.prefixes_without)
         return cache, logp[0]
 
     @torch.inference_mode()
@@ -106,13 +118,18 @@ class LiveEngine:
         cache's prompt is prefilled alone from it, feeding only the tokens after the common prefix; the others go
         in one forward, and the first of them is kept in the prefix cache.
         """
-        if reuse and self.prefixes is not None:
-            hit = [i for i, p in enumerate(prompts) if self.prefixes.reusable(p)]
-            hits = dict(zip(hit, self._prefill_on_prefix([prompts[i] for i in hit])))
+        return self._prefill_many(prompts, self.prefixes if reuse else None)
+
+    def _prefill_many(self, prompts: Sequence[Sequence[int]], prefixes: PromptPrefixCache | None
+                      ) -> list[tuple[DynamicCache, torch.Tensor]]:
+        """:meth:`prefill_many` on ``prefixes`` (``None``: every prompt from nothing)."""
+        if prefixes is not None:
+            hit = [i for i, p in enumerate(prompts) if prefixes.reusable(p)]
+            hits = dict(zip(hit, self._prefill_on_prefix([prompts[i] for i in hit], prefixes)))
             fresh = [i for i in range(len(prompts)) if i not in hits]
             if fresh:  # after the hits, which read the prefix this replaces
-                hits.update(zip(fresh, self.prefill_many([prompts[i] for i in fresh])))
-                self.prefixes.store(prompts[fresh[0]], hits[fresh[0]][0])
+                hits.update(zip(fresh, self._prefill_many([prompts[i] for i in fresh], None)))
+                prefixes.store(prompts[fresh[0]], hits[fresh[0]][0])
             return [hits[i] for i in range(len(prompts))]
         if len(prompts) == 1:
             return [self.prefill(prompts[0])]
@@ -129,8 +146,9 @@ class LiveEngine:
         logp = torch.log_softmax(out.logits[:, -1].float(), -1)
         return [(select_rows(returned_cache(out), [i], start=pad), logp[i : i + 1]) for i, pad in enumerate(pads)]
 
-    def _prefill_on_prefix(self, prompts: Sequence[Sequence[int]]) -> list[tuple[DynamicCache, torch.Tensor]]:
-        """:meth:`prefill` with ``reuse`` of prompts that share the prefix cache's prompt, in one forward.
+    def _prefill_on_prefix(self, prompts: Sequence[Sequence[int]], prefixes: PromptPrefixCache
+                           ) -> list[tuple[DynamicCache, torch.Tensor]]:
+        """:meth:`prefill` of prompts that share ``prefixes``' prompt, on its common prefix, in one forward.
 
         The rows start from the longest prefix all of them share with the cached prompt (one copy per row), and
         each feeds its own remaining tokens, right-padded: causal attention keeps every real position from seeing
@@ -138,8 +156,8 @@ class LiveEngine:
         prompt to float tolerance.
         """
         if len(prompts) <= 1:
-            return [self.prefill(p, reuse=True) for p in prompts]
-        done = min(self.prefixes.reusable(p) for p in prompts)
+            return [self._prefill(p, None, prefixes)[:2] for p in prompts]
+        done = min(prefixes.reusable(p) for p in prompts)
         tails = [list(p[done:]) for p in prompts]
         width = max(len(t) for t in tails)
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
@@ -147,7 +165,7 @@ class LiveEngine:
             ids[i, : len(tail)] = torch.as_tensor(tail, dtype=torch.long)
         ends = sorted({len(t) - 1 for t in tails})  # the positions whose logits are needed, (m,)
         dev = self.lm.device
-        past = self.prefixes.take(done, rows=len(prompts))
+        past = prefixes.take(done, rows=len(prompts))
         out = self.lm.model(input_ids=ids.to(dev), use_cache=True, **cache_kwargs(self.lm.model, past),
                             logits_to_keep=torch.tensor(ends, device=dev))
         logp = torch.log_softmax(out.logits.float(), -1)  # (B, m, V)
@@ -162,7 +180,8 @@ class LiveEngine:
         """
         if self.lookback and context_span is None:
             raise ValueError("lookback=True needs the context's token span in the prompt (PromptPair.context_span)")
-        with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None, reuse=True)
+        with_cache, next_logp, ratios = self._prefill(prompt_with, context_span if self.lookback else None,
+                                                      self.prefixes)
         without_cache, without_next = self._without_next(prompt_without)
         return self._one_row(prompt_with, prompt_without, with_cache, next_logp, ratios, without_cache, without_next,
                              context_span)
@@ -177,7 +196,8 @@ class LiveEngine:
         if self.kl:
             if any(p[1] is None for p in prompts):
                 raise ValueError("kl=True needs the without-context prompt")
-            withouts = [(cache, logp[0]) for cache, logp in self.prefill_many([p[1] for p in prompts])]
+            withouts = [(cache, logp[0]) for cache, logp in self._prefill_many([p[1] for p in prompts],
+                                                                                self.prefixes_without)]
         else:
             withouts = [(None, None)] * len(prompts)
         return [self._one_row(w, wo, wc, lp, None, woc, wlp, span)
@@ -186,31 +206,38 @@ class LiveEngine:
     def start_segments(self, prompts: Sequence[tuple[Sequence[int], Sequence[int] | None, tuple[int, int] | None]]
                        ) -> tuple[list[Segment], Callable[[Sequence[SegmentOutput]], list[Batch]]]:
         """:meth:`start_many` as rows of a packed forward (:func:`syncheck.model.packed.packed_forward`), which may
-        carry other rows too: the segments to feed (a with-context prompt on a copy of the prefix cache's common
-        prefix, or from nothing; a without-context prompt from nothing), and the function that makes each prompt's
+        carry other rows too: the segments to feed (each prompt on a copy of its prefix cache's common prefix, or
+        from nothing), and the function that makes each prompt's
         one-row batch of the forward's outputs for those segments. Without lookback only."""
         if self.lookback:
             raise ValueError("a packed forward records no lookback ratios: start the rows with start_many()")
-        model, segments, reused = self.lm.model, [], []
+        model, segments = self.lm.model, []
+
+        def segment(prompt: Sequence[int], prefixes: PromptPrefixCache | None) -> Segment:
+            done = prefixes.reusable(prompt) if prefixes is not None else 0
+            cache = with_room(prefixes.take(done)) if done else empty_cache(model, len(prompt))
+            return Segment(cache, list(prompt[done:]), start=done)
+
         for prompt_with, prompt_without, _ in prompts:
-            done = self.prefixes.reusable(prompt_with) if self.prefixes is not None else 0
-            cache = with_room(self.prefixes.take(done)) if done else empty_cache(model, len(prompt_with))
-            segments.append(Segment(cache, list(prompt_with[done:]), start=done))
-            reused.append(done)
+            segments.append(segment(prompt_with, self.prefixes))
             if self.kl:
                 if prompt_without is None:
                     raise ValueError("kl=True needs the without-context prompt")
-                segments.append(Segment(empty_cache(model, len(prompt_without)), list(prompt_without), start=0))
+                segments.append(segment(prompt_without, self.prefixes_without))
+
+        def kept(prompt: Sequence[int], seg: Segment, prefixes: PromptPrefixCache | None) -> None:
+            if prefixes is not None and not seg.start and not prefixes.reusable(prompt):
+                prefixes.store(prompt, seg.cache)  # the first prompt that shares no prefix with the stored one
 
         def batches(outputs: Sequence[SegmentOutput]) -> list[Batch]:
             out, pairs = [], iter(zip(segments, outputs))
-            for (prompt_with, prompt_without, span), done in zip(prompts, reused):
+            for prompt_with, prompt_without, span in prompts:
                 seg, with_out = next(pairs)
-                if self.prefixes is not None and not done and not self.prefixes.reusable(prompt_with):
-                    self.prefixes.store(prompt_with, seg.cache)  # the first prompt over new documents
+                kept(prompt_with, seg, self.prefixes)
                 without_cache, without_next = None, None
                 if self.kl:
                     without, without_out = next(pairs)
+                    kept(prompt_without, without, self.prefixes_without)
                     without_cache, without_next = without.cache, torch.log_softmax(without_out.logits.float(), -1)[0]
                 out.append(self._one_row(prompt_with, prompt_without, seg.cache,
                                          torch.log_softmax(with_out.logits.float(), -1), None, without_cache,

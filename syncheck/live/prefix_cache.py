@@ -1,16 +1,17 @@
-"""Reuse of the last with-context prompt's keys and values: requests over the same documents skip their prefill.
+"""Reuse of the last prompt's keys and values: requests over the same documents skip their prefill.
 
 A RAG prompt is the chat template, then the documents, then the question, so requests that share their documents
-share all of the prompt but the question. :class:`PromptPrefixCache` keeps a private copy of the keys and values
-of the last with-context prompt that shared no prefix with the one before it (a prompt that reuses the copy leaves
-it as it is, so a hit costs one copy, not two); :meth:`LiveEngine.prefill
-<syncheck.live.engine.LiveEngine.prefill>` then feeds only the tokens after the longest common prefix, on a copy of
-the cached positions. The keys and values of the common
-prefix are the ones a fresh prefill computes for the same tokens at the same positions (causal attention: a
-position never sees what follows it), equal to float tolerance (tested).
+share all of the prompt but the question; the without-context prompt (the template and the question) shares the
+template's opening. :class:`PromptPrefixCache` keeps a private copy of the keys and values of the last prompt that
+shared no prefix with the one before it (a prompt that reuses the copy leaves it as it is, so a hit costs one copy,
+not two); :meth:`LiveEngine.prefill <syncheck.live.engine.LiveEngine.prefill>` then feeds only the tokens after
+the longest common prefix, on a copy of the cached positions. The engine keeps one cache for with-context prompts
+and one for without-context prompts. The keys and values of the common prefix are the ones a fresh prefill
+computes for the same tokens at the same positions (causal attention: a position never sees what follows it),
+equal to float tolerance (tested).
 
-It holds one prompt: memory is one cache of the prompt's length (SmolLM2-135M, 300 tokens: 14 MB in float32; an
-8B model in bfloat16 at 4,096 tokens: 512 MB). ``LiveEngine(prefix_cache=False)`` turns it off.
+Each holds one prompt: memory is one cache of the prompt's length (SmolLM2-135M, 300 tokens: 14 MB in float32; an
+8B model in bfloat16 at 4,096 tokens: 512 MB). ``LiveEngine(prefix_cache=False)`` turns both off.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from typing import Sequence
 from transformers import DynamicCache
 
 from syncheck.model.kv import select_rows
+
+#: the shortest common prefix a without-context prompt reuses: those prompts share only the chat template's opening
+#: (SmolLM2-Instruct: a 26-token system prompt, of 37-39 tokens for a short question), and copying positions costs
+#: far less than computing them
+WITHOUT_CONTEXT_MIN_TOKENS = 16
 
 
 class PromptPrefixCache:
@@ -66,4 +72,4 @@ class PromptPrefixCache:
         self._ids, self._cache = [], None
 
 
-__all__ = ["PromptPrefixCache"]
+__all__ = ["WITHOUT_CONTEXT_MIN_TOKENS", "PromptPrefixCache"]
