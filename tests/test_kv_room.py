@@ -69,7 +69,8 @@ def test_with_room_leaves_caches_it_does_not_know_as_they_are(tiny_lm):
 
 def test_expanded_and_gathered_caches_have_room_and_step_like_plain_ones(tiny_lm):
     """``expand`` (FOD's candidates) and ``gather_left_padded`` build their caches with room; stepping them gives the
-    logits of a plain cache holding the same rows."""
+    logits of a plain cache holding the same rows, to float tolerance: their rows were prefilled at batch 1 and the
+    plain ones at batch 3, and a matrix product of other shapes may round apart (seen on an AMD EPYC's MKL)."""
     from syncheck.model.kv import expand, gather_left_padded
 
     gen = torch.Generator().manual_seed(1)
@@ -82,5 +83,5 @@ def test_expanded_and_gathered_caches_have_room_and_step_like_plain_ones(tiny_lm
         assert all(isinstance(layer, RoomyLayer) for layer in built.layers)
         assert cache_length(built) == 7
         stepped, cache = _steps(tiny_lm, built, steps)
-        torch.testing.assert_close(stepped, plain, rtol=0, atol=0)
+        torch.testing.assert_close(stepped, plain, rtol=1e-5, atol=1e-5)
         assert cache_length(cache) == 12
