@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from benchmarks.random_shape import model_from_args, synchronize
+from benchmarks.run_stamp import machine
 from features.model_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import concat_left_padded, with_room
 from syncheck.model.packed import Segment, packed_forward, packs
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     name = args.shape or args.model
     print(f"\n{name}, {lm.device}, {args.dtype}: {args.rows} decode rows on {args.cache}-position caches, flushes of "
           f"{args.width} tokens on {args.flush_cache}-position caches; medians over {args.rounds} interleaved rounds")
+    print(f"machine: {machine()}")
     print("| flushes in the round | padded step + a forward per flush, ms | packed forward, ms "
           "| padded / packed (spread) |")
     print("| --- | --- | --- | --- |")

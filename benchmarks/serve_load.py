@@ -44,6 +44,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from benchmarks.run_stamp import machine
+
 DOCUMENTS = [
     "The Kestrel Navigation canal opened in 1794 and linked the wool mills of Kestrelford to the port of Aldmouth, "
     "32 km to the south. It was engineered by Josiah Marlowe, who designed its eleven locks and the 240 m Brindle "
@@ -381,6 +383,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     print(f"\nmodel={args.model} requests={args.requests} over {args.doc_sets} document set(s) "
           f"max_tokens={args.tokens} (greedy, method monitor); "
           f"{args.rounds} interleaved rounds, medians over rounds, ratios taken within each round")
+    print(f"machine: {machine()}")
     print("| setup | requests/s | tokens/s | x baseline tokens/s | spread over rounds | TTFT median (max), s "
           "| first sentence median, s | latency p50 / p95, s | same replica (sets' first replicas) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
