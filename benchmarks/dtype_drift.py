@@ -17,6 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
+from benchmarks.run_stamp import machine
+
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="python -m benchmarks.dtype_drift", description=__doc__.split("\n\n")[0])
@@ -50,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             for name, value in sa.features.items():
                 diffs.setdefault(name, []).append(abs(value - sb.features[name]))
     n = len(records)
+    print(f"machine: {machine()}")
     print(f"model={args.model}, {n} RAGTruth responses, torch threads={torch.get_num_threads()}\n")
     print("| dtype | s per response | vs float32 |\n| --- | --- | --- |")
     for d in scorers:

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.run_stamp import machine
+
 
 def items(ragtruth: str | None, claims: int) -> list[tuple[str, list[str]]]:
     """``(context, claims)`` pairs: one per RAGTruth task, or two bundled records."""
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
             seconds[name].append(time.perf_counter() - t)
     ratios = [a / b for a, b in zip(seconds["one by one"], seconds["shared prefix"])]
     diff = float(np.max(np.abs(scores["one by one"] - scores["shared prefix"])))
+    print(f"machine: {machine()}")
     print(f"judge={args.judge} ({judge_dtype_name(args.dtype)}) contexts={len(work)} claims={n} rounds={args.rounds} "
           f"cpu={platform.machine()} threads={torch.get_num_threads()}")
     print("| run | s / claim (median over rounds) | x one by one |")

@@ -49,6 +49,8 @@ import time
 
 import torch
 
+from benchmarks.run_stamp import machine
+
 CONTEXT = (
     "The Kestrel Navigation canal opened in 1794 and linked the wool mills of Kestrelford to the port of Aldmouth, "
     "32 km to the south. It was engineered by Josiah Marlowe, who designed its eleven locks and the 240 m Brindle "
@@ -223,6 +225,7 @@ def main(argv: list[str] | None = None) -> dict:
     device = (
         torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     )
+    print(f"machine: {machine()}")
     print(f"model={lm.name} dtype={args.dtype} device={device} torch={torch.__version__} "
           f"prompt tokens={statistics.mean(prompt_tokens):.0f} new tokens={statistics.mean(tokens):.0f} "
           f"({args.prompts} prompts x {args.rounds} interleaved rounds)\n")

@@ -27,6 +27,8 @@ import time
 
 import torch
 
+from benchmarks.run_stamp import machine
+
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
     base = statistics.median(times["one pass"])
     device = (torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda"
               else f"cpu {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
+    print(f"machine: {machine()}")
     print(f"model={lm.name} dtype={args.dtype} device={device} torch={torch.__version__}")
     print(f"{n} records, {prompt_tokens / n:.0f} prompt tokens and {resp_tokens / n:.0f} response tokens per record, "
           f"batch size {args.batch_size}, median of {args.rounds} interleaved rounds\n")

@@ -27,7 +27,6 @@ SmolLM2's by default), so both answers have the same tokens::
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 
@@ -35,6 +34,7 @@ import torch
 
 from benchmarks.monitor_overhead import CONTEXT, QUESTIONS
 from benchmarks.random_shape import synchronize
+from benchmarks.run_stamp import machine
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
     base = names[0]
     lm = scorers[base].lm
     where = (torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda"
-             else f"cpu {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
+             else machine())
     print(f"{where}, torch "
           f"{torch.__version__}; {len(records)} records offline, one answer of up to {args.tokens} tokens live; "
           f"medians of {args.rounds} interleaved rounds, ratios within each round against '{base}'\n")

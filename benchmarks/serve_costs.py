@@ -26,6 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from benchmarks.run_stamp import machine
 from benchmarks.serve_load import DOCUMENTS, QUESTIONS
 
 
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     threads = thread_times(args.model, args.tokens, args.rounds)
     threads["worker thread that loaded the model (fresh process)"] = all_in_worker(args.model, args.tokens, args.rounds)
     base = threads["main thread"]
+    print(f"machine: {machine()}")
     print(f"model={args.model}: 3 monitor generations of up to {args.tokens} tokens, best of {args.rounds}")
     print("| thread | seconds | x main thread |")
     print("| --- | --- | --- |")

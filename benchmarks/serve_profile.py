@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.run_stamp import machine
 from benchmarks.serve_load import run_server_level, workload
 
 #: (category, frame pattern), in order: the first pattern that matches any frame of a stack names its category
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> Counter:
     per_thread = Counter()
     for (thread, _), n in counts.items():
         per_thread[thread] += n
+    print(f"machine: {machine()}")
     print(f"model={args.model} requests={args.requests} max_tokens={args.tokens} concurrency {args.concurrency}: "
           f"{level['tokens_per_s']:.1f} tokens/s; {sum(per_thread.values())} samples at {args.rate}/s "
           f"(py-spy --nonblocking --idle; raw stacks: {raw}). Each share is of its own thread's samples; the model "
