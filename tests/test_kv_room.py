@@ -85,3 +85,31 @@ def test_expanded_and_gathered_caches_have_room_and_step_like_plain_ones(tiny_lm
         stepped, cache = _steps(tiny_lm, built, steps)
         torch.testing.assert_close(stepped, plain, rtol=1e-5, atol=1e-5)
         assert cache_length(cache) == 12
+
+
+def test_expand_cuts_to_a_length_in_one_copy_with_room(tiny_lm):
+    """``expand(cache, n, length)`` (a prefix cache's ``take(room=True)``): the first ``length`` positions,
+    repeated, in layers with room; the source stays intact, and asking for more positions than it holds is
+    refused."""
+    import pytest
+
+    from syncheck.live.prefix_cache import PromptPrefixCache
+    from syncheck.model.kv import expand
+
+    prompt = torch.randint(0, tiny_lm.model.config.vocab_size, (1, 9), generator=torch.Generator().manual_seed(2))
+    source = _prefill(tiny_lm, prompt)
+    before = source.layers[0].keys.clone()
+    built = expand(source, 2, length=5)
+    assert all(isinstance(layer, RoomyLayer) for layer in built.layers) and cache_length(built) == 5
+    torch.testing.assert_close(built.layers[0].keys, source.layers[0].keys[:, :, :5].expand(2, -1, -1, -1),
+                               rtol=0, atol=0)
+    built.layers[0].keys.add_(1.0)
+    torch.testing.assert_close(source.layers[0].keys, before, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="cannot take 10 positions of a cache of 9"):
+        expand(source, 1, length=10)
+    prefixes = PromptPrefixCache(min_tokens=1)
+    prefixes.store(prompt[0].tolist(), source)
+    taken = prefixes.take(6, rows=3, room=True)
+    assert all(isinstance(layer, RoomyLayer) for layer in taken.layers) and cache_length(taken) == 6
+    torch.testing.assert_close(taken.layers[1].values[2], source.layers[1].values[0, :, :6], rtol=0, atol=0)
+    assert not any(isinstance(layer, RoomyLayer) for layer in prefixes.take(6).layers)  # plain, as before

@@ -215,7 +215,7 @@ class LiveEngine:
 
         def segment(prompt: Sequence[int], prefixes: PromptPrefixCache | None) -> Segment:
             done = prefixes.reusable(prompt) if prefixes is not None else 0
-            cache = with_room(prefixes.take(done)) if done else empty_cache(model, len(prompt))
+            cache = prefixes.take(done, room=True) if done else empty_cache(model, len(prompt))
             return Segment(cache, list(prompt[done:]), start=done)
 
         for prompt_with, prompt_without, _ in prompts:

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from transformers import DynamicCache
 
-from syncheck.model.kv import select_rows
+from syncheck.model.kv import expand, select_rows
 
 #: the shortest common prefix a without-context prompt reuses: those prompts share only the chat template's opening
 #: (SmolLM2-Instruct: a 26-token system prompt, of 37-39 tokens for a short question), and copying positions costs
@@ -54,14 +54,18 @@ class PromptPrefixCache:
             k += 1
         return k if k >= self.min_tokens else 0
 
-    def take(self, k: int, rows: int = 1) -> DynamicCache:
+    def take(self, k: int, rows: int = 1, room: bool = False) -> DynamicCache:
         """A new cache of ``rows`` rows, each holding the stored prompt's first ``k`` positions (one copy; the stored
-        copy stays intact). Each row counts as a hit."""
+        copy stays intact). Each row counts as a hit.
+
+        ``room``: build it with room to grow (:func:`~syncheck.model.kv.expand`), for a caller that extends it in
+        place; without, its layers are plain, and a forward outside inference mode may extend it (a cache with
+        room made in inference mode can be extended only there)."""
         if self._cache is None or k > len(self._ids):
             raise ValueError(f"the prefix cache holds {len(self._ids)} positions, asked for {k}")
         self.hits += rows
         self.reused_tokens += k * rows
-        return select_rows(self._cache, [0] * rows, k)
+        return expand(self._cache, rows, k) if room else select_rows(self._cache, [0] * rows, k)
 
     def store(self, prompt: Sequence[int], cache: DynamicCache) -> None:
         """Keep a copy of the one-row ``cache``'s first ``len(prompt)`` positions: ``prompt``'s keys and values."""

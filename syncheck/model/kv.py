@@ -174,12 +174,17 @@ def gather_left_padded(parts: Sequence[tuple[DynamicCache, int, int]]) -> tuple[
     return cache_of_layers([RoomyLayer.filled(k, v, width) for k, v in data]), [width - n for n in spans]
 
 
-def expand(cache: DynamicCache, n: int) -> DynamicCache:
-    """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``), with room to grow."""
+def expand(cache: DynamicCache, n: int, length: int | None = None) -> DynamicCache:
+    """A new cache whose single row is repeated ``n`` times (``(1, ...)`` -> ``(n, ...)``), cut to its first
+    ``length`` positions (default: all), with room to grow."""
     layers = []
     for keys, values in _kv(cache):
         if keys.shape[0] != 1:
             raise ValueError(f"expand() takes a one-row cache, got {keys.shape[0]} rows")
+        if length is not None:
+            if length > keys.shape[-2]:
+                raise ValueError(f"cannot take {length} positions of a cache of {keys.shape[-2]}")
+            keys, values = keys[..., :length, :], values[..., :length, :]
         # the repeated view is copied once, straight into the layer's room
         layers.append(RoomyLayer(keys.expand(n, -1, -1, -1), values.expand(n, -1, -1, -1),
                                  room_for(keys.shape[-2])))
