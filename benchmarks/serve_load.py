@@ -258,6 +258,16 @@ class SequentialMonitor:
                          "tokens": n})
         return _summary(rows, time.perf_counter() - t_all)
 
+    def prefix_reuse(self) -> str:
+        """What the monitor's prompt prefix caches spared, for the table's footnote."""
+        engine = self.monitor.engine
+        parts = []
+        for name, cache in (("with-context", engine.prefixes), ("without-context", engine.prefixes_without)):
+            if cache is not None:
+                per_hit = cache.reused_tokens / cache.hits if cache.hits else 0.0
+                parts.append(f"{name} prompts {cache.hits} hits, {per_hit:.0f} tokens reused per hit")
+        return "; ".join(parts) or "off"
+
 
 def round_lines(k: int, this_round: dict[str, dict[str, float]], baseline: str) -> str:
     """One line per setup of a finished round, printed at once, so a run cut short still leaves its rounds."""
@@ -394,6 +404,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
               f"| {r['tokens_per_s_vs_baseline_min']:.2f}-{r['tokens_per_s_vs_baseline_max']:.2f} "
               f"| {r['ttft_median_s']:.2f} ({r['ttft_max_s']:.2f}) | {r['first_sentence_median_s']:.2f} "
               f"| {r['latency_median_s']:.2f} / {r['latency_p95_s']:.2f} | {share} |")
+    print(f"\nthe sequential monitor's prompt prefix caches over the run (the server's work alike): "
+          f"{baseline.prefix_reuse()}")
     if args.with_fod:
         alone = [r[f"server, concurrency {max(levels)}"]["ttft_median_s"] for r in rounds]
         beside = [r[beside_fod]["ttft_median_s"] for r in rounds]

@@ -130,7 +130,9 @@ def test_serve_load_benchmark_runs(tiny_dir, capsys):
     assert min(rates.values()) > 0 and min(wide.values()) > 0
     baseline = summary["Monitor, sequential (baseline)"]
     assert baseline["tokens_per_s_vs_baseline"] == baseline["tokens_per_s_vs_baseline_max"] == 1.0
-    assert "| server, concurrency 2 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| server, concurrency 2 |" in out and "machine: " in out
+    assert "prompt prefix caches over the run" in out and "without-context prompts" in out
 
 
 def test_serve_load_interleaves_document_sets_and_counts_affinity_per_set():
