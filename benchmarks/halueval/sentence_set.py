@@ -10,7 +10,7 @@ seeded by ``(seed, subset, record)``):
 2. The swapped sentence: a knowledge sentence holding an entity -- a name
    (maximal run of capitalised words), a year or a number -- for which a
    same-shape replacement exists elsewhere in the knowledge text (outside that
-   sentence; see :func:`benchmarks.halueval.spans.closest_replacement`); the
+   sentence; see :func:`syncheck.verifier.spans.closest_replacement`); the
    entity is replaced by it. The result reads like the knowledge but states
    something it does not: label 0.
 3. The copied sentences: ``k`` other knowledge sentences, verbatim, in their
@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.halueval.spans import Span, closest_replacement, name_runs, tokenize
+from syncheck.verifier.spans import Span, closest_replacement, name_runs, tokenize
 from features.sentences import split_sentences
 from syncheck.jsonl import iter_jsonl
 

@@ -8,7 +8,9 @@ higher = better supported). One backend per module:
 - ``embedding`` (:mod:`.embedding`): max cosine to the premise's sentences (all-MiniLM-L6-v2);
 - ``llm-judge`` (:mod:`.llm_judge`): P("Yes") of a causal LM asked "Does the premise support the hypothesis?";
 - ``nli:<model>`` (:mod:`.nli`): P(entailment) of any sequence-classification NLI cross-encoder;
-- ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``).
+- ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``);
+- ``verifier[:<dir>]`` (:mod:`.verifier`): syncheck's own cross-encoder, shipped in the package (no hub needed), or
+  one trained by ``syncheck verifier train``.
 
 Model backends split long premises into overlapping windows (:mod:`.windows`)
 and keep the max over windows. Build one with :func:`make_alignment_scorer`;
@@ -42,6 +44,7 @@ ALIGNMENT_SPECS = (
     "llm-judge[:<model>]",
     "nli:<hub id or dir>",
     "alignscore[:<.ckpt path, dir or hub id>]",
+    "verifier[:<dir>]",
 )
 
 
@@ -52,7 +55,7 @@ def parse_alignment_spec(spec: str) -> tuple[str, str]:
         ValueError: an unknown or malformed spec (the message lists the forms).
     """
     kind, _, arg = spec.strip().partition(":")
-    ok = (kind == "lexical" and not arg) or kind in ("embedding", "llm-judge", "alignscore") or (kind == "nli" and arg)
+    ok = (kind == "lexical" and not arg) or kind in ("embedding", "llm-judge", "alignscore", "verifier") or (kind == "nli" and arg)
     if not ok:
         raise ValueError(f"unknown alignment backend {spec!r}; use one of: " + ", ".join(ALIGNMENT_SPECS))
     return kind, arg
@@ -74,7 +77,8 @@ def make_alignment_scorer(
         takes); ``"nli:<hub id or dir>"`` (a sequence-classification NLI
         model; pass ``trust_remote_code=True`` for Vectara's HHEM);
         ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)
-        or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``.
+        or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``; ``"verifier"`` (the shipped verifier) or
+        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote).
 
     Args:
         device, dtype: for model backends.
@@ -101,6 +105,10 @@ def make_alignment_scorer(
         from features.alignment.nli import NLIScorer
 
         return NLIScorer.from_pretrained(arg, **model_kw)
+    if kind == "verifier":
+        from features.alignment.verifier import VerifierScorer
+
+        return VerifierScorer(arg or None, **model_kw)
     from features.alignment.alignscore import DEFAULT_REPO, AlignScoreScorer  # kind == "alignscore"
 
     return AlignScoreScorer(arg or DEFAULT_REPO, **model_kw)

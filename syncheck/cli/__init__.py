@@ -15,6 +15,7 @@ from syncheck.cli.report import report
 from syncheck.cli.score import score
 from syncheck.cli.serve import serve
 from syncheck.cli.train import train
+from syncheck.cli.verifier import verifier
 
 
 def installed_version() -> str:
@@ -33,5 +34,5 @@ def main() -> None:
     quiet_transformers()
 
 
-for command in (score, serve, calibrate, calibrations, check, train, report, lid_reference):
+for command in (score, serve, calibrate, calibrations, check, train, report, lid_reference, verifier):
     main.add_command(command)

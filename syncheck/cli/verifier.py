@@ -1,0 +1,90 @@
+"""``syncheck verifier train``: fit a verifier for a domain, and ``syncheck verifier info``: what a verifier was built
+from.
+
+``train`` writes, in its output directory, in order (each step is skipped when its output is already there for the
+same recipe, so an interrupted run picks up where it stopped):
+
+1. ``pairs.jsonl`` and ``dev_pairs.jsonl``: the training pairs (documents, labelled records, HaluEval's training
+   ranges, answers a model wrote), cut to the scorer's windows and thinned by the claim-only artefact check, and a
+   share of the source documents held out; ``data.json``: the recipe and the check's figures;
+2. ``checkpoints/``: transformers ``Trainer`` checkpoints (a run resumes from the last one);
+3. ``verifier.safetensors``, ``config.json``, ``manifest.json``: the verifier
+   (``--alignment verifier:<dir>`` in ``syncheck score``, ``calibrate`` and ``check``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from syncheck.cli.common import CommandGroup
+
+
+@click.group(cls=CommandGroup)
+def verifier() -> None:
+    """Train and inspect verifiers: cross-encoders giving P(the context supports the claim)."""
+
+
+@verifier.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--documents", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="your documents, unlabelled (.txt files, folders of them, or .jsonl with 'context'): their "
+                   "sentences and edits of them become pairs")
+@click.option("--labelled", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="labelled records in the `syncheck score` format with label, sentence_labels or RAGTruth labels")
+@click.option("--halueval", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="HaluEval's directory: adds its training ranges (never its held-out ranges)")
+@click.option("--halueval-records", default="qa=3000,dialogue=3000,summarization=1500", show_default=True,
+              help="records per HaluEval file, the first of its training ranges")
+@click.option("--writer", default=None, help="a model that answers HaluEval QA questions for model-written pairs "
+                                             "(e.g. smollm2-135m); off by default")
+@click.option("--writer-records", default=0, show_default=True, help="QA records the writer answers")
+@click.option("--sentences-per-document", default=1, show_default=True)
+@click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
+@click.option("--max-length", default=256, show_default=True, help="tokens per (context window, claim) pair")
+@click.option("--epochs", default=1.0, show_default=True)
+@click.option("--batch-size", default=16, show_default=True)
+@click.option("--learning-rate", default=5e-5, show_default=True)
+@click.option("--max-steps", default=-1, show_default=True, help="stop after this many steps (-1: the epochs decide)")
+@click.option("--dev-share", default=0.05, show_default=True, help="share of source documents held out as dev")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def train(out: Path, documents, labelled, halueval, halueval_records, writer, writer_records,
+          sentences_per_document, base, max_length, epochs, batch_size, learning_rate, max_steps, dev_share, seed,
+          device, progress) -> None:
+    """Fit a verifier into OUT from your documents and labelled records (and HaluEval's training ranges)."""
+    from syncheck.verifier.build import build_verifier
+    from syncheck.verifier.dataset import DataRecipe
+    from syncheck.verifier.training import TrainSettings
+
+    try:
+        counts = {k: int(v) for k, v in (part.split("=") for part in halueval_records.split(",") if part)}
+    except ValueError:
+        raise click.BadParameter("use FILE=N pairs such as qa=3000,dialogue=3000", param_hint="--halueval-records")
+    recipe = DataRecipe(
+        halueval=str(halueval) if halueval else None, halueval_records=counts, writer=writer,
+        writer_records=writer_records, labelled=tuple(map(str, labelled)), documents=tuple(map(str, documents)),
+        sentences_per_document=sentences_per_document, seed=seed)
+    if not (recipe.halueval or recipe.labelled or recipe.documents):
+        raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
+    settings = TrainSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
+                             batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
+    command = "syncheck verifier train " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,
+                              progress=progress, echo=click.echo)
+    click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
+               f"--alignment verifier:{out}")
+
+
+@verifier.command()
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+def info(directory: Path | None) -> None:
+    """Print a verifier's manifest (default: the shipped verifier)."""
+    from features.alignment.verifier import read_manifest, shipped_verifier_dir
+
+    click.echo(json.dumps(read_manifest(directory or shipped_verifier_dir()), indent=2))

@@ -1,0 +1,140 @@
+"""A verifier's training set: every source of pairs in one recipe, cut to the model's window and checked for artefacts.
+
+:class:`DataRecipe` names what goes in; :func:`build_pairs` makes the pairs in a fixed order (the same recipe and
+seed always give the same pairs):
+
+1. labelled HaluEval rows of the training ranges (:mod:`syncheck.verifier.sources`), with the synthetic pairs of the
+   same records: distractor answers for QA, FactCC-style edits of the faithful summaries, document sentences and
+   their edits (:mod:`syncheck.verifier.synthetic`), and answers a model wrote (:mod:`syncheck.verifier.writer`);
+2. a user's labelled records, one pair per sentence;
+3. a user's documents: their sentences and edits of them.
+
+Then every premise is cut to the window the scorer would check the claim against (:func:`syncheck.verifier.pairs.
+fitted`), and the claim-only artefact check thins the pairs until the claims alone carry no label
+(:mod:`syncheck.verifier.artefacts`).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator
+
+from syncheck.verifier.pairs import VerifierPair
+from syncheck.verifier.sources import (
+    HALUEVAL_FIELDS,
+    HALUEVAL_TRAIN,
+    halueval_pairs,
+    halueval_records,
+    labelled_record_pairs,
+    read_documents,
+)
+from syncheck.verifier.synthetic import distractor_pairs, document_sentence_pairs, summary_edit_pairs
+
+
+@dataclass(frozen=True)
+class DataRecipe:
+    """What a verifier trains on.
+
+    Attributes:
+        halueval: HaluEval's directory (``None``: no HaluEval rows).
+        halueval_records: records taken per HaluEval file, the first ones of its training ranges
+            (:data:`~syncheck.verifier.sources.HALUEVAL_TRAIN`).
+        writer_records: QA records (the first of the QA training ranges) a model answers (:mod:`.writer`);
+            0 or no ``writer`` model: none.
+        writer: the model that writes answers (a name :func:`syncheck.model.models.load_model` takes), or ``None``.
+        labelled: a user's labelled record files (the ``syncheck score`` format with labels).
+        documents: a user's documents (``.txt`` files, folders, or JSON lines with ``context``).
+        sentences_per_document: document sentences (each with an edit) per document.
+        seed: every random choice.
+    """
+
+    halueval: str | None = None
+    halueval_records: dict[str, int] = field(default_factory=lambda: {"qa": 3000, "dialogue": 3000,
+                                                                      "summarization": 1500})
+    writer_records: int = 0
+    writer: str | None = None
+    labelled: tuple[str, ...] = ()
+    documents: tuple[str, ...] = ()
+    sentences_per_document: int = 1
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["halueval_train_ranges"] = {k: [list(r) for r in v] for k, v in HALUEVAL_TRAIN.items()}
+        return out
+
+
+def first_records(ranges, n: int) -> tuple[tuple[int, int], ...]:
+    """The first ``n`` record numbers of ``ranges``, as ranges."""
+    out, left = [], n
+    for a, b in ranges:
+        if left <= 0:
+            break
+        take = min(b - a, left)
+        out.append((a, a + take))
+        left -= take
+    return tuple(out)
+
+
+def halueval_synthetic(recipe: DataRecipe, subset: str) -> Iterator[VerifierPair]:
+    """Synthetic pairs of the HaluEval records the recipe trains on."""
+    _, ctx_f, q_f, good_f, _ = HALUEVAL_FIELDS[subset]
+    ranges = first_records(HALUEVAL_TRAIN[subset], recipe.halueval_records.get(subset, 0))
+    for i, row in halueval_records(recipe.halueval, subset, ranges):
+        group = f"halueval-{subset}-{i}"
+        if subset == "qa":
+            yield from distractor_pairs(row[ctx_f], row[q_f], row[good_f], group, recipe.seed)
+        if subset == "summarization":
+            yield from summary_edit_pairs(row[good_f], row[ctx_f], group, recipe.seed)
+        if subset in ("qa", "summarization"):
+            yield from document_sentence_pairs(row[ctx_f], group, recipe.seed, recipe.sentences_per_document)
+
+
+def writer_records(recipe: DataRecipe) -> Iterator[tuple[str, str, str, str]]:
+    _, ctx_f, q_f, good_f, _ = HALUEVAL_FIELDS["qa"]
+    for i, row in halueval_records(recipe.halueval, "qa", first_records(HALUEVAL_TRAIN["qa"], recipe.writer_records)):
+        yield f"halueval-qa-{i}", row[ctx_f], row[q_f], row[good_f]
+
+
+def build_pairs(recipe: DataRecipe, load_writer: Callable[[str], Any] | None = None,
+                progress: bool = True) -> tuple[list[VerifierPair], list[str]]:
+    """Every pair of the recipe (before windows and rebalancing), and the reasons labelled records were skipped."""
+    pairs: list[VerifierPair] = []
+    skipped: list[str] = []
+    if recipe.halueval:
+        for subset in HALUEVAL_FIELDS:
+            n = recipe.halueval_records.get(subset, 0)
+            if n > 0:
+                pairs += halueval_pairs(recipe.halueval, subset, first_records(HALUEVAL_TRAIN[subset], n))
+                pairs += halueval_synthetic(recipe, subset)
+        if recipe.writer and recipe.writer_records > 0:
+            if load_writer is None:
+                from syncheck.model.models import load_model as load_writer
+            pairs += _written(load_writer(recipe.writer), writer_records(recipe), progress)
+    if recipe.labelled:
+        got, skipped = labelled_record_pairs(recipe.labelled)
+        pairs += got
+    for group, text in read_documents(recipe.documents):
+        pairs += document_sentence_pairs(text, f"doc-{group}", recipe.seed, recipe.sentences_per_document)
+    if not pairs:
+        raise ValueError("the recipe gives no training pairs: pass documents, labelled records or HaluEval's directory")
+    return pairs, skipped
+
+
+def _written(loaded: Any, records: Iterator[tuple[str, str, str, str]], progress: bool) -> list[VerifierPair]:
+    from syncheck.verifier.writer import writer_pairs
+
+    return list(writer_pairs(loaded, list(records), progress=progress))
+
+
+def split_groups(pairs: list[VerifierPair], dev_share: float, seed: int = 0
+                 ) -> tuple[list[VerifierPair], list[VerifierPair]]:
+    """``(train, dev)``: a ``dev_share`` of the groups, drawn with ``seed``, goes to dev."""
+    groups = sorted({p.group for p in pairs})
+    rng = random.Random(f"{seed}-dev")
+    dev = set(rng.sample(groups, int(round(dev_share * len(groups))))) if dev_share > 0 else set()
+    return [p for p in pairs if p.group not in dev], [p for p in pairs if p.group in dev]
+
+
+__all__ = ["DataRecipe", "build_pairs", "first_records", "split_groups"]

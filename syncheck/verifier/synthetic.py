@@ -1,0 +1,90 @@
+"""Synthetic verifier pairs whose label is known by construction, made from faithful text and its document.
+
+- **Distractor answers** (:func:`distractor_pairs`): the right answer and another span of the same passage with the
+  same shape (a year for a year, a name for a name; :func:`syncheck.verifier.spans.closest_replacement`), each given
+  as the answer to the question in one shared form. Both entities occur in the passage, so only a check of the answer
+  against the question and the passage tells them apart.
+- **Summary edits** (:func:`summary_edit_pairs`): one sentence of a faithful summary edited FactCC-style (an entity,
+  number or date swapped for another of the document, a negation, two names exchanged, an unsupported sentence
+  inserted; :mod:`syncheck.summary_edits`). The edited sentence is the negative.
+- **Document sentences** (:func:`document_sentence_pairs`): a sentence of the document is supported; the same sentence
+  edited as above is not. These are what a user's unlabelled documents give.
+
+Every function is pure: the same texts and seed give the same pairs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Iterator, Sequence
+
+from features.sentences import split_sentences
+from syncheck.featurize import alignment_claim
+from syncheck.summary_edits import make_edits
+from syncheck.verifier.pairs import VerifierPair
+from syncheck.verifier.spans import closest_replacement
+
+#: The forms a distractor pair's two answers share (one is drawn per record).
+ANSWER_FORMS = ("{}", "The answer is {}.", "{}.")
+#: Edits that keep a sentence's length and style: the negatives a claim-only model cannot tell by form.
+DOCUMENT_EDIT_KINDS = ("entity_swap", "negation", "subject_object_swap")
+#: Shortest and longest document sentence (in characters) worth a pair.
+MIN_SENTENCE_CHARS, MAX_SENTENCE_CHARS = 30, 400
+
+
+def _answer_form(answer: str, form: str) -> str:
+    answer = answer.strip()
+    if form.endswith(".") and answer.endswith("."):
+        answer = answer[:-1]
+    return form.format(answer)
+
+
+def distractor_pairs(context: str, question: str, answer: str, group: str, seed: int = 0) -> list[VerifierPair]:
+    """The right answer (1) and a same-shape distractor from the passage (0), in one form; ``[]`` when the answer is
+    not in the passage word for word or has no distractor."""
+    answer = answer.strip()
+    if not answer or answer not in context:
+        return []
+    rng = random.Random(f"{seed}-distractor-{group}")
+    repl = closest_replacement(context, answer, rng)
+    if repl is None:
+        return []
+    form = rng.choice(ANSWER_FORMS)
+    return [
+        VerifierPair(context, alignment_claim(_answer_form(answer, form), question), 1, group, "distractor"),
+        VerifierPair(context, alignment_claim(_answer_form(repl.text, form), question), 0, group, "distractor"),
+    ]
+
+
+def summary_edit_pairs(summary: str, document: str, group: str, seed: int = 0,
+                       kinds: Sequence[str] | None = None) -> list[VerifierPair]:
+    """One negative per edit of ``summary`` (its edited sentence against the document)."""
+    edits = make_edits(summary, document, seed=seed, **({"kinds": kinds} if kinds else {}))
+    return [VerifierPair(document, e.edited_sentence, 0, group, f"edit-{e.kind}") for e in edits
+            if e.edited_sentence.strip()]
+
+
+def document_sentence_pairs(document: str, group: str, seed: int = 0, per_document: int = 2,
+                            question: str | None = None) -> Iterator[VerifierPair]:
+    """Up to ``per_document`` sentences of ``document`` (1), each with one edit of it (0).
+
+    A sentence is used only when an edit of it exists, so positives and negatives come in pairs of one length.
+    """
+    rng = random.Random(f"{seed}-sentences-{group}")
+    sentences = [s.text for s in split_sentences(document)
+                 if MIN_SENTENCE_CHARS <= len(s.text) <= MAX_SENTENCE_CHARS]
+    rng.shuffle(sentences)
+    made = 0
+    for sentence in sentences:
+        if made >= per_document:
+            return
+        edits = make_edits(sentence, document, seed=seed, kinds=DOCUMENT_EDIT_KINDS)
+        if not edits:
+            continue
+        edit = rng.choice(edits)
+        made += 1
+        yield VerifierPair(document, alignment_claim(sentence, question), 1, group, "document-sentence")
+        yield VerifierPair(document, alignment_claim(edit.edited_sentence, question), 0, group, f"edit-{edit.kind}")
+
+
+__all__ = ["ANSWER_FORMS", "DOCUMENT_EDIT_KINDS", "distractor_pairs", "document_sentence_pairs", "summary_edit_pairs"]

@@ -1,0 +1,166 @@
+"""Fit a verifier with transformers' ``Trainer`` and write it as a shippable verifier directory.
+
+The model is the base encoder (default: the packaged all-MiniLM-L6-v2) with one output logit and binary
+cross-entropy (``problem_type="multi_label_classification"`` with one label is ``BCEWithLogitsLoss``). The word
+embeddings stay frozen, so the directory stores only the other tensors, in float16
+(:mod:`features.alignment.verifier`). Checkpoints go to ``<out>/checkpoints``; a run cut short resumes from the last
+one. The loop is ``Trainer``'s own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from features.alignment.verifier import (
+    FORMAT,
+    MANIFEST,
+    PACKAGED_BASE,
+    WEIGHTS,
+    file_sha256,
+    resolve_base,
+    tensors_sha256,
+)
+from syncheck.verifier.pairs import VerifierPair
+
+#: Tensors that stay frozen (and load from the base instead of the verifier directory).
+FROZEN = ("embeddings.word_embeddings.weight",)
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """How a verifier is fitted.
+
+    Attributes:
+        base: the encoder to start from (:data:`~features.alignment.verifier.PACKAGED_BASE`, a hub id or a directory).
+        max_length: tokens per (premise window, claim) pair, in training and at scoring.
+        epochs, batch_size, learning_rate, warmup_ratio, weight_decay: the optimiser's settings.
+        save_steps: steps between checkpoints.
+        seed: the data order and initialisation.
+        max_steps: stop after this many steps (``-1``: the epochs decide); for tests.
+    """
+
+    base: str = PACKAGED_BASE
+    max_length: int = 256
+    epochs: float = 1.0
+    batch_size: int = 16
+    learning_rate: float = 5e-5
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    save_steps: int = 250
+    seed: int = 0
+    max_steps: int = -1
+
+    def __post_init__(self) -> None:
+        if self.max_length < 32:
+            raise ValueError(f"max_length must be at least 32 tokens, got {self.max_length}")
+        if self.batch_size < 1 or self.epochs <= 0:
+            raise ValueError("batch_size must be >= 1 and epochs > 0")
+
+
+class PairDataset(torch.utils.data.Dataset):
+    """Tokenised ``(premise, claim)`` pairs with float labels; the longer of the two is truncated first."""
+
+    def __init__(self, pairs: Sequence[VerifierPair], tokenizer: Any, max_length: int) -> None:
+        self.pairs, self.tokenizer, self.max_length = list(pairs), tokenizer, max_length
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        p = self.pairs[i]
+        enc = self.tokenizer(p.premise, p.claim, truncation="longest_first", max_length=self.max_length)
+        return {**enc, "labels": [float(p.label)]}
+
+
+def frozen_names(model: Any) -> list[str]:
+    return [name for name, _ in model.named_parameters() if name.endswith(FROZEN)]
+
+
+def base_model(settings: TrainSettings) -> tuple[Any, Any]:
+    """The base encoder with a fresh one-logit head, and its tokenizer."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from features.alignment.hf_utils import hub_kwargs
+
+    path = resolve_base(settings.base)
+    torch.manual_seed(settings.seed)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        path, num_labels=1, problem_type="multi_label_classification", id2label={0: "supported"},
+        label2id={"supported": 0}, **hub_kwargs())
+    return model, AutoTokenizer.from_pretrained(path, **hub_kwargs())
+
+
+def last_checkpoint(directory: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(directory)) if directory.is_dir() else None
+
+
+def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings, progress: bool = True) -> Any:
+    """Train on ``pairs`` (resuming from ``<out>/checkpoints`` when a checkpoint is there); returns the model."""
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+    out = Path(out)
+    model, tokenizer = base_model(settings)
+    for name, param in model.named_parameters():
+        param.requires_grad_(not name.endswith(FROZEN))
+    args = TrainingArguments(
+        output_dir=str(out / "checkpoints"), per_device_train_batch_size=settings.batch_size,
+        num_train_epochs=settings.epochs, max_steps=settings.max_steps, learning_rate=settings.learning_rate,
+        warmup_steps=settings.warmup_ratio, weight_decay=settings.weight_decay, lr_scheduler_type="linear",
+        save_strategy="steps", save_steps=settings.save_steps, save_total_limit=2, logging_steps=50,
+        report_to=[], seed=settings.seed, data_seed=settings.seed, dataloader_num_workers=0,
+        disable_tqdm=not progress, remove_unused_columns=False,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=PairDataset(pairs, tokenizer, settings.max_length),
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    trainer.train(resume_from_checkpoint=last_checkpoint(out / "checkpoints"))
+    return trainer.model.eval(), tokenizer
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str, Any], command: str) -> dict:
+    """Write ``model`` as a verifier directory (float16 trained tensors, config, manifest); returns the manifest."""
+    from safetensors.torch import save_file
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    frozen = [k for k in state if k.endswith(FROZEN)]
+    trained = {k: v.to(torch.float16).contiguous() for k, v in state.items() if k not in frozen}
+    save_file(trained, str(out / WEIGHTS))
+    (out / WEIGHTS).chmod(0o644)
+    model.config.save_pretrained(str(out))
+    manifest = {
+        "format": FORMAT,
+        "base": settings.base,
+        "frozen": sorted(frozen),
+        "frozen_sha256": tensors_sha256(state, frozen),
+        "weights_sha256": file_sha256(out / WEIGHTS),
+        "weights_bytes": (out / WEIGHTS).stat().st_size,
+        "max_length": settings.max_length,
+        "training": asdict(settings),
+        "data": data,
+        "command": command,
+        "commit": git_commit(),
+        "date": date.today().isoformat(),
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "last_checkpoint"]
