@@ -55,7 +55,8 @@ def parse_alignment_spec(spec: str) -> tuple[str, str]:
         ValueError: an unknown or malformed spec (the message lists the forms).
     """
     kind, _, arg = spec.strip().partition(":")
-    ok = (kind == "lexical" and not arg) or kind in ("embedding", "llm-judge", "alignscore", "verifier") or (kind == "nli" and arg)
+    ok = (kind == "lexical" and not arg) or kind in ("embedding", "llm-judge", "alignscore", "verifier") or (
+        kind == "nli" and arg)
     if not ok:
         raise ValueError(f"unknown alignment backend {spec!r}; use one of: " + ", ".join(ALIGNMENT_SPECS))
     return kind, arg

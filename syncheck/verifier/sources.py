@@ -58,7 +58,8 @@ def in_ranges(i: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(a <= i < b for a, b in ranges)
 
 
-def halueval_records(data_dir: str | Path, subset: str, ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, dict]]:
+def halueval_records(data_dir: str | Path, subset: str, ranges: Sequence[tuple[int, int]]
+                     ) -> Iterator[tuple[int, dict]]:
     """``(record number, raw record)`` of one HaluEval file, for the records inside ``ranges``."""
     if subset not in HALUEVAL_FIELDS:
         raise ValueError(f"unknown HaluEval subset {subset!r}; choose from {sorted(HALUEVAL_FIELDS)}")
