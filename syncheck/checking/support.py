@@ -173,6 +173,50 @@ class SynCheckSupport:
         return out
 
 
+class VerifierSupport:
+    """The verifier (:mod:`features.alignment.verifier`) as Provenance's support model, reading each answer as it
+    was trained to: a QA answer whole and question-aware (``"Question: Q\nAnswer: A"``), a summary (by
+    :func:`answer_task`) sentence by sentence, its support being its least supported sentence's. The premise's
+    windows and the max over them are the verifier's own.
+
+    Args:
+        scorer: a :class:`~features.alignment.verifier.VerifierScorer` (or any alignment scorer of that claim form);
+            built from ``spec`` when ``None``.
+        spec: ``"verifier"`` (the shipped one) or ``"verifier:<dir>"``.
+    """
+
+    name = "verifier"
+    #: ProvenanceChecker passes the question separately; the claim is formed here.
+    question_aware = True
+
+    def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None) -> None:
+        if scorer is None:
+            from features.alignment import make_alignment_scorer
+
+            scorer = make_alignment_scorer(spec, device=device, dtype=dtype)
+        self.scorer = scorer
+
+    def claims(self, answer: str, question: str | None) -> list[str]:
+        """The claims one answer is checked as (see the class docstring)."""
+        from syncheck.featurize import alignment_claim
+
+        if answer_task(question) == "summary":
+            return [s.text for s in split_sentences(answer) if s.text.strip()] or [answer.strip()]
+        return [alignment_claim(answer.strip(), question)]
+
+    def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
+              questions: Sequence[str | None] | None = None) -> np.ndarray:
+        """``(n,)`` P(the premise supports the answer) per (premise, answer) pair, in ``[0, 1]``."""
+        if len(premises) != len(claims):
+            raise ValueError(f"got {len(premises)} premises but {len(claims)} claims; pass one premise per claim")
+        questions = list(questions) if questions is not None else [None] * len(claims)
+        per_pair = [self.claims(a, q) for a, q in zip(claims, questions)]
+        flat = np.asarray(self.scorer.score([p for p, cs in zip(premises, per_pair) for _ in cs],
+                                            [c for cs in per_pair for c in cs], batch_size=batch_size), dtype=float)
+        ends = np.cumsum([len(cs) for cs in per_pair])
+        return np.asarray([np.min(flat[e - len(cs):e]) for e, cs in zip(ends, per_pair)], dtype=float)
+
+
 def lean_on_lexical(statistic: Any, local_support: Any, weight: float = SUMMARY_LEXICAL_WEIGHT) -> Any:
     """``(1 - weight) * statistic + weight * local_support``: a response score leaning on the answer's mean
     ``local_support`` (scalars or arrays alike); the summary task's support (:class:`SynCheckSupport`)."""

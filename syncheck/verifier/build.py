@@ -34,8 +34,8 @@ def _counts(pairs) -> dict[str, dict[str, int]]:
 def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_share: float, device: Any,
                   progress: bool, echo: Callable[[str], None]) -> dict[str, Any]:
     """Step 1 (skipped when ``data.json`` holds the same recipe); returns ``data.json``'s content."""
-    key = {"recipe": recipe.to_json(), "base": settings.base, "max_length": settings.max_length,
-           "dev_share": dev_share}
+    key = json.loads(json.dumps({"recipe": recipe.to_json(), "base": settings.base,
+                                 "max_length": settings.max_length, "dev_share": dev_share}))  # as data.json reads back
     data_path = out / DATA
     if data_path.exists():
         data = json.loads(data_path.read_text(encoding="utf-8"))

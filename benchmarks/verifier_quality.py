@@ -1,0 +1,171 @@
+"""The verifier alone (no other feature), on records it never saw, beside word overlap and length on the same rows.
+
+Sets (every record range fixed before the verifier's first training run, :mod:`syncheck.verifier.sources`):
+
+- HaluEval QA records 2000-2499 (held out): ``qa``, the right against the hallucinated answer; ``pairs``, the right
+  answer against another span of the same passage, both as "The answer is X." (:mod:`benchmarks.halueval.pairs`);
+- HaluEval dialogue records 5000-5499 and summarization records 5000-5299 (held out);
+- RAGTruth ``dev`` and ``dev_extra``, sentence by sentence, per task (the verifier never trained on RAGTruth).
+
+Claims are question-aware where there is a question (``"Question: Q\\nAnswer: S"``, the dialogue history as the
+question). A summary is scored sentence by sentence against its document, and its score is the **minimum** over its
+sentences (one unsupported sentence makes it unfaithful; fixed before the first run, the mean is shown beside it).
+AUROC counts faithful as the positive class, with 95% bootstrap intervals over records (RAGTruth: over source
+documents), and the paired difference against word overlap.
+
+Run: ``HF_HUB_OFFLINE=1 python -m benchmarks.verifier_quality --halueval ../shared/data/halueval
+--ragtruth ../shared/data/ragtruth/dev.jsonl,../shared/data/ragtruth/dev_extra.jsonl --write``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.halueval.pairs import answer_sentence, build_pairs
+from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
+from benchmarks.results_md import measured_line, write_section
+from features.alignment import make_alignment_scorer
+from features.alignment.lexical import lexical_precision
+from features.sentences import split_sentences
+from syncheck.featurize import alignment_claim
+from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
+from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, halueval_records
+
+SECTION = "## The verifier alone, on records it never saw"
+
+
+@dataclass
+class Unit:
+    """One scored unit: a response (or a sentence) with its claims; its score is the min (or mean) over claims."""
+
+    set: str
+    group: str
+    premise: str
+    text: str
+    claims: list[str]
+    label: int
+    scores: list[float] = field(default_factory=list)
+
+
+def halueval_units(data_dir: str) -> list[Unit]:
+    units: list[Unit] = []
+    for subset in ("qa", "dialogue", "summarization"):
+        _, ctx_f, q_f, good_f, bad_f = HALUEVAL_FIELDS[subset]
+        for i, row in halueval_records(data_dir, subset, [HALUEVAL_EVAL[subset]]):
+            for f, label in ((good_f, 1), (bad_f, 0)):
+                text = row[f].strip()
+                if q_f is not None:
+                    claims = [alignment_claim(text, row[q_f])]
+                else:
+                    claims = [s.text for s in split_sentences(text) if s.text.strip()] or [text]
+                units.append(Unit(subset, f"{subset}-{i}", row[ctx_f], text, claims, label))
+    start, end = HALUEVAL_EVAL["qa"]
+    for p in build_pairs(data_dir, limit=end - start, start=start):
+        for entity, label in ((p.answer, 1), (p.distractor, 0)):
+            text = answer_sentence(entity)
+            units.append(Unit("pairs", f"pairs-{p.record}", p.context, text, [alignment_claim(text, p.question)],
+                              label))
+    return units
+
+
+def ragtruth_units(paths: str) -> list[Unit]:
+    units = []
+    for r in read_ragtruth_files(paths):
+        sentences = r.sentences()
+        for s, label in zip(sentences, r.sentence_labels(sentences)):
+            if s.text.strip():
+                units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, s.text,
+                                  [alignment_claim(s.text, r.question)], label))
+    return units
+
+
+def first_per_set(units: list[Unit], limit: int) -> list[Unit]:
+    """The first ``limit`` units of each set (smoke runs)."""
+    seen: dict[str, int] = {}
+    out = []
+    for u in units:
+        seen[u.set] = seen.get(u.set, 0) + 1
+        if seen[u.set] <= limit:
+            out.append(u)
+    return out
+
+
+def score_units(units: list[Unit], scorer, batch_size: int) -> None:
+    premises = [u.premise for u in units for _ in u.claims]
+    claims = [c for u in units for c in u.claims]
+    flat = scorer.score(premises, claims, batch_size=batch_size)
+    k = 0
+    for u in units:
+        u.scores = [float(x) for x in flat[k : k + len(u.claims)]]
+        k += len(u.claims)
+
+
+def fmt(auc: tuple[float, float, float]) -> str:
+    return f"{auc[0]:.3f} [{auc[1]:.3f}, {auc[2]:.3f}]"
+
+
+def table(units: list[Unit], set_names: list[str]) -> str:
+    lines = ["| set | units | verifier (min) | verifier (mean) | word overlap | length (shorter = faithful) | "
+             "verifier − word overlap |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name in set_names:
+        us = [u for u in units if u.set == name]
+        if not us:
+            continue
+        y = np.array([u.label for u in us])
+        groups = [u.group for u in us]
+        v_min = np.array([min(u.scores) for u in us])
+        v_mean = np.array([np.mean(u.scores) for u in us])
+        overlap = np.array([lexical_precision(u.premise, u.text) for u in us])
+        length = -np.array([len(u.text) for u in us], dtype=float)
+        row = [name, str(len(us)), fmt(bootstrap_auroc(y, v_min, groups=groups)),
+               fmt(bootstrap_auroc(y, v_mean, groups=groups)), fmt(bootstrap_auroc(y, overlap, groups=groups)),
+               fmt(bootstrap_auroc(y, length, groups=groups)),
+               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups))]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--halueval", help="HaluEval's directory")
+    ap.add_argument("--ragtruth", help="RAGTruth JSON lines, comma-separated")
+    ap.add_argument("--alignment", default="verifier", help="the backend to measure (default: the shipped verifier)")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
+    ap.add_argument("--write", action="store_true", help="write the section into benchmarks/RESULTS.md")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    scorer = make_alignment_scorer(args.alignment)
+    units = (halueval_units(args.halueval) if args.halueval else []) + (
+        ragtruth_units(args.ragtruth) if args.ragtruth else [])
+    if args.limit:
+        units = first_per_set(units, args.limit)
+    score_units(units, scorer, args.batch_size)
+    sets = ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS]
+    manifest = getattr(scorer, "manifest", {}) or {}
+    cmd = "python -m benchmarks.verifier_quality " + " ".join(sys.argv[1:] if argv is None else argv)
+    body = "\n".join([
+        f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s). Backend `{args.alignment}`"
+        + (f", weights sha256 {manifest['weights_sha256'][:12]} (built at {manifest['commit'][:7]})."
+           if manifest else "."),
+        "",
+        "HaluEval units are responses (a summary's score is the min over its sentences, the mean beside it); RAGTruth "
+        "units are sentences. AUROC, faithful = positive, 95% bootstrap over records or source documents. "
+        "Every range here is outside the verifier's training data.",
+        "",
+        table(units, sets),
+    ])
+    print(body)
+    if args.write:
+        write_section(Path(__file__).parent / "RESULTS.md", SECTION, body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""The verifier: its scorer (windows, max over windows, edge cases), its directory format, its training data and the
+training command end to end on a few rows."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from features.alignment import make_alignment_scorer, parse_alignment_spec
+from features.alignment.verifier import (
+    MANIFEST,
+    WEIGHTS,
+    VerifierScorer,
+    file_sha256,
+    read_manifest,
+    shipped_verifier_dir,
+)
+from syncheck.verifier.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, rebalance
+from syncheck.verifier.dataset import first_records
+from syncheck.verifier.pairs import VerifierPair, best_window
+from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_HELD_OUT, HALUEVAL_TRAIN, in_ranges
+from syncheck.verifier.synthetic import distractor_pairs, document_sentence_pairs
+from syncheck.verifier.writer import first_sentence, without_answer
+
+DOCUMENT = (
+    "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891 to study physics. "
+    "In 1903 she shared the Nobel Prize in Physics with Pierre Curie and Henri Becquerel. "
+    "She won a second Nobel Prize, in Chemistry, in 1911. Her daughter Irene Joliot-Curie also won a Nobel Prize."
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from features.alignment.embedding import default_encoder_path
+
+    return AutoTokenizer.from_pretrained(default_encoder_path())
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tokenizer):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, num_labels=1, max_position_embeddings=128)
+    return BertForSequenceClassification(config).eval()
+
+
+class KeywordScorer(VerifierScorer):
+    """The verifier's windows, with a pair scored 1 when its window holds "KEY" (0 otherwise); records its calls."""
+
+    def _score_pairs(self, premises, claims):
+        self.seen = getattr(self, "seen", []) + list(premises)
+        return np.array([1.0 if "KEY" in p else 0.0 for p in premises])
+
+
+def test_the_spec_parses_and_is_listed():
+    assert parse_alignment_spec("verifier") == ("verifier", "")
+    assert parse_alignment_spec("verifier:/some/dir") == ("verifier", "/some/dir")
+
+
+def test_a_long_premise_is_split_into_windows_and_the_score_is_the_max_over_them(tiny_model, tokenizer):
+    scorer = KeywordScorer(tiny_model, tokenizer, max_length=64)
+    filler = " ".join(f"word{i}" for i in range(300))
+    premise = filler + " KEY " + filler
+    out = scorer.score([premise, filler], ["a claim", "a claim"])
+    assert out.tolist() == [1.0, 0.0]
+    assert len(scorer.seen) > 4  # both premises were cut into several windows
+    assert all(len(tokenizer(w, "a claim")["input_ids"]) <= 64 for w in scorer.seen)
+
+
+def test_empty_claims_empty_contexts_and_overlong_claims_get_an_answer(tiny_model, tokenizer):
+    scorer = VerifierScorer(tiny_model, tokenizer, max_length=64)
+    long_claim = "Question: " + " ".join(["why"] * 200) + "\nAnswer: yes"
+    out = scorer.score(["some context", "", "some context", "x " * 2000], ["", "a claim", long_claim, "a claim"])
+    assert out.shape == (4,)
+    assert out[0] == 1.0  # an empty claim asserts nothing
+    assert np.all((out >= 0) & (out <= 1))
+
+
+def test_a_model_that_is_not_a_one_logit_verifier_is_refused(tokenizer):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    nli = BertForSequenceClassification(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                                                   num_attention_heads=2, intermediate_size=64, num_labels=3))
+    with pytest.raises(ValueError, match="nli:<model>"):
+        VerifierScorer(nli, tokenizer)
+    with pytest.raises(ValueError, match="tokenizer"):
+        VerifierScorer(nli)
+
+
+def test_a_missing_directory_says_how_to_get_one(tmp_path):
+    with pytest.raises(OSError, match="syncheck verifier train"):
+        make_alignment_scorer(f"verifier:{tmp_path / 'nothing'}")
+
+
+def test_the_shipped_verifier_matches_its_manifest_and_fits_the_size_budget():
+    directory = shipped_verifier_dir()
+    manifest = read_manifest(directory)
+    assert file_sha256(directory / WEIGHTS) == manifest["weights_sha256"]
+    assert (directory / WEIGHTS).stat().st_size <= 25 * 2**20
+    assert manifest["frozen"] == ["bert.embeddings.word_embeddings.weight"]
+    for subset, ranges in manifest["data"]["recipe"]["halueval_train_ranges"].items():
+        assert [tuple(r) for r in ranges] == list(HALUEVAL_TRAIN[subset])
+
+
+@pytest.mark.slow
+def test_the_shipped_verifier_loads_and_tells_a_supported_claim_from_a_contradicted_one():
+    scorer = make_alignment_scorer("verifier")
+    out = scorer.score([DOCUMENT, DOCUMENT], ["Marie Curie was born in Warsaw.", "Marie Curie was born in Berlin."])
+    assert out[0] > out[1]
+
+
+def test_training_and_held_out_ranges_do_not_meet_and_the_evaluation_sample_is_held_out():
+    for subset, train in HALUEVAL_TRAIN.items():
+        held = HALUEVAL_HELD_OUT[subset]
+        assert not any(in_ranges(i, train) and in_ranges(i, held) for i in range(8000))
+        start, end = HALUEVAL_EVAL[subset]
+        assert all(in_ranges(i, held) for i in range(start, end))
+    assert first_records(((0, 2000), (4000, 5000)), 2500) == ((0, 2000), (4000, 4500))
+
+
+def test_distractor_pairs_share_one_form_and_name_two_entities_of_the_passage():
+    pairs = distractor_pairs(DOCUMENT, "When was Marie Curie born?", "1867", "g")
+    assert [p.label for p in pairs] == [1, 0]
+    right, wrong = (p.claim for p in pairs)
+    assert any(right.replace("1867", year) == wrong for year in ("1891", "1903", "1911"))  # one form, two years
+    assert distractor_pairs(DOCUMENT, "Who?", "Albert Einstein", "g") == []
+
+
+def test_document_sentences_come_with_an_edit_of_the_same_sentence():
+    pairs = list(document_sentence_pairs(DOCUMENT, "g", per_document=2))
+    assert pairs and [p.label for p in pairs] == [1, 0] * (len(pairs) // 2)
+    for good, bad in zip(pairs[::2], pairs[1::2]):
+        assert good.claim in DOCUMENT and bad.claim != good.claim and bad.kind.startswith("edit-")
+
+
+def test_the_writer_drops_the_answer_sentences_and_keeps_one_sentence():
+    assert without_answer(DOCUMENT, "Warsaw") == DOCUMENT.split(". ", 1)[1]
+    assert without_answer(DOCUMENT, "Tokyo") is None
+    assert first_sentence(" Paris. Then London.") == "Paris."
+
+
+def test_best_window_keeps_the_window_that_shares_the_claim_s_words(tokenizer):
+    premise = " ".join(f"filler{i}" for i in range(400)) + " The bridge opened in 1932 in Sydney."
+    window = best_window(premise, "The bridge opened in 1932.", tokenizer, 64)
+    assert "1932" in window and len(tokenizer(window)["input_ids"]) < 64
+
+
+def test_the_artefact_check_thins_pairs_until_claims_alone_carry_no_label():
+    rng = random.Random(0)
+    pairs = []
+    for i in range(400):
+        label = i % 2
+        words = " ".join(rng.choice(["red", "blue", "green", "cat", "dog"]) for _ in range(rng.randint(3, 12)))
+        claim = words + (" certainly" if label == 0 and rng.random() < 0.8 else "")
+        pairs.append(VerifierPair("premise", claim, label, f"g{i // 2}", "test"))
+    assert claim_only_auroc(pairs) > MAX_CLAIM_ONLY_AUROC
+    kept, check = rebalance(pairs)
+    assert check.passed and check.auroc_before > check.auroc_after and len(kept) < len(pairs)
+
+
+def test_the_training_command_builds_a_verifier_from_documents_and_labelled_rows(tmp_path):
+    from syncheck.cli import main
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "context": DOCUMENT.replace("1867", str(1860 + i))}) + "\n"
+                            for i in range(6)), encoding="utf-8")
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({"id": f"r{i}", "context": DOCUMENT, "question": "Where was she born?",
+                                            "response": ["She was born in Warsaw.", "She was born in Rome."][i % 2],
+                                            "label": 1 - i % 2}) + "\n" for i in range(8)), encoding="utf-8")
+    out = tmp_path / "verifier"
+    args = ["verifier", "train", str(out), "--documents", str(docs), "--labelled", str(labelled), "--max-steps", "2",
+            "--batch-size", "4", "--max-length", "64", "--dev-share", "0.3", "--no-progress"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["weights_sha256"] == file_sha256(out / WEIGHTS)
+    assert "artefact_check" in manifest["data"] and manifest["max_length"] == 64
+    from safetensors.torch import load_file
+
+    stored = load_file(str(out / WEIGHTS))
+    assert "bert.embeddings.word_embeddings.weight" not in stored
+    assert {t.dtype for t in stored.values()} == {torch.float16}
+    scores = make_alignment_scorer(f"verifier:{out}").score([DOCUMENT], ["She was born in Warsaw."])
+    assert 0.0 <= scores[0] <= 1.0
+    again = CliRunner().invoke(main, args)  # finished directory: pairs reused, training resumes at its last step
+    assert again.exit_code == 0 and "reusing" in again.output
+
+
+def test_a_verifier_whose_base_changed_is_refused(tmp_path):
+    from features.alignment.verifier import load_verifier
+
+    src = shipped_verifier_dir()
+    for name in (WEIGHTS, MANIFEST, "config.json"):
+        (tmp_path / name).write_bytes((src / name).read_bytes())
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["frozen_sha256"] = "0" * 64
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(OSError, match="not the one this verifier was trained on"):
+        load_verifier(tmp_path)
+    (tmp_path / WEIGHTS).write_bytes(b"x")
+    with pytest.raises(OSError, match="sha256"):
+        load_verifier(tmp_path)
