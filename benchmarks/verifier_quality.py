@@ -13,8 +13,11 @@ sentences (one unsupported sentence makes it unfaithful; fixed before the first 
 AUROC counts faithful as the positive class, with 95% bootstrap intervals over records (RAGTruth: over source
 documents), and the paired difference against word overlap.
 
-Run: ``HF_HUB_OFFLINE=1 python -m benchmarks.verifier_quality --halueval ../shared/data/halueval
---ragtruth ../shared/data/ragtruth/dev.jsonl,../shared/data/ragtruth/dev_extra.jsonl --write``
+Run::
+
+    HF_HUB_OFFLINE=1 python -m benchmarks.verifier_quality --halueval ../shared/data/halueval \\
+        --ragtruth ../shared/data/ragtruth/dev.jsonl,../shared/data/ragtruth/dev_extra.jsonl \\
+        --results-md benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
+from benchmarks.provenance_offline import publish
 from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
-from benchmarks.results_md import measured_line, write_section
+from benchmarks.results_md import measured_line
 from features.alignment import make_alignment_scorer
 from features.alignment.lexical import lexical_precision
 from features.sentences import split_sentences
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alignment", default="verifier", help="the backend to measure (default: the shipped verifier)")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
-    ap.add_argument("--write", action="store_true", help="write the section into benchmarks/RESULTS.md")
+    ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     scorer = make_alignment_scorer(args.alignment)
@@ -161,9 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         table(units, sets),
     ])
-    print(body)
-    if args.write:
-        write_section(Path(__file__).parent / "RESULTS.md", SECTION, body)
+    publish(body, args.results_md, SECTION)
     return 0
 
 

@@ -210,3 +210,28 @@ def test_a_verifier_whose_base_changed_is_refused(tmp_path):
     (tmp_path / WEIGHTS).write_bytes(b"x")
     with pytest.raises(OSError, match="sha256"):
         load_verifier(tmp_path)
+
+
+class RecordingScorer:
+    """An alignment scorer that records its claims and scores a claim by whether it names Warsaw."""
+
+    def __init__(self):
+        self.claims = []
+
+    def score(self, premises, claims, batch_size=16):
+        self.claims += list(claims)
+        return np.array([0.9 if "Warsaw" in c else 0.1 for c in claims])
+
+
+def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sentence_by_sentence():
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import VerifierSupport
+
+    scorer = RecordingScorer()
+    checker = ProvenanceChecker(nli=VerifierSupport(scorer))
+    qa = checker.check(question="Where was she born?", context=DOCUMENT, answer="In Warsaw.")
+    assert scorer.claims == ["Question: Where was she born?\nAnswer: In Warsaw."] and qa.factuality == pytest.approx(0.9)
+    scorer.claims.clear()
+    summary = checker.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
+    assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
+    assert summary.factuality == pytest.approx(0.1)  # the least supported sentence
