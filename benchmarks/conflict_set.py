@@ -34,9 +34,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from syncheck.verifier.spans import span_shape
 from features.lexical import preprocess
 from syncheck.jsonl import iter_jsonl
+from syncheck.verifier.spans import span_shape
 
 #: Longest name kept, in words.
 MAX_NAME_WORDS = 4

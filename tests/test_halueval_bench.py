@@ -10,10 +10,10 @@ from conftest import needs_data, shared_data_dir
 
 from benchmarks.halueval.pairs import answer_sentence, build_pairs, make_pair
 from benchmarks.halueval.sentence_set import build_sentence_set, make_sentence_example, repair_knowledge
-from syncheck.verifier.spans import compatible, name_runs, span_shape
 from benchmarks.halueval.splits import is_test, split_items
 from features.sentences import split_sentences
 from syncheck.stats import bootstrap_auroc
+from syncheck.verifier.spans import compatible, name_runs, span_shape
 
 DATA_DIR = shared_data_dir() / "halueval"
 needs_qa = needs_data("halueval/qa.jsonl")

@@ -230,7 +230,8 @@ def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sen
     scorer = RecordingScorer()
     checker = ProvenanceChecker(nli=VerifierSupport(scorer))
     qa = checker.check(question="Where was she born?", context=DOCUMENT, answer="In Warsaw.")
-    assert scorer.claims == ["Question: Where was she born?\nAnswer: In Warsaw."] and qa.factuality == pytest.approx(0.9)
+    assert scorer.claims == ["Question: Where was she born?\nAnswer: In Warsaw."]
+    assert qa.factuality == pytest.approx(0.9)
     scorer.claims.clear()
     summary = checker.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
     assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.halueval.data import Example
-from syncheck.verifier.spans import closest_replacement, span_shape
 from syncheck.jsonl import iter_jsonl
+from syncheck.verifier.spans import closest_replacement, span_shape
 
 TEMPLATE = "The answer is {}"
 

@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from syncheck.verifier.spans import Span, closest_replacement, name_runs, tokenize
 from features.sentences import split_sentences
 from syncheck.jsonl import iter_jsonl
+from syncheck.verifier.spans import Span, closest_replacement, name_runs, tokenize
 
 SOURCES = {"qa": ("qa.jsonl", "question"), "dialogue": ("dialogue.jsonl", "dialogue_history")}
 #: Draws of copied sentences and position tried per swapped sentence before moving on (step 5).
