@@ -109,6 +109,10 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
     if check_hash and file_sha256(weights) != manifest["weights_sha256"]:
         raise OSError(f"{weights} does not match its manifest's sha256; rebuild it with the manifest's command")
     base = resolve_base(manifest["base"])
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the base lacks the head, which loads next: no "newly initialized" report
     try:
         config = AutoConfig.from_pretrained(directory)
         model = AutoModelForSequenceClassification.from_pretrained(base, config=config, dtype=torch.float32,
@@ -116,6 +120,8 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
         tokenizer = AutoTokenizer.from_pretrained(base, **hub_kwargs())
     except (OSError, ValueError) as exc:
         raise OSError(load_error("the verifier's base encoder", base, exc)) from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
     trained = load_file(str(weights))
     state = model.state_dict()
     frozen = sorted(set(state) - set(trained))

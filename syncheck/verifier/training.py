@@ -156,7 +156,7 @@ def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings,
         warmup_steps=settings.warmup_ratio, weight_decay=settings.weight_decay, lr_scheduler_type="linear",
         save_strategy="steps", save_steps=settings.save_steps, save_total_limit=2, logging_steps=50,
         report_to=[], seed=settings.seed, data_seed=settings.seed, dataloader_num_workers=0,
-        disable_tqdm=not progress, remove_unused_columns=False,
+        disable_tqdm=not progress, remove_unused_columns=False, dataloader_pin_memory=torch.cuda.is_available(),
     )
     pairs = with_mismatched(pairs, settings.mismatched_share, settings.seed)
     trainer = Trainer(model=model, args=args, train_dataset=PairDataset(pairs, tokenizer, settings.max_length),
