@@ -72,6 +72,9 @@ def tensors_sha256(state: dict[str, torch.Tensor], names: Sequence[str]) -> str:
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
+    if not path.exists():
+        raise OSError(f"{path} is missing: {directory} is not a verifier directory; train one with "
+                      "`syncheck verifier train`")
     manifest = json.loads(path.read_text(encoding="utf-8"))
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path} is not a syncheck verifier manifest (format {manifest.get('format')!r}, "

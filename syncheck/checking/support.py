@@ -102,7 +102,13 @@ def claim_supports(support: Any, premises: Sequence[str], answers: Sequence[str]
     for a, q in zip(answers, questions):
         if (a, q) not in split:
             split[a, q] = answer_claims(a, q, claim)
-    per_pair = [split[a, q] for a, q in zip(answers, questions)]
+    return least_supported(support, premises, [split[a, q] for a, q in zip(answers, questions)], batch_size)
+
+
+def least_supported(support: Any, premises: Sequence[str], per_pair: Sequence[Sequence[str]],
+                    batch_size: int = 16) -> np.ndarray:
+    """``(n,)`` each premise's support of the least supported of its claims (``per_pair[i]``, at least one),
+    every (premise, claim) pair scored in one ``support.score`` call."""
     flat = np.asarray(support.score([p for p, cs in zip(premises, per_pair) for _ in cs],
                                     [c for cs in per_pair for c in cs], batch_size=batch_size), dtype=float)
     ends = np.cumsum([len(cs) for cs in per_pair])
@@ -210,11 +216,8 @@ class VerifierSupport:
         if len(premises) != len(claims):
             raise ValueError(f"got {len(premises)} premises but {len(claims)} claims; pass one premise per claim")
         questions = list(questions) if questions is not None else [None] * len(claims)
-        per_pair = [self.claims(a, q) for a, q in zip(claims, questions)]
-        flat = np.asarray(self.scorer.score([p for p, cs in zip(premises, per_pair) for _ in cs],
-                                            [c for cs in per_pair for c in cs], batch_size=batch_size), dtype=float)
-        ends = np.cumsum([len(cs) for cs in per_pair])
-        return np.asarray([np.min(flat[e - len(cs):e]) for e, cs in zip(ends, per_pair)], dtype=float)
+        return least_supported(self.scorer, premises, [self.claims(a, q) for a, q in zip(claims, questions)],
+                               batch_size)
 
 
 def lean_on_lexical(statistic: Any, local_support: Any, weight: float = SUMMARY_LEXICAL_WEIGHT) -> Any:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import click
@@ -74,11 +73,29 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
     settings = TrainSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
                              batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
-    command = "syncheck verifier train " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    command = given_command(click.get_current_context())
     manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,
                               progress=progress, echo=click.echo)
     click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
                f"--alignment verifier:{out}")
+
+
+def given_command(ctx: click.Context) -> str:
+    """The command line as given (the options set on it, in the command's order), for the manifest."""
+    from click.core import ParameterSource
+
+    words = ["syncheck verifier train"]
+    for param in ctx.command.params:
+        if ctx.get_parameter_source(param.name) != ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[param.name]
+        if isinstance(param, click.Argument):
+            words.append(shlex.quote(str(value)))
+        elif param.is_flag:
+            words.append(param.opts[0] if value else param.secondary_opts[0])
+        else:
+            words += [f"{param.opts[0]} {shlex.quote(str(v))}" for v in (value if param.multiple else [value])]
+    return " ".join(words)
 
 
 @verifier.command()

@@ -74,12 +74,14 @@ def claim_only_scores(pairs: Sequence[VerifierPair], seed: int = 0) -> np.ndarra
 
 def claim_only_auroc(pairs: Sequence[VerifierPair], seed: int = 0) -> float:
     """Out-of-fold AUROC of the claim-only model (0.5: the claims carry no label)."""
+    return _auroc(pairs, claim_only_scores(pairs, seed))
+
+
+def _auroc(pairs: Sequence[VerifierPair], scores: np.ndarray) -> float:
     from sklearn.metrics import roc_auc_score
 
-    y = np.array([p.label for p in pairs])
-    if len(set(y)) < 2:
-        return 0.5
-    return float(roc_auc_score(y, claim_only_scores(pairs, seed)))
+    y = [p.label for p in pairs]
+    return float(roc_auc_score(y, scores)) if len(set(y)) > 1 else 0.5
 
 
 def _thinned(pairs: Sequence[VerifierPair], scores: np.ndarray, rng: random.Random) -> list[VerifierPair]:
@@ -99,19 +101,16 @@ def rebalance(pairs: Sequence[VerifierPair], seed: int = 0, max_rounds: int = 3)
                                                                                             ArtefactCheck]:
     """``pairs`` thinned until the claim-only model scores at most :data:`MAX_CLAIM_ONLY_AUROC` (at most
     ``max_rounds`` rounds), and the check's figures."""
-    from sklearn.metrics import roc_auc_score
-
     rng = random.Random(f"{seed}-rebalance")
     pairs = list(pairs)
     scores = claim_only_scores(pairs, seed)
-    y = np.array([p.label for p in pairs])
-    before = float(roc_auc_score(y, scores)) if len(set(y)) > 1 else 0.5
+    before = _auroc(pairs, scores)
     n_before, auroc, rounds = len(pairs), before, 0
     while auroc > MAX_CLAIM_ONLY_AUROC and rounds < max_rounds:
         pairs = _thinned(pairs, scores, rng)
         rounds += 1
         scores = claim_only_scores(pairs, seed + rounds)
-        auroc = float(roc_auc_score([p.label for p in pairs], scores))
+        auroc = _auroc(pairs, scores)
     return pairs, ArtefactCheck(before, auroc, n_before, len(pairs), rounds)
 
 

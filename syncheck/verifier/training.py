@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
+import shlex
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
@@ -165,17 +165,15 @@ def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings,
     return trainer.model.eval(), tokenizer
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str, Any], command: str) -> dict:
-    """Write ``model`` as a verifier directory (float16 trained tensors, config, manifest); returns the manifest."""
+    """Write ``model`` as a verifier directory (float16 trained tensors, config, manifest); returns the manifest.
+
+    The manifest names the commit of the checkout that built it (``None`` from an installed wheel), and its paths are
+    reduced to their names (:func:`syncheck.build_info.without_machine_paths`), so it can be shipped.
+    """
     from safetensors.torch import save_file
+
+    from syncheck.build_info import source_commit, without_machine_paths
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -194,9 +192,9 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
         "weights_bytes": (out / WEIGHTS).stat().st_size,
         "max_length": settings.max_length,
         "training": asdict(settings),
-        "data": data,
-        "command": command,
-        "commit": git_commit(),
+        "data": without_machine_paths(data),
+        "command": " ".join(shlex.quote(without_machine_paths(arg)) for arg in shlex.split(command)),
+        "commit": source_commit(),
         "date": date.today().isoformat(),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

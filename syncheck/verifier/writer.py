@@ -69,22 +69,22 @@ def generate_answers(loaded: Any, prompts: Sequence[tuple[str, str]], batch_size
 def writer_pairs(loaded: Any, records: Iterable[tuple[str, str, str, str]], batch_size: int = 8,
                  progress: bool = True) -> Iterator[VerifierPair]:
     """Labelled pairs from ``(group, context, question, right answer)`` records (see the module docstring)."""
-    jobs: list[tuple[str, str, str, str, str]] = []  # group, context, question, answer, prompt context
+    jobs: list[tuple[str, str, str, str, str, bool]] = []  # group, context, question, answer, prompt context, whole
     for group, context, question, answer in records:
         answer = answer.strip()
         rest = without_answer(context, answer) if answer else None
         if rest is None:
             continue
-        jobs += [(group, context, question, answer, context), (group, context, question, answer, rest)]
-    written = generate_answers(loaded, [(q, pc) for _, _, q, _, pc in jobs], batch_size, progress=progress)
-    for (group, context, question, answer, prompt_context), text in zip(jobs, written):
+        jobs += [(group, context, question, answer, context, True), (group, context, question, answer, rest, False)]
+    written = generate_answers(loaded, [(job[2], job[4]) for job in jobs], batch_size, progress=progress)
+    for (group, context, question, answer, _, whole), text in zip(jobs, written):
         said = first_sentence(text)
         if not said:
             continue
         holds = answer.casefold() in said.casefold()
-        if prompt_context is context and holds:
+        if whole and holds:
             yield VerifierPair(context, alignment_claim(said, question), 1, group, "writer-whole")
-        elif prompt_context is not context and not holds:
+        elif not whole and not holds:
             yield VerifierPair(context, alignment_claim(said, question), 0, group, "writer-removed")
 
 
