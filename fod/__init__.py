@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from syncheck._lazy import lazy_getattr
 
-__version__ = "0.1.0"
-
 _LAZY = {
+    "__version__": "syncheck.build_info",  # one version for syncheck and fod: pyproject.toml's
     "FODGenerator": "fod.generator",
     "GenerationResult": "fod.results",
     "GreedyGenerator": "fod.baselines",
@@ -24,4 +23,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
-__all__ = list(_LAZY)
+__all__ = [name for name in _LAZY if not name.startswith("_")]

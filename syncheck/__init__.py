@@ -7,21 +7,16 @@ Importing this package loads no model. Main entry points:
 - :func:`syncheck.calibration.calibrate.calibrate` — fit and register an aggregator for one model.
 
 The pipeline's stages are subpackages: :mod:`syncheck.model` (loading and running a model), :mod:`syncheck.live`
-(live decoding: the monitor and the pool), :mod:`syncheck.calibration` (labels, folds, calibration) and
-:mod:`syncheck.checking` (the Provenance answer check). The paths these modules had directly under
-``syncheck`` still import, with a ``DeprecationWarning`` (:mod:`syncheck._moved`).
+(live decoding: the monitor and the pool), :mod:`syncheck.calibration` (labels, training, calibration) and
+:mod:`syncheck.checking` (the Provenance answer check); :mod:`syncheck.pipeline` builds what a scorer runs.
 """
 
 from __future__ import annotations
 
-from syncheck import _moved
 from syncheck._lazy import lazy_getattr
 
-__version__ = "0.2.0"
-
-_moved.install()
-
 _LAZY = {
+    "__version__": "syncheck.build_info",  # pyproject.toml's, from the package metadata
     "Scorer": "syncheck.scorer",
     "load_model": "syncheck.model.models",
     "LoadedModel": "syncheck.model.models",
@@ -34,4 +29,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
-__all__ = list(_LAZY)
+__all__ = [name for name in _LAZY if not name.startswith("_")]

@@ -1,18 +1,38 @@
 """Where a saved artefact came from, without the machine it was made on.
 
-:func:`source_commit` names the git commit of a syncheck that runs from a checkout (``None`` when installed from a
-wheel). :func:`without_machine_paths` reduces paths that only mean something on one machine (absolute, home-relative
-or above the working directory) to their file names, so a ``meta.json`` or a benchmark row can be shared.
+:data:`__version__` is syncheck's version, read once from the installed package's metadata (pyproject.toml's
+``version``: the one place it is written; ``syncheck --version``, ``fod --version`` and ``syncheck.__version__`` all
+print it). :func:`source_commit` names the git commit of a syncheck that runs from a checkout (``None`` when
+installed from a wheel). :func:`without_machine_paths` reduces paths that only mean something on one machine
+(absolute, home-relative or above the working directory) to their file names, so a ``meta.json`` or a benchmark row
+can be shared.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 _ROOT = Path(__file__).resolve().parents[1]
 _MACHINE_PREFIXES = ("/", "~", "..", "\\")
+
+
+def package_version() -> str:
+    """syncheck's version from the installed package's metadata; from ``pyproject.toml`` beside the package when
+    it runs from a checkout that was never installed (``pip install -e .`` installs it)."""
+    try:
+        return metadata.version("syncheck")
+    except metadata.PackageNotFoundError:
+        pyproject = _ROOT / "pyproject.toml"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(encoding="utf-8"), re.MULTILINE) \
+            if pyproject.is_file() else None
+        return found.group(1) if found else "0+unknown"
+
+
+__version__ = package_version()
 
 
 def source_commit(root: str | Path | None = None) -> str | None:
@@ -53,4 +73,4 @@ def without_machine_paths(value: Any) -> Any:
     return value
 
 
-__all__ = ["source_commit", "without_machine_paths"]
+__all__ = ["__version__", "package_version", "source_commit", "without_machine_paths"]

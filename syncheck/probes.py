@@ -29,8 +29,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from features.registry import FEATURES
-from syncheck.aggregators.base import sigmoid
-from syncheck.calibration.folds import out_of_fold_predict
+from syncheck.fitting import out_of_fold_predict, sigmoid
 
 #: probe feature name -> the sentence vector it reads (:mod:`features.registry`).
 PROBE_INPUTS = {f.name: f.vector for f in FEATURES if f.probe}
@@ -134,7 +133,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
 def fit_probe(probe: LinearProbe, X: np.ndarray, y: np.ndarray, groups: Sequence, folds: int = 5,
               seed: int = 0) -> tuple[LinearProbe, np.ndarray]:
     """The probe fitted on all rows, and its out-of-fold P(faithful) for each row
-    (:func:`syncheck.calibration.folds.out_of_fold_predict`: ``folds`` shuffled folds grouped by ``groups``, seeded
+    (:func:`syncheck.fitting.out_of_fold_predict`: ``folds`` shuffled folds grouped by ``groups``, seeded
     by ``seed``).
 
     Rows that cannot be scored out of fold (fewer than two groups; a fold whose training part lacks a class) get 0.5.

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
+
+from syncheck.jsonl import is_blank, load_json
 
 
 class RecordError(ValueError):
@@ -145,37 +146,6 @@ def read_jsonl(lines: Iterable[str | bytes], *, to_answer: bool = False) -> Iter
 def has_text(context: str | Iterable[str]) -> bool:
     """Whether a context (one text, or its chunks) holds anything but whitespace."""
     return any(c.strip() for c in ([context] if isinstance(context, str) else context))
-
-
-#: what a blank line of a JSONL file may hold (JSON's whitespace, and what ``bytes.strip`` also takes: \v, \f)
-_BLANK = " \t\n\r\x0b\x0c"
-
-
-def is_blank(line: str | bytes) -> bool:
-    """Whether a JSONL line is blank (skipped, no output row). Other Unicode whitespace is not blank: a line of it
-    is not JSON, and gets an error row."""
-    return not line.strip(_BLANK.encode() if isinstance(line, bytes) else _BLANK)
-
-
-def load_json(text: str | bytes) -> Any:
-    """``json.loads(text)``; any text that is not one JSON value raises ``ValueError`` saying why: the parser's
-    reason and where, nesting too deep for the parser, or an integer too long for Python to convert.
-
-    (``json.loads`` itself raises ``RecursionError`` for deep nesting and a plain ``ValueError`` for an integer of
-    more than :func:`sys.get_int_max_str_digits` digits: a one-line input could stop a whole run.)
-    """
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
-        reason = f"{exc.msg} at {where}"
-    except UnicodeDecodeError as exc:  # bytes that are not UTF-8 (or -16, -32)
-        reason = f"not UTF-8 (byte {exc.start}: {exc.reason})"
-    except RecursionError:
-        reason = "arrays or objects nested too deeply"
-    except ValueError:  # int() refuses the digits
-        reason = f"an integer of more than {sys.get_int_max_str_digits()} digits"
-    raise ValueError(reason)
 
 
 def lone_surrogate(text: str) -> str | None:

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from syncheck.calibration.labels import LabelError, parse_label
-from syncheck.records import load_json
+from syncheck.jsonl import read_jsonl
 from syncheck.stats import bootstrap_auroc
 
 SCORE_SOURCES: dict[str, str] = {
@@ -80,17 +80,7 @@ class RowView:
 # ---------------------------------------------------------------------------- reading
 def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file (blank lines skipped; an unreadable line becomes ``{}``, keeping positions)."""
-    rows = []
-    with open(path, "rb") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                obj = load_json(line)
-            except ValueError:  # not UTF-8 or not JSON
-                obj = {}
-            rows.append(obj if isinstance(obj, dict) else {})
-    return rows
+    return [obj if isinstance(obj, dict) else {} for _, obj in read_jsonl(path)]  # a bad line: a JSONLineError
 
 
 def read_labels(path: Path) -> dict[Any, tuple[int, str | None]]:

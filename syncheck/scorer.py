@@ -11,34 +11,23 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Iterator, Sequence
 
-import torch
-
-from features.alignment import AlignmentScorer
-from features.context_influence import LARGE_KL_THRESHOLD
-from features.registry import FEATURES, LID_PREFIX
 from features.sentences import assign_tokens, split_sentences
 from features.stats import TokenStats
-from syncheck.aggregators.apply import aggregate_response, resolve_response_aggregation
+from syncheck.aggregators.apply import aggregate_response
 from syncheck.aggregators.final import final_sentence_scores
-from syncheck.aggregators.resolve import probe_vector_layers, resolve_aggregator, resolve_final_model
-from syncheck.featurize import Premise, SentenceFeaturizer, SentenceItem, mark_degenerate
-from syncheck.lid_reference import LIDReference, load_or_build
-from syncheck.model.attention import enable_lookback
-from syncheck.model.models import DEFAULT_MODEL, LoadedModel, load_model
+from syncheck.featurize import Premise, SentenceItem, mark_degenerate
+from syncheck.lid_reference import LIDReference
+from syncheck.model.models import DEFAULT_MODEL, LoadedModel
 from syncheck.model.passes import EncodedRecord, ResponseTooLongError, encode_record, token_stats
 from syncheck.model.prompts import format_context
-from syncheck.probes import default_probe_layers
+from syncheck.pipeline import ScoringPipeline, build_pipeline
 from syncheck.records import Record, RecordError, script_warning
 from syncheck.results import ScoredResponse, ScoredSentence
 
 
-def _alignment(spec: AlignmentScorer | str | None) -> AlignmentScorer | None:
-    """An ``align_score`` backend from a spec (see :func:`features.alignment.make_alignment_scorer`)."""
-    if spec is None or not isinstance(spec, str):
-        return spec
-    from syncheck.alignment import make_alignment_scorer
-
-    return make_alignment_scorer(spec)
+def _check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
 
 
 class Scorer:
@@ -101,6 +90,12 @@ class Scorer:
             (what FOD steers by). ``None`` (default): when the aggregator has a
             final model and this scorer produces its features; ``True``:
             required; ``False``: off. ``scorer.final_model`` holds it.
+        pipeline: a pipeline built beforehand (:func:`syncheck.pipeline.build_pipeline`); the model, feature and
+            aggregator arguments are then not read (see :meth:`from_pipeline`).
+
+    Every argument but ``max_length``, ``batch_size`` and ``pipeline`` goes to
+    :func:`syncheck.pipeline.build_pipeline` (defaults there), which builds the model, the featurizer and the
+    aggregator before the scorer is made.
     """
 
     def __init__(
@@ -108,62 +103,42 @@ class Scorer:
         model: Any = DEFAULT_MODEL,
         tokenizer: Any = None,
         *,
-        device: str | torch.device | None = None,
-        dtype: torch.dtype | str = torch.float32,
-        alignment: AlignmentScorer | str | None = "lexical",
-        align_with_question: bool = False,
-        lid: LIDReference | str | None = None,
-        lid_layers: Sequence[int] | None = None,
-        kl: bool = True,
-        kl_threshold: float = LARGE_KL_THRESHOLD,
-        lookback: bool = False,
-        text_checks: bool = True,
-        vectors: bool | Sequence[int] = False,
         max_length: int | None = None,
         batch_size: int = 4,
-        aggregator: Any = "default",
-        response_aggregation: str | None = None,
-        final_scores: bool | None = None,
+        pipeline: ScoringPipeline | None = None,
+        **options: Any,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.lm: LoadedModel = load_model(model, tokenizer, device=device, dtype=dtype)
-        self.alignment = _alignment(alignment)
-        if lid == "auto":
-            lid = load_or_build(self.lm, lid_layers)
-        elif lid is not None and not isinstance(lid, LIDReference):
-            raise ValueError("lid must be 'auto', None or an LIDReference")
-        self.lid: LIDReference | None = lid
-        self.kl = kl
-        self.kl_threshold = kl_threshold
-        self.lookback = lookback
-        if lookback:
-            enable_lookback(self.lm.model)
-        vector_layers: list[int] = []
-        if vectors is True:
-            vector_layers = default_probe_layers(self.lm.num_layers)
-        elif vectors:
-            vector_layers = [int(x) for x in vectors]
-        self.align_with_question = align_with_question
-        self.text_checks = text_checks
-        self.probes: tuple = ()  # the aggregator's probes, set below
-        resolved = resolve_aggregator(aggregator, self)
+        _check_batch_size(batch_size)
+        if pipeline is None:
+            pipeline = build_pipeline(model, tokenizer, **options)
+        #: the model, featurizer and aggregator this scorer runs (:mod:`syncheck.pipeline`)
+        self.pipeline = pipeline
+        setup = pipeline.setup
+        self.lm: LoadedModel = setup.lm
+        self.alignment = setup.alignment
+        self.align_with_question = setup.align_with_question
+        self.lid: LIDReference | None = setup.lid
+        self.kl = setup.kl
+        self.kl_threshold = setup.kl_threshold
+        self.lookback = setup.lookback
+        self.text_checks = setup.text_checks
         #: where the aggregator came from: calibrated / default / portable / directory / estimator / None
-        self.aggregator_source: str | None = resolved.source
-        self.aggregator = resolved.model
-        self.probes = resolved.probes
+        self.aggregator_source: str | None = pipeline.aggregator_source
+        self.aggregator = pipeline.aggregator
+        self.probes = pipeline.probes
         #: the aggregator's final (whole-answer) sentence model, or None
-        self.final_model = resolve_final_model(final_scores, resolved.model, self)
+        self.final_model = pipeline.final_model
         #: "min", "mean" or the fitted response verdict ("learned"; the final model's when final scores are on)
-        self.response_aggregation = resolve_response_aggregation(
-            response_aggregation, self.final_model if self.final_model is not None else resolved.model)
-        self.featurizer = SentenceFeaturizer(
-            lid=self.lid, alignment=self.alignment, align_with_question=align_with_question, kl_threshold=kl_threshold,
-            text_checks=text_checks, vector_layers=probe_vector_layers(resolved.probes, vector_layers, bool(vectors)),
-            keep_vectors=bool(vectors), probes=list(resolved.probes), aggregator=resolved.model,
-        )
+        self.response_aggregation = pipeline.response_aggregation
+        self.featurizer = pipeline.featurizer
         self.max_length = max_length
         self.batch_size = batch_size
+
+    @classmethod
+    def from_pipeline(cls, pipeline: ScoringPipeline, *, max_length: int | None = None,
+                      batch_size: int = 4) -> Scorer:
+        """A scorer that runs a pipeline built beforehand (:func:`syncheck.pipeline.build_pipeline`)."""
+        return cls(pipeline=pipeline, max_length=max_length, batch_size=batch_size)
 
     # ------------------------------------------------------------------ public API
     def score(self, *, context: str | Sequence[str], response: str, question: str | None = None,
@@ -189,16 +164,8 @@ class Scorer:
 
     @property
     def feature_names(self) -> list[str]:
-        """Names of the features this scorer produces (before any probe of its aggregator)."""
-        on = {"always": True, "kl": self.kl, "lookback": self.lookback, "lid": self.lid is not None,
-              "text_checks": self.text_checks, "alignment": self.alignment is not None}
-        names = []
-        for spec in FEATURES:  # the registry's order
-            if spec.needs == "lid" and on["lid"]:
-                names += [f"{LID_PREFIX}{layer}" for layer in self.lid.layers]
-            elif spec.needs != "lid" and on.get(spec.needs):
-                names.append(spec.name)
-        return names + [p.name for p in self.probes]
+        """Names of the features this scorer produces, then its aggregator's probes'."""
+        return self.pipeline.setup.feature_names + [p.name for p in self.probes]
 
     # ------------------------------------------------------------------ internals
     def _score_batch(self, batch: Sequence[Record | RecordError]) -> list[ScoredResponse]:

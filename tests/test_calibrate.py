@@ -15,14 +15,14 @@ from click.testing import CliRunner
 from conftest import CHAT_TEMPLATE, make_model, make_tokenizer
 
 from syncheck.aggregators import resolve as resolve_mod
-from syncheck.calibration.calibrations import (
+from syncheck.calibration.labels import LabelError, parse_labelled, read_labelled, sentence_labels_from_spans
+from syncheck.calibration_registry import (
     calibrations_for_name,
     find_calibration,
     list_calibrations,
-    model_fingerprint,
     register_calibration,
 )
-from syncheck.calibration.labels import LabelError, parse_labelled, read_labelled, sentence_labels_from_spans
+from syncheck.model.fingerprint import model_fingerprint
 from syncheck.model.models import load_model
 from syncheck.scorer import Scorer
 

@@ -52,7 +52,7 @@ def test_tuning_needs_both_labels():
 
 
 def test_out_of_fold_predict_never_scores_a_group_with_a_model_that_saw_it():
-    from syncheck.calibration.folds import out_of_fold_predict
+    from syncheck.fitting import out_of_fold_predict
 
     seen = []
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("features", "syncheck", "fod")
 
@@ -124,3 +126,88 @@ def test_features_never_imports_syncheck_or_fod():
         text = path.read_text(encoding="utf-8")
         for bad in ("from syncheck", "import syncheck", "from fod", "import fod"):
             assert bad not in text, f"{path.relative_to(ROOT)} imports {bad.split()[-1]}: features/ is the bottom layer"
+
+
+#: the floors inside syncheck/: each subpackage or top-level module ("unit") imports only units on lower floors (and
+#: itself); a new module gets a floor here. 1: leaves (the standard library, numpy, scikit-learn, torch); 10 and 11:
+#: the applications (the integrations, the server, and the CLI that starts it).
+FLOORS = {
+    "syncheck._lazy": 1,
+    "syncheck.build_info": 1,
+    "syncheck.cache": 1,
+    "syncheck.data": 1,  # the shipped aggregators and corpora, no code
+    "syncheck.decoding": 1,
+    "syncheck.fitting": 1,
+    "syncheck.io": 1,
+    "syncheck.jsonl": 1,
+    "syncheck.records": 2,
+    "syncheck.results": 1,
+    "syncheck.stats": 1,
+    "syncheck.summary_edits": 1,
+    "syncheck": 2,  # the package: lazy names only
+    "syncheck.calibration_registry": 2,
+    "syncheck.model": 2,
+    "syncheck.probes": 2,
+    "syncheck.aggregators": 3,
+    "syncheck.alignment": 3,
+    "syncheck.lid_reference": 3,
+    "syncheck.featurize": 4,
+    "syncheck.pipeline": 5,
+    "syncheck.scorer": 6,
+    "syncheck.checking": 7,
+    "syncheck.engines": 7,
+    "syncheck.live": 7,
+    "syncheck.calibration": 8,
+    "syncheck.report": 9,
+    "syncheck.verifier": 9,
+    "syncheck.integrations": 10,
+    "syncheck.serve": 10,
+    "syncheck.cli": 11,
+}
+
+
+def unit(module: str) -> str:
+    """The subpackage or top-level module of syncheck that ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def syncheck_units() -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = {}
+    for path in sorted((ROOT / "syncheck").rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        out.setdefault(unit(".".join(parts[:-1] if parts[-1] == "__init__" else parts)), []).append(path)
+    return out
+
+
+def upward_imports(own: str, paths: list[Path]) -> list[str]:
+    """Imports (anywhere in the files, functions included) from ``paths`` of unit ``own`` to a unit of syncheck on
+    the same or a higher floor."""
+    wrong = []
+    for path in paths:
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for imported, line in imports_of(path, module):
+            target = unit(imported)
+            if imported.split(".")[0] != "syncheck" or target == own or FLOORS.get(target, 0) < FLOORS[own]:
+                continue
+            wrong.append(f"{path.relative_to(ROOT)}:{line} (floor {FLOORS[own]}) imports {imported} "
+                         f"(floor {FLOORS.get(target)})")
+    return wrong
+
+
+def test_every_unit_of_syncheck_has_a_floor():
+    assert not set(syncheck_units()) - set(FLOORS), "give these a floor in FLOORS: " + ", ".join(
+        sorted(set(syncheck_units()) - set(FLOORS)))
+
+
+@pytest.mark.parametrize("own", sorted(FLOORS))
+def test_no_import_in_syncheck_runs_up_a_floor(own):
+    paths = syncheck_units().get(own, [])
+    assert not upward_imports(own, paths), "imports that run up a floor:\n" + "\n".join(upward_imports(own, paths))
+
+
+def test_floor_test_sees_an_upward_import(tmp_path):
+    bad = tmp_path / "probes.py"
+    bad.write_text("def f():\n    from syncheck.aggregators.base import BaseAggregator\n", encoding="utf-8")
+    (imported, line), = imports_of(bad, "syncheck.probes")
+    assert line == 2 and FLOORS[unit(imported)] >= FLOORS["syncheck.probes"]

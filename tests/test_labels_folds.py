@@ -1,5 +1,5 @@
 """One label rule (syncheck.calibration.labels.parse_label) and one grouped out-of-fold helper
-(syncheck.calibration.folds)."""
+(syncheck.fitting)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from syncheck.calibration.folds import FoldError, grouped_folds, out_of_fold, out_of_fold_predict
 from syncheck.calibration.labels import LabelError, parse_label, parse_label_list
+from syncheck.fitting import FoldError, grouped_folds, out_of_fold, out_of_fold_predict
 
 ACCEPTED = [(1, 1), (0, 0), (1.0, 1), (0.0, 0), (np.int64(1), 1), ("1", 1), ("0", 0), (" Faithful ", 1),
             ("unfaithful", 0), ("HALLUCINATED", 0)]
@@ -189,3 +189,31 @@ def test_every_jsonl_reader_turns_a_line_json_cannot_parse_into_an_error_not_a_c
     assert read_jsonl_rows(path) == [{}, {"id": "a"}]  # positions kept
     with pytest.raises(click.ClickException, match="line 1: not valid JSON .*nested too deeply.*fix or drop"):
         _read_jsonl(path)
+
+
+def test_out_of_fold_gives_the_figures_it_gave_before_it_ran_on_cross_val_predict():
+    """SHA-256 prefixes of the float64 scores of the hand-written fold loop (commit daae820, 2026-11-28), for
+    estimators, extra rows, a one-class fold's fill, and a plain fit_predict (a float32 one included)."""
+    import hashlib
+
+    from sklearn.linear_model import LogisticRegression
+
+    def digest(scores):
+        return hashlib.sha256(np.asarray(scores, dtype=np.float64).tobytes()).hexdigest()[:16]
+
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 2, 60)
+    y[:2] = [0, 1]
+    X = rng.normal(size=(60, 3)) + y[:, None] * 0.7
+    groups = rng.integers(0, 13, 60).astype(str)
+    for seed, pinned in enumerate(("0cc1ff06834591cc", "dbd8fd37087baa86", "0743ee1ab28cd70e")):
+        assert digest(out_of_fold_predict(LogisticRegression, X, y, groups, n_splits=5, seed=seed)) == pinned
+    extra = (rng.normal(size=(4, 3)), np.array([0, 1, 0, 1]))
+    assert digest(out_of_fold_predict(LogisticRegression, X, y, groups, n_splits=4, seed=3,
+                                      extra=extra)) == "bb01f7efc009dcd3"
+    one_class = np.where(np.arange(60) < 50, 1, 0)  # the fold holding the last group out trains on 1s only
+    assert digest(out_of_fold_predict(LogisticRegression, X, one_class, np.repeat(np.arange(6), 10), n_splits=6,
+                                      seed=0, fill=0.5)) == "78fc78c77c793c89"
+    assert digest(out_of_fold(lambda train, test: X[test, 0] * 0.1 + len(train) * 0.001, y, groups, 7,
+                              5)) == "ce4061bc663b9582"
+    assert digest(out_of_fold(lambda train, test: np.float32(X[test, 1]), y, groups, 3, 1)) == "ff063235e1bb24fc"

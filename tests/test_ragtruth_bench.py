@@ -59,7 +59,7 @@ def test_labels_follow_the_overlap_rule_and_tasks_get_instructions(tmp_path):
 def test_grouped_folds_never_split_a_document():
     from benchmarks.ragtruth.evaluate import response_f1
     from benchmarks.ragtruth.scoring import SentenceTable
-    from syncheck.calibration.folds import grouped_folds
+    from syncheck.fitting import grouped_folds
 
     n = 40
     table = SentenceTable([], {}, {}, np.arange(n) % 2, np.arange(n), np.array(["QA"] * n),

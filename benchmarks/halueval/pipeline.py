@@ -23,9 +23,9 @@ DEFAULT_TRAINING_SETS = ("pairs", "sentences")
 
 def default_alignment() -> str:
     """The ``align_score`` backend :class:`syncheck.Scorer` uses when none is given (whatever it is today)."""
-    from syncheck.scorer import Scorer
+    from syncheck.pipeline import build_setup
 
-    spec = inspect.signature(Scorer).parameters["alignment"].default
+    spec = inspect.signature(build_setup).parameters["alignment"].default
     return spec if isinstance(spec, str) else "lexical"
 
 

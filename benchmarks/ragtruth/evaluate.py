@@ -81,7 +81,7 @@ class Row:
 # ---------------------------------------------------------------------------- out-of-fold scores over given folds
 def fold_of_rows(folds: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray:
     """The fold (0 .. k-1) each of ``n`` rows is tested in (folds from
-    :func:`syncheck.calibration.folds.grouped_folds`)."""
+    :func:`syncheck.fitting.grouped_folds`)."""
     out = np.full(n, -1)
     for i, (_, test) in enumerate(folds):
         out[test] = i

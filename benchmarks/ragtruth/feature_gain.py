@@ -2,7 +2,7 @@
 
     HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.feature_gain --feature local_support [--seeds 0,1,2,3,4]
 
-For each seed, 5-fold cross-validation grouped by ``source_id`` (:func:`syncheck.calibration.folds.grouped_folds`) of
+For each seed, 5-fold cross-validation grouped by ``source_id`` (:func:`syncheck.fitting.grouped_folds`) of
 the default recipe (:mod:`syncheck.aggregators.recipe`: boosted trees over its features, the hidden-state probe
 stacked under them) with and without ``--feature``, trained on RAGTruth rows only, one model for the three tasks.
 Per task: sentence ROC AUC with a 95% bootstrap interval over source documents (seed 0), the same averaged over
@@ -34,7 +34,7 @@ from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragt
 from features.registry import feature_sign
 from features.relative import relative_by_response
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
-from syncheck.calibration.folds import grouped_folds
+from syncheck.fitting import grouped_folds
 
 #: Prefixes of derived features: ``rel:<name>`` (minus the response's mean), ``rel_causal:<name>`` (minus the mean
 #: of the response's sentences so far).

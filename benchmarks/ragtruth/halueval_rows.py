@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     from syncheck.aggregators import make_aggregator
     from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS
     from syncheck.cache import cache_dir
-    from syncheck.calibration.folds import grouped_folds
+    from syncheck.fitting import grouped_folds
 
     table = cached_table(verdict_args(["--data", args.data]))
     names = [n for n in DEFAULT_FEATURES if n in table.features]

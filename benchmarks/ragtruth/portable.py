@@ -37,7 +37,7 @@ from benchmarks.ragtruth.data import TASKS, read_ragtruth
 from benchmarks.ragtruth.evaluate import Row, oof_stacked, oriented, task_figures
 from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
 from benchmarks.ragtruth.training import Rows
-from syncheck.calibration.folds import grouped_folds
+from syncheck.fitting import grouped_folds
 
 SECTION = "## Cross-model transfer: the portable default"
 OUT = Path(__file__).resolve().parents[2] / "syncheck" / "data" / "aggregators" / "portable"

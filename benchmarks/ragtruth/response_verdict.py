@@ -3,7 +3,7 @@
     HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.response_verdict --data PATH/TO/ragtruth/dev.jsonl \\
         [--results-md benchmarks/RESULTS.md] [--plot reliability.png] [--save syncheck/data/aggregators/default]
 
-Nested, grouped cross-validation by ``source_id`` (:func:`syncheck.calibration.folds.grouped_folds`):
+Nested, grouped cross-validation by ``source_id`` (:func:`syncheck.fitting.grouped_folds`):
 
 - outer folds: every sentence of fold ``k`` is scored by the default recipe (the shipped aggregator's features,
   probe and estimator, :mod:`syncheck.aggregators.recipe`) fitted on the other folds;
@@ -43,7 +43,7 @@ from benchmarks.ragtruth.scoring import SentenceTable
 from syncheck.aggregators.final import FINAL_RELATIVE_FEATURES
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
 from syncheck.aggregators.response import pad_scores, response_stats
-from syncheck.calibration.folds import Fold, grouped_folds
+from syncheck.fitting import Fold, grouped_folds
 from syncheck.stats import bootstrap_auroc
 
 SECTION = "## Response-level verdict: learned against min and mean"

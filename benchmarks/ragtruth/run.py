@@ -45,7 +45,7 @@ from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragt
 from benchmarks.run_stamp import run_stamp
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
-from syncheck.calibration.folds import grouped_folds
+from syncheck.fitting import grouped_folds
 
 SECTION = "## RAGTruth: faithfulness on real RAG answers"
 KIND_LABELS = {"lr": "LR", "xgb": "XGB", "mlp": "MLP"}

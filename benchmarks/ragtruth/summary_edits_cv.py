@@ -99,7 +99,7 @@ def concat(a: SentenceTable, b: SentenceTable) -> SentenceTable:
 def folds_with_edits(table: SentenceTable, real: int, seed: int) -> tuple[list, list]:
     """Grouped folds over the first ``real`` rows; *without*: their training rows, *with*: those plus every edited
     row (after ``real``) whose source document is not in the test fold."""
-    from syncheck.calibration.folds import grouped_folds
+    from syncheck.fitting import grouped_folds
 
     edited = np.arange(real, len(table))
     without, with_edits = [], []

@@ -57,7 +57,7 @@ def heldout_generated(fixed: Rows, gen: Rows, seed: int = 0, folds: int = 5, fit
                       label: str = "default recipe") -> tuple[list[str], np.ndarray]:
     """Out-of-fold P(faithful) of the generated sentences (their records held out; ``fixed`` always trained on),
     by ``fit(rows, seed, tune_threshold=False)`` (default: the default recipe)."""
-    from syncheck.calibration.folds import out_of_fold
+    from syncheck.fitting import out_of_fold
     from syncheck.stats import bootstrap_auroc
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:

@@ -158,14 +158,3 @@ class BaseAggregator(ClassifierMixin, BaseEstimator):
 
     def _positive_proba(self, Xs: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
-
-
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    """Numerically stable logistic function."""
-    z = np.asarray(z, dtype=np.float64)
-    out = np.empty_like(z)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    ez = np.exp(z[~pos])
-    out[~pos] = ez / (1.0 + ez)
-    return out

@@ -35,13 +35,12 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from syncheck import __version__
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.boosted import XGBAggregator
 from syncheck.aggregators.linear import LogisticAggregator
 from syncheck.aggregators.mlp import MLPAggregator
 from syncheck.aggregators.response import RESPONSE_FILE, load_response_model
-from syncheck.build_info import source_commit, without_machine_paths
+from syncheck.build_info import __version__, source_commit, without_machine_paths
 
 if TYPE_CHECKING:  # syncheck.probes imports this package (for the logistic function)
     from syncheck.probes import LinearProbe

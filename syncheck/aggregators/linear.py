@@ -7,7 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from syncheck.aggregators.base import BaseAggregator, sigmoid
+from syncheck.aggregators.base import BaseAggregator
+from syncheck.fitting import sigmoid
 
 
 class LogisticAggregator(BaseAggregator):

@@ -14,7 +14,8 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.neural_network import MLPClassifier
 
-from syncheck.aggregators.base import BaseAggregator, sigmoid
+from syncheck.aggregators.base import BaseAggregator
+from syncheck.fitting import sigmoid
 
 
 class MLPAggregator(BaseAggregator):

@@ -4,7 +4,7 @@
 the CLI use unless told otherwise) picks, in order:
 
 1. the aggregator ``syncheck calibrate`` registered for this model's
-   fingerprint (:mod:`syncheck.calibration.calibrations`);
+   fingerprint (:mod:`syncheck.calibration_registry`);
 2. an aggregator shipped for this model, found by fingerprint or by name: the
    default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
    model's (``syncheck/data/aggregators/<dir>``, as ``syncheck calibrate``
@@ -79,7 +79,8 @@ def calibrate_hint(model_name: str) -> str:
 
 
 def scorer_config(scorer: Any) -> dict[str, Any]:
-    """The parts of a :class:`~syncheck.scorer.Scorer` an aggregator's features depend on (stored in meta.json)."""
+    """The parts of a :class:`~syncheck.scorer.Scorer` (or its :class:`~syncheck.pipeline.FeatureSetup`) an
+    aggregator's features depend on (stored in meta.json)."""
     lid = getattr(scorer, "lid", None)
     alignment = getattr(scorer, "alignment", None)
     lm = getattr(scorer, "lm", None)
@@ -119,13 +120,14 @@ class ResolvedAggregator:
     source: str | None = None
 
 
-def resolve_aggregator(spec: Any, scorer: Any) -> ResolvedAggregator:
-    """What ``Scorer(aggregator=spec)`` uses; reads the scorer, changes nothing on it.
+def resolve_aggregator(spec: Any, setup: Any) -> ResolvedAggregator:
+    """What ``Scorer(aggregator=spec)`` uses, for a model and its feature switches.
 
     Args:
         spec: ``"default"`` (see the module docstring), a directory written by
             ``syncheck train`` / ``syncheck calibrate``, a fitted estimator, or ``None``.
-        scorer: the scorer (its model, ``feature_names`` and configuration are checked).
+        setup: the model and its feature switches (:class:`syncheck.pipeline.FeatureSetup`: its model,
+            ``feature_names`` and configuration are checked).
 
     Raises:
         FeatureMismatchError: an explicitly given aggregator needs features the scorer does not produce.
@@ -135,35 +137,35 @@ def resolve_aggregator(spec: Any, scorer: Any) -> ResolvedAggregator:
     if spec is None:
         return ResolvedAggregator(None)
     if isinstance(spec, str) and spec == DEFAULT_SPEC:
-        found = _default_for(scorer)
+        found = _default_for(setup)
         if found is None:
             return ResolvedAggregator(None)
         agg, probes, source = found
     elif isinstance(spec, (str, Path)):
         agg = load_aggregator(spec)
-        probes = usable_probes(agg, scorer)
-        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
+        probes = usable_probes(agg, setup)
+        check_features(agg, list(setup.feature_names) + [p.name for p in probes], "this scorer")
         source = "directory"
     elif hasattr(spec, "predict_proba"):
         agg = spec
-        probes = usable_probes(agg, scorer)
-        check_features(agg, list(scorer.feature_names) + [p.name for p in probes], "this scorer")
+        probes = usable_probes(agg, setup)
+        check_features(agg, list(setup.feature_names) + [p.name for p in probes], "this scorer")
         positive_column(agg)
         source = "estimator"
     else:
         raise ValueError("aggregator must be 'default', a directory, a fitted estimator or None, got "
                          f"{type(spec).__name__}")
-    _warn_on_config_drift(agg, scorer_config(scorer))
+    _warn_on_config_drift(agg, scorer_config(setup))
     model = agg if hasattr(agg, "score_features") else EstimatorScoreModel(agg)
     return ResolvedAggregator(model, tuple(probes), source)
 
 
-def resolve_final_model(flag: bool | None, aggregator: Any, scorer: Any) -> Any | None:
+def resolve_final_model(flag: bool | None, aggregator: Any, setup: Any, probes: Sequence[Any]) -> Any | None:
     """The final (whole-answer) model ``Scorer(final_scores=flag)`` applies (:mod:`syncheck.aggregators.final`).
 
-    ``None`` (default): the aggregator's ``final_model`` when it has one and the scorer produces every feature it
-    reads, else none (with a warning when features are missing). ``True``: that model, or an error saying why there
-    is none. ``False``: none.
+    ``None`` (default): the aggregator's ``final_model`` when it has one and ``setup`` (with the aggregator's
+    ``probes``) produces every feature it reads, else none (with a warning when features are missing). ``True``:
+    that model, or an error saying why there is none. ``False``: none.
     """
     from syncheck.aggregators.final import RELATIVE_PREFIX, relative_bases
 
@@ -178,34 +180,34 @@ def resolve_final_model(flag: bool | None, aggregator: Any, scorer: Any) -> Any 
         return None
     names = expected_features(final)
     needed = [n for n in names if not n.startswith(RELATIVE_PREFIX)] + relative_bases(names)
-    produced = set(scorer.feature_names) | {p.name for p in scorer.probes}
+    produced = set(setup.feature_names) | {p.name for p in probes}
     missing = list(dict.fromkeys(n for n in needed if n not in produced))
     if missing:
         message = (f"the aggregator's final model reads features this scorer does not produce ({', '.join(missing)}): "
                    "final scores are off; score with the default features to have them")
         if flag:
             raise FeatureMismatchError(message)
-        _warn_once(str(scorer.lm.name), "final", message)
+        _warn_once(str(setup.lm.name), "final", message)
         return None
     return final
 
 
-def _missing(agg: Any, scorer: Any, probes: Sequence[Any]) -> list[str]:
-    produced = set(scorer.feature_names) | {p.name for p in probes}
+def _missing(agg: Any, setup: Any, probes: Sequence[Any]) -> list[str]:
+    produced = set(setup.feature_names) | {p.name for p in probes}
     return [n for n in expected_features(agg) if n not in produced]
 
 
-def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
-    """The calibrated, shipped or portable aggregator for ``scorer``'s model (see the module docstring)."""
+def _default_for(setup: Any) -> tuple[Any, list[Any], str] | None:
+    """The calibrated, shipped or portable aggregator for ``setup``'s model (see the module docstring)."""
     from syncheck.aggregators.io import load_aggregator
-    from syncheck.calibration.calibrations import calibrations_for_name, find_calibration
+    from syncheck.calibration_registry import calibrations_for_name, find_calibration
 
-    name = str(getattr(scorer.lm, "name", "model"))
-    fingerprint = _fingerprint(scorer.lm)
+    name = str(getattr(setup.lm, "name", "model"))
+    fingerprint = _fingerprint(setup.lm)
     skipped: list[str] = []
     calibrated = find_calibration(fingerprint) if fingerprint else None
     if calibrated is not None:
-        agg, probes, missing = _load_for(calibrated, scorer)
+        agg, probes, missing = _load_for(calibrated, setup)
         if not missing:
             return agg, probes, "calibrated"
         skipped.append(f"the aggregator calibrated for it ({calibrated}) needs {', '.join(missing)}")
@@ -217,7 +219,7 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
                 f"{stale[-1]['fingerprint']}, and this one's is {fingerprint}: its config or weights changed, so it is "
                 f"not used. Calibrate again: {calibrate_hint(name)}"))
     for shipped_dir, model in shipped_aggregator_dirs_for(name, fingerprint):
-        agg, probes, missing = _load_for(shipped_dir, scorer)
+        agg, probes, missing = _load_for(shipped_dir, setup)
         if not missing:
             return agg, probes, "default"
         which = "the default aggregator" if shipped_dir == default_aggregator_dir() else \
@@ -226,7 +228,7 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     portable_dir = portable_aggregator_dir()
     if (portable_dir / "meta.json").is_file():
         agg = load_aggregator(portable_dir)
-        missing = _missing(agg, scorer, [])
+        missing = _missing(agg, setup, [])
         if not missing:
             _warn_once(name, "portable", (
                 f"no aggregator is calibrated for model {name!r}: sentences are scored by the portable default "
@@ -237,27 +239,27 @@ def _default_for(scorer: Any) -> tuple[Any, list[Any], str] | None:
     warnings.warn(
         "no faithfulness score: " + ("; ".join(skipped) or "syncheck's shipped aggregators are not installed")
         + ", which this scorer does not produce. Pass aggregator=None (--aggregator none) to silence this, or "
-        f"calibrate one for this setup: {calibrate_hint(name)}.", UserWarning, stacklevel=4)
+        f"calibrate one for this setup: {calibrate_hint(name)}.", UserWarning, stacklevel=5)
     return None
 
 
-def _load_for(path: Any, scorer: Any) -> tuple[Any, list[Any], list[str]]:
-    """The aggregator at ``path``, the probes of it this scorer can run, and the features it would still lack."""
+def _load_for(path: Any, setup: Any) -> tuple[Any, list[Any], list[str]]:
+    """The aggregator at ``path``, the probes of it this setup can run, and the features it would still lack."""
     from syncheck.aggregators.io import load_aggregator
 
     agg = load_aggregator(path)
-    probes = usable_probes(agg, scorer)
-    return agg, probes, _missing(agg, scorer, probes)
+    probes = usable_probes(agg, setup)
+    return agg, probes, _missing(agg, setup, probes)
 
 
 def _warn_once(model_name: str, what: str, message: str) -> None:
     if (model_name, what) not in _WARNED:
         _WARNED.add((model_name, what))
-        warnings.warn(message, UserWarning, stacklevel=5)
+        warnings.warn(message, UserWarning, stacklevel=6)
 
 
-def usable_probes(agg: Any, scorer: Any) -> list[Any]:
-    """The aggregator's probes (``agg.probes``) whose input this scorer can compute for its model.
+def usable_probes(agg: Any, setup: Any) -> list[Any]:
+    """The aggregator's probes (``agg.probes``) whose input ``setup`` can compute for its model.
 
     A ``lookback_lens`` probe needs ``Scorer(lookback=True)``; a ``hidden_probe``
     needs layers and a hidden size this model has. Probes that cannot run are
@@ -267,13 +269,13 @@ def usable_probes(agg: Any, scorer: Any) -> list[Any]:
 
     out = []
     for probe in getattr(agg, "probes", None) or []:
-        if probe.input == LOOKBACK_VECTOR and not getattr(scorer, "lookback", False):
+        if probe.input == LOOKBACK_VECTOR and not getattr(setup, "lookback", False):
             continue
         if probe.input == HIDDEN_VECTOR:
             layers = list(probe.layers or [])
             try:
-                width = scorer.lm.model.get_input_embeddings().weight.shape[1]
-                depth = scorer.lm.num_layers
+                width = setup.lm.model.get_input_embeddings().weight.shape[1]
+                depth = setup.lm.num_layers
             except (AttributeError, ValueError):  # no model whose hidden states could be read
                 continue
             if not layers or max(layers) > depth or len(probe.coef_) != len(layers) * width:
@@ -291,7 +293,7 @@ def probe_vector_layers(probes: Sequence[Any], vector_layers: Sequence[int], kee
         if probe.input == HIDDEN_VECTOR:
             if keep_vectors and layers and layers != list(probe.layers):
                 warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not {layers}",
-                              UserWarning, stacklevel=4)
+                              UserWarning, stacklevel=5)
             layers = list(probe.layers)
     return layers
 
@@ -312,7 +314,7 @@ def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
             "the aggregator was trained on features from a different scorer setup: " + ", ".join(drift)
             + "; its scores may be miscalibrated. Retrain with `syncheck train` on features from this setup.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 

@@ -32,8 +32,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from syncheck.aggregators.base import sigmoid
 from syncheck.build_info import without_machine_paths
+from syncheck.fitting import sigmoid
 
 FORMAT = "syncheck-response-verdict"
 FORMAT_VERSION = 1

@@ -20,7 +20,7 @@ import numpy as np
 
 from syncheck.aggregators.base import BaseAggregator
 from syncheck.aggregators.io import make_aggregator
-from syncheck.calibration.folds import out_of_fold
+from syncheck.fitting import out_of_fold
 from syncheck.probes import LinearProbe, fit_probe
 
 
@@ -98,7 +98,7 @@ def out_of_fold_stacked(
     **params: Any,
 ) -> np.ndarray:
     """``(n,)`` P(faithful) of each row from a stacked model (probes refitted too) that never saw its group
-    (:func:`syncheck.calibration.folds.out_of_fold`: ``folds`` shuffled grouped folds, seeded by ``seed``).
+    (:func:`syncheck.fitting.out_of_fold`: ``folds`` shuffled grouped folds, seeded by ``seed``).
 
     Raises:
         FoldError: fewer than two groups, or a training fold holding one label only.

@@ -12,7 +12,7 @@ thresholds tuned on held-out generations of its model in ``meta.json``::
 :func:`resolve_thresholds` picks, per threshold: the value the caller passed,
 else the aggregator's tuned value, else the paper's. :func:`tune_thresholds`
 is the rule that writes them, from out-of-fold scores
-(:mod:`syncheck.calibration.folds`; used by ``syncheck train --tune-decoding``
+(:mod:`syncheck.fitting`; used by ``syncheck train --tune-decoding``
 and ``syncheck calibrate``).
 """
 

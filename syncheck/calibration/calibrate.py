@@ -166,7 +166,7 @@ def calibrate(
     from syncheck.aggregators.recipe import DEFAULT_FEATURES
     from syncheck.aggregators.resolve import scorer_config
     from syncheck.calibration import training as fit
-    from syncheck.calibration.calibrations import default_calibration_dir, register_calibration
+    from syncheck.calibration_registry import default_calibration_dir, register_calibration
     from syncheck.model.models import load_model
     from syncheck.scorer import Scorer
 
@@ -345,8 +345,8 @@ def _fit_response_verdict(table: dict[str, np.ndarray], oof: np.ndarray, tau: fl
     Nothing is written (and no rows returned) when the records' labels hold one class only.
     """
     from syncheck.aggregators.response import pad_scores
-    from syncheck.calibration.folds import out_of_fold
     from syncheck.calibration.training import fit_response_verdict, write_response_verdict
+    from syncheck.fitting import out_of_fold
 
     records = list(dict.fromkeys(table["record"].tolist()))
     at = {r: np.flatnonzero(table["record"] == r) for r in records}

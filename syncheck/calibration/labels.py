@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from features.sentences import Span
-from syncheck.records import Record, RecordError, load_json, parse_record
+from syncheck.jsonl import JSONLineError, read_jsonl
+from syncheck.records import Record, RecordError, parse_record
 
 #: The instruction used as the question of RAGTruth records that have none (RAGTruth's own prompts, shortened).
 TASK_QUESTIONS = {
@@ -170,21 +171,16 @@ def read_labelled(path: str | Path, limit: int | None = None) -> tuple[list[Labe
                                 "syncheck's records with 'label' / 'sentence_labels')")
     out: list[LabelledRecord] = []
     errors: list[str] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            if limit is not None and len(out) >= limit:
-                break
-            try:
-                obj = load_json(line)
-            except ValueError as exc:
-                errors.append(f"line {n}: not valid JSON ({exc})")
-                continue
-            try:
-                out.append(parse_labelled(obj, n))
-            except (RecordError, LabelError) as exc:
-                errors.append(str(exc))
+    for n, obj in read_jsonl(path):
+        if limit is not None and len(out) >= limit:
+            break
+        if isinstance(obj, JSONLineError):
+            errors.append(str(obj))
+            continue
+        try:
+            out.append(parse_labelled(obj, n))
+        except (RecordError, LabelError) as exc:
+            errors.append(str(exc))
     return out, errors
 
 

@@ -39,7 +39,7 @@ from syncheck.aggregators.recipe import DEFAULT_KIND, DEFAULT_PARAMS
 from syncheck.aggregators.response import ResponseVerdict, pad_scores, save_response_model
 from syncheck.aggregators.stacked import StackedModel, fit_stacked, out_of_fold_stacked
 from syncheck.aggregators.thresholds import tune_thresholds
-from syncheck.calibration.folds import out_of_fold_predict
+from syncheck.fitting import out_of_fold_predict
 from syncheck.probes import LinearProbe
 
 #: Folds of every out-of-fold score fitted here (grouped by source document or record).

@@ -8,7 +8,8 @@ from typing import Callable, Iterable, Iterator
 
 import click
 
-from syncheck.records import Record, RecordError, is_blank, read_jsonl
+from syncheck.jsonl import is_blank
+from syncheck.records import Record, RecordError, read_jsonl
 
 model_option = click.option(
     "--model",

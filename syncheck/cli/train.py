@@ -37,19 +37,15 @@ import click
 
 from features.registry import FEATURES, is_probe_output
 from syncheck.aggregators.io import KINDS
-from syncheck.records import load_json
+from syncheck.jsonl import JSONLineError, read_jsonl
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(load_json(line))
-            except ValueError as exc:
-                raise click.ClickException(f"{path} line {n}: not valid JSON ({exc}); fix or drop that line") from None
+    for _, row in read_jsonl(path):
+        if isinstance(row, JSONLineError):
+            raise click.ClickException(f"{path} {row}; fix or drop that line")
+        rows.append(row)
     return rows
 
 

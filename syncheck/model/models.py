@@ -82,8 +82,8 @@ class LoadedModel:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """Fingerprint of the config and weights (:func:`syncheck.calibration.calibrations.model_fingerprint`)."""
-        from syncheck.calibration.calibrations import model_fingerprint
+        """Fingerprint of the config and weights (:func:`syncheck.model.fingerprint.model_fingerprint`)."""
+        from syncheck.model.fingerprint import model_fingerprint
 
         return model_fingerprint(self.model)
 

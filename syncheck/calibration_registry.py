@@ -1,62 +1,24 @@
-"""Which aggregator was calibrated for which model: fingerprints and the registry in the cache.
+"""Which aggregator was calibrated for which model: the registry of calibrations in the cache.
 
-An aggregator's features (the hidden-state probe above all) belong to one
-model's weights. ``syncheck calibrate`` registers the aggregator it fits under
-the model's *fingerprint*, and ``Scorer(model)`` looks the fingerprint up, so a
-calibrated aggregator is used with no flag, by whatever name or path the model
-is loaded again.
-
-Fingerprint (:func:`model_fingerprint`): SHA-256 of the architecture config
-(minus the fields that name a path, a dtype, a kernel or a library version)
-and the names and shapes of every parameter, plus a strided sample of up to
-4,096 values of five parameters (the first two, the middle one, the last two),
-rounded to bfloat16 so that the same weights loaded in float32, bfloat16 or
-float16 on any device match. It reads those samples, never all the weights.
-Fine-tuning changes the sampled values, hence the fingerprint; so does a
-different quantisation of the same model.
+``syncheck calibrate`` registers the aggregator it fits under the model's
+fingerprint (:func:`syncheck.model.fingerprint.model_fingerprint`), and
+``Scorer(model)`` looks the fingerprint up, so a calibrated aggregator is used
+with no flag, by whatever name or path the model is loaded again.
 
 Registry: ``<cache>/calibrations/index.json`` (see :func:`syncheck.cache.cache_dir`),
 a list of ``{"model", "fingerprint", "path", "created"}``; the newest entry of
-a fingerprint wins.
+a fingerprint wins. A leaf of ``syncheck``: it reads and writes that file and imports only :mod:`syncheck.cache`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from syncheck.cache import cache_dir, slug
-
-#: Config fields that do not change what the weights compute.
-_VOLATILE_CONFIG = ("transformers_version", "torch_dtype", "dtype", "attn_implementation", "use_cache",
-                    "output_attentions", "output_hidden_states", "return_dict")
-SAMPLE_VALUES = 4096
-
-
-def model_fingerprint(model: Any) -> str:
-    """A 16-hex-digit fingerprint of a ``transformers`` model's config and weights (see the module docstring)."""
-    h = hashlib.sha256()
-    config = model.config.to_dict() if hasattr(model.config, "to_dict") else dict(vars(model.config))
-    config = {k: v for k, v in config.items() if not k.startswith("_") and k not in _VOLATILE_CONFIG}
-    h.update(json.dumps(config, sort_keys=True, default=str).encode())
-    params = list(model.named_parameters())
-    for name, p in params:
-        h.update(f"{name}:{tuple(p.shape)};".encode())
-    middle = len(params) // 2
-    for name, p in params[:2] + params[middle:middle + 1] + params[-2:]:
-        if p.device.type == "meta":  # offloaded or not yet materialised: shapes only
-            continue
-        flat = p.detach().reshape(-1)
-        step = max(1, flat.numel() // SAMPLE_VALUES)
-        sample = flat[::step][:SAMPLE_VALUES].to(torch.bfloat16).to(torch.float32).cpu().numpy()
-        h.update(sample.tobytes())
-    return h.hexdigest()[:16]
 
 
 def calibrations_dir() -> Path:
@@ -114,4 +76,4 @@ def calibrations_for_name(model_name: str) -> list[dict[str, Any]]:
 
 
 __all__ = ["calibrations_dir", "calibrations_for_name", "default_calibration_dir", "find_calibration",
-           "list_calibrations", "model_fingerprint", "register_calibration"]
+           "list_calibrations", "register_calibration"]
