@@ -55,7 +55,7 @@ import numpy as np
 
 from benchmarks.fod_faithfulness import bootstrap_mean, bootstrap_paired_difference
 from benchmarks.run_stamp import run_stamp
-from features.alignment.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
+from syncheck.model.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
 
 TASKS = ("QA", "Summary", "Data2txt", "HaluEval-QA")
 QUESTIONS = {"Summary": "Summarize the following news article.",
@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--aggregator", default="default", help="the scorer's aggregator (default: resolved for the model)")
     ap.add_argument("--judge", default="llm-judge:qwen2.5-coder-1.5b", help="alignment scorer spec of the judge")
     ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
-                    help="an LLM judge's question wording (features.alignment.llm_judge.JUDGE_PROMPTS)")
+                    help="an LLM judge's question wording (syncheck.model.llm_judge.JUDGE_PROMPTS)")
     ap.add_argument("--judge-dtype", default="auto",
                     help="dtype of an LLM judge (auto: bfloat16 where the hardware has it natively, else float32)")
     ap.add_argument("--methods", default=",".join(METHODS))

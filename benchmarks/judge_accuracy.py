@@ -23,7 +23,7 @@ import random
 import numpy as np
 
 from benchmarks.fod_table2 import _key, judge_dtype_name, judge_missing, read_judged
-from features.alignment.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
+from syncheck.model.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
 
 
 def sample_sentences(records: list, per_task: int, seed: int, skip: set | None = None) -> list[dict]:
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--exclude-seed", type=int, default=None,
                     help="leave out the sentences that seed N samples (a disjoint sample to choose on)")
     ap.add_argument("--judge-prompt", default=DEFAULT_PROMPT, choices=sorted(JUDGE_PROMPTS),
-                    help="an LLM judge's question wording (features.alignment.llm_judge.JUDGE_PROMPTS)")
+                    help="an LLM judge's question wording (syncheck.model.llm_judge.JUDGE_PROMPTS)")
     ap.add_argument("--results-md", default=None, help="also write the table into this markdown file's --title section")
     ap.add_argument("--title", default="The judge's own accuracy", help="section heading in --results-md")
     args = ap.parse_args(argv)

@@ -5,7 +5,7 @@ Runs, side by side in one process and interleaved round by round, on the same (c
 - ``one by one``: each claim in its own call, so each prompt runs whole (how the judge ran before it shared
   prefixes, and what a caller still gets when it passes one claim at a time);
 - ``shared prefix``: all the claims of the context in one call, so the premise window's prompt prefix runs once
-  and each claim runs only its own tokens (:class:`features.alignment.llm_judge.LLMJudgeScorer`).
+  and each claim runs only its own tokens (:class:`syncheck.model.llm_judge.LLMJudgeScorer`).
 
 Prints seconds per claim of each, the ratio within each round (median and spread over rounds), and the largest
 difference between the two runs' scores (they read the same token ids, so it is float rounding).

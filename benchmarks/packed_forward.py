@@ -25,7 +25,7 @@ import torch
 
 from benchmarks.random_shape import model_from_args, synchronize
 from benchmarks.run_stamp import machine
-from features.model_cache import cache_kwargs, returned_cache
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import concat_left_padded, with_room
 from syncheck.model.packed import Segment, packed_forward, packs
 

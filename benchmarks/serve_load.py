@@ -303,7 +303,7 @@ def forward_rates(lm: Any, batches: list[int], prompt_tokens: int, width: int = 
     question's prefill on cached documents, which feed several tokens at once."""
     import torch
 
-    from features.model_cache import cache_kwargs, returned_cache
+    from syncheck.model.forward_cache import cache_kwargs, returned_cache
 
     vocab = len(lm.tokenizer)
     rates = {}

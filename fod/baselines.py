@@ -16,12 +16,12 @@ from typing import Any
 import torch
 from transformers import GenerationConfig
 
-from features.model_cache import cache_kwargs, returned_cache
 from fod.generator import FODGenerator, cut_at_stop
 from fod.results import ABSTAIN_TEXT, GenerationResult
 from fod.steering import steered_logits
 from syncheck.aggregators.thresholds import resolve_threshold
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.records import Record
 
 #: what every baseline's ``decoding=`` accepts (see :mod:`syncheck.decoding`)

@@ -1,10 +1,8 @@
-"""Alignment backends by spec, with syncheck's model loader for the ones that need a causal LM.
+"""Alignment backends by spec: the LLM judge here, every other one by :func:`features.alignment.make_alignment_scorer`.
 
-:func:`features.alignment.make_alignment_scorer` builds every backend, but
-``features/`` cannot load a causal LM by syncheck's model names (it is the
-bottom layer and never imports ``syncheck``); this wrapper gives it :func:`syncheck.model.models.load_model`
-(aliases, GGUF files, the cache,
-``HF_HUB_OFFLINE``) for ``llm-judge[:MODEL]``.
+``features/`` runs no causal LM (it is the bottom layer and never imports ``syncheck``): ``llm-judge[:MODEL]`` is
+:class:`syncheck.model.llm_judge.LLMJudgeScorer`, loaded by :func:`syncheck.model.models.load_model` (aliases, GGUF
+files, the cache, ``HF_HUB_OFFLINE``).
 """
 
 from __future__ import annotations
@@ -16,12 +14,12 @@ from features.alignment import make_alignment_scorer as _make
 
 
 def make_alignment_scorer(spec: AlignmentScorer | str, **kwargs: Any) -> AlignmentScorer:
-    """:func:`features.alignment.make_alignment_scorer` with ``loader=syncheck.model.models.load_model`` for LLM
-    judges."""
+    """:func:`features.alignment.make_alignment_scorer`, and ``llm-judge[:MODEL]`` (default ``smollm2-135m``) as
+    :class:`~syncheck.model.llm_judge.LLMJudgeScorer` loaded by :func:`~syncheck.model.models.load_model`."""
     if isinstance(spec, str) and parse_alignment_spec(spec)[0] == "llm-judge":
-        from syncheck.model.models import load_model
+        from syncheck.model.llm_judge import LLMJudgeScorer
 
-        kwargs.setdefault("loader", load_model)
+        return LLMJudgeScorer(parse_alignment_spec(spec)[1] or "smollm2-135m", **kwargs)
     return _make(spec, **kwargs)
 
 

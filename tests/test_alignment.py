@@ -110,7 +110,7 @@ def test_factory_specs_and_errors():
 
 
 def test_scorer_alignment_goes_through_the_factory():
-    from syncheck.scorer import _alignment
+    from syncheck.pipeline import _alignment
 
     assert isinstance(_alignment("lexical"), LexicalOverlapScorer)
     assert _alignment(None) is None
@@ -299,7 +299,7 @@ def test_alignscore_rejects_a_checkpoint_without_the_3_way_head(tmp_path, monkey
 
 # ---------------------------------------------------------------- LLM judge
 def test_llm_judge_is_the_yes_no_softmax_of_the_next_token(tiny_lm):
-    from features.alignment.llm_judge import LLMJudgeScorer
+    from syncheck.model.llm_judge import LLMJudgeScorer
 
     judge = LLMJudgeScorer(tiny_lm)
     prompt = judge.prompt(TEXTS[0], CLAIMS[0])
@@ -314,7 +314,7 @@ def test_llm_judge_is_the_yes_no_softmax_of_the_next_token(tiny_lm):
 
 
 def test_llm_judge_batching_equals_one_by_one_and_windows(tiny_lm):
-    from features.alignment.llm_judge import LLMJudgeScorer
+    from syncheck.model.llm_judge import LLMJudgeScorer
 
     judge = LLMJudgeScorer(tiny_lm, max_premise_tokens=40)
     batched = judge.score(PREMISES, CLAIMS, batch_size=3)
@@ -327,7 +327,7 @@ def test_llm_judge_batching_equals_one_by_one_and_windows(tiny_lm):
 
 
 def test_llm_judge_claims_of_one_premise_share_its_cached_prefix(tiny_lm, monkeypatch):
-    from features.alignment.llm_judge import LLMJudgeScorer
+    from syncheck.model.llm_judge import LLMJudgeScorer
 
     judge = LLMJudgeScorer(tiny_lm)
     premise = " ".join(TEXTS * 2)
@@ -351,7 +351,7 @@ def test_llm_judge_claims_of_one_premise_share_its_cached_prefix(tiny_lm, monkey
 
 @pytest.mark.parametrize("name", ["document-claim", "source-check"])
 def test_llm_judge_named_prompts_share_the_premise_prefix_and_reject_unknown_names(tiny_lm, name):
-    from features.alignment.llm_judge import JUDGE_PROMPTS, LLMJudgeScorer
+    from syncheck.model.llm_judge import JUDGE_PROMPTS, LLMJudgeScorer
 
     judge = LLMJudgeScorer(tiny_lm, prompt=name)
     prompt = judge.prompt(TEXTS[0], CLAIMS[0])
@@ -365,7 +365,7 @@ def test_llm_judge_named_prompts_share_the_premise_prefix_and_reject_unknown_nam
 
 
 def test_llm_judge_without_chat_template(tiny_lm_plain):
-    from features.alignment.llm_judge import LLMJudgeScorer
+    from syncheck.model.llm_judge import LLMJudgeScorer
 
     judge = LLMJudgeScorer(tiny_lm_plain.model, tiny_lm_plain.tokenizer)
     assert judge.prompt("P", "H").endswith("Answer Yes or No.\nAnswer:")

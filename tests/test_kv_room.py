@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from features.model_cache import cache_kwargs, returned_cache
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import RoomyLayer, cache_length, select_rows, with_room
 
 

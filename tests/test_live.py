@@ -148,7 +148,7 @@ def test_the_cache_goes_to_a_forward_under_the_name_the_forward_declares(tiny_lm
     import warnings
     from types import SimpleNamespace
 
-    from features.model_cache import cache_kwargs, returned_cache
+    from syncheck.model.forward_cache import cache_kwargs, returned_cache
 
     class OldStyle(torch.nn.Module):
         def forward(self, input_ids, past_key_values=None, **_):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from features.model_cache import cache_kwargs, returned_cache
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import with_room
 from syncheck.model.packed import Segment, packed_forward, packs
 

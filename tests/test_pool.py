@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from features.model_cache import cache_kwargs
 from syncheck.live.monitor import Monitor
 from syncheck.live.pool import DecodePool
+from syncheck.model.forward_cache import cache_kwargs
 from syncheck.model.kv import RoomyLayer
 from syncheck.scorer import Scorer
 

@@ -6,7 +6,8 @@ higher = better supported). One backend per module:
 
 - ``lexical`` (:mod:`.lexical`): share of the claim's content words in the premise;
 - ``embedding`` (:mod:`.embedding`): max cosine to the premise's sentences (all-MiniLM-L6-v2);
-- ``llm-judge`` (:mod:`.llm_judge`): P("Yes") of a causal LM asked "Does the premise support the hypothesis?";
+- ``llm-judge``: P("Yes") of a causal LM asked "Does the premise support the hypothesis?" (it runs a causal LM, so
+  syncheck builds it: ``syncheck.model.llm_judge``, by ``syncheck.alignment.make_alignment_scorer``);
 - ``nli:<model>`` (:mod:`.nli`): P(entailment) of any sequence-classification NLI cross-encoder;
 - ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``);
 - ``verifier[:<dir>]`` (:mod:`.verifier`): syncheck's own cross-encoder, shipped in the package (no hub needed), or
@@ -98,10 +99,8 @@ def make_alignment_scorer(
         from features.alignment.embedding import EmbeddingScorer
 
         return EmbeddingScorer(arg or None, **model_kw)
-    if kind == "llm-judge":
-        from features.alignment.llm_judge import LLMJudgeScorer
-
-        return LLMJudgeScorer(arg or "smollm2-135m", **model_kw)
+    if kind == "llm-judge":  # a causal LM run by syncheck (syncheck.model.llm_judge): features/ imports no syncheck
+        raise ValueError(f"{spec!r} runs a causal LM: build it with syncheck.alignment.make_alignment_scorer({spec!r})")
     if kind == "nli":
         from features.alignment.nli import NLIScorer
 

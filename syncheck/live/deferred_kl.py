@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from features.context_influence import contrastive_kl
-from features.model_cache import cache_kwargs, returned_cache
 from syncheck.live.state import Batch
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import cache_length, concat_left_padded, padding_mask, select_rows
 from syncheck.model.models import LoadedModel
 

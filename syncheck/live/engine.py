@@ -18,12 +18,12 @@ from transformers import DynamicCache
 
 from features.entropy import normalized_entropy
 from features.lookback import lookback_ratios
-from features.model_cache import cache_kwargs, returned_cache
 from syncheck.decoding import Decoding
 from syncheck.live import branching, deferred_kl
 from syncheck.live.prefix_cache import WITHOUT_CONTEXT_MIN_TOKENS, PromptPrefixCache
 from syncheck.live.state import Batch, Row
 from syncheck.model.attention import record_lookback
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import cache_length, padding_mask, select_rows, with_room
 from syncheck.model.models import LoadedModel
 from syncheck.model.packed import Segment, SegmentOutput, empty_cache

@@ -32,8 +32,8 @@ from transformers import AttentionInterface, DynamicCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from features.model_cache import cache_kwargs, returned_cache
 from syncheck.model.attention import WRAPPER_PREFIX
+from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import RoomyLayer, cache_length, cache_of_layers, room_for, with_room
 from syncheck.model.passes import capture_hidden, decoder_layers
 
