@@ -27,3 +27,13 @@ def test_version_option_prints_pyprojects_version():
 def test_package_version_matches_pyproject():
     assert syncheck.__version__ == _pyproject_version()
     assert re.fullmatch(r"\d+\.\d+\.\d+", syncheck.__version__)
+
+
+def test_fod_and_syncheck_print_one_version():
+    """One version, from the package metadata: ``fod --version`` names the one ``syncheck --version`` names."""
+    import fod
+    from fod.cli import main as fod_main
+
+    syncheck_says = CliRunner().invoke(main, ["--version"]).output.split()[-1]
+    fod_says = CliRunner().invoke(fod_main, ["--version"]).output.split()[-1]
+    assert fod_says == syncheck_says == fod.__version__ == syncheck.__version__
