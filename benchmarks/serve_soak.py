@@ -229,7 +229,11 @@ def run(server, requests: list[dict[str, Any]], client: Client, concurrency: int
     finished, lock = [0], threading.Lock()
 
     def one(req: dict[str, Any]) -> dict[str, Any]:
-        row = client.send(req)
+        try:
+            row = client.send(req)
+        except Exception as exc:  # a connection the server dropped, a body that is not JSON: a failure, not a crash
+            row = {"index": req["index"], "kind": req["kind"], "latency_s": 0.0, "status": 0, "completed": False,
+                   "error": f"{type(exc).__name__}: {exc}"}
         with lock:
             finished[0] += 1
             if finished[0] == tenth:
@@ -296,8 +300,8 @@ def report(summary: dict[str, Any], args: argparse.Namespace) -> str:
         f"| requests (well-formed) | {f['requests']} ({f['well_formed']}) | {last['requests']} "
         f"({last['well_formed']}) | {whole['requests']} ({whole['well_formed']}) |",
         f"| 5xx on well-formed requests | {f['server_errors']} | {last['server_errors']} | {whole['server_errors']} |",
-        f"| other failures of well-formed requests | {f['other_failures']} | {last['other_failures']} "
-        f"| {whole['other_failures']} |",
+        f"| other failures of well-formed requests (4xx, no summary, connection lost) | {f['other_failures']} "
+        f"| {last['other_failures']} | {whole['other_failures']} |",
         f"| latency p50 / p95, s (completed) | {_s(f['latency_p50_s'])} / {_s(f['latency_p95_s'])} "
         f"| {_s(last['latency_p50_s'])} / {_s(last['latency_p95_s'])} "
         f"| {_s(whole['latency_p50_s'])} / {_s(whole['latency_p95_s'])} |",
