@@ -89,6 +89,12 @@ def test_no_ui_leaves_the_page_out(scorer, monkeypatch):
         assert result.exit_code == 0, result.output
         assert TestClient(served[-1]).get("/").status_code == status
         assert ("live page: http://127.0.0.1:8000/" in result.output) is (not flags)
+    # on Ray Serve, every replica's app is built with the same choice
+    ray_calls = []
+    monkeypatch.setattr(serve_cli, "run_ray_server", lambda host, port, model, **kw: ray_calls.append(kw))
+    for flags in ([], ["--no-ui"]):
+        assert CliRunner().invoke(serve_cli.serve, ["--model", "m", "--replicas", "2", *flags]).exit_code == 0
+    assert [kw["ui"] for kw in ray_calls] == [True, False]
 
 
 # ---------------------------------------------------------------------- in a real browser
