@@ -39,12 +39,13 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
               help="Each round's forward: packed (every stream's token, the finished sentences' without-context "
                    "flushes and new prompts side by side, each row on its own cache) or padded. auto: packed on CPU, "
                    "padded on an accelerator, where packing is not yet measured.")
+@click.option("--no-ui", is_flag=True, help="Leave out the live page at / (the API alone).")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option
 @dtype_option
 def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, aggregator, replicas, max_replicas,
-          target_ongoing_requests, replica_cpus, replica_gpus, replica_threads, packing, on_ray, device, dtype):
+          target_ongoing_requests, replica_cpus, replica_gpus, replica_threads, packing, no_ui, on_ray, device, dtype):
     """Serve MODEL behind POST /v1/chat/completions with live per-sentence faithfulness (and FOD)."""
     if on_ray or replicas > 1 or max_replicas is not None:
         scaling = None
@@ -58,7 +59,7 @@ def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, ag
                        max_queue=max_queue, max_tokens=max_tokens, aggregator=aggregator, device=device, dtype=dtype,
                        num_replicas=replicas, autoscaling_config=scaling,
                        ray_actor_options={"num_cpus": replica_cpus, "num_gpus": replica_gpus},
-                       threads=replica_threads, packing=packing)
+                       threads=replica_threads, packing=packing, ui=not no_ui)
         return
     try:
         import uvicorn  # noqa: F401 (only checks that the serve extra is installed)
@@ -72,9 +73,11 @@ def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, ag
     click.echo(f"loading {model} ...", err=True)
     scorer = Scorer(model, device=device, dtype=dtype, aggregator=aggregator)
     app = create_app(scorer, model_id=model_id or model, max_concurrent=max_concurrent, max_queue=max_queue,
-                     max_tokens=max_tokens, model_thread=False, packing=packing)
+                     max_tokens=max_tokens, model_thread=False, packing=packing, ui=not no_ui)
     click.echo(f"serving {model_id or model} (aggregator: {scorer.aggregator_source}) at http://{host}:{port}/v1",
                err=True)
+    if not no_ui:
+        click.echo(f"live page: http://{host}:{port}/", err=True)
     run_server(app, host, port)
 
 

@@ -3,5 +3,6 @@
 - :mod:`syncheck.serve.protocol`: the wire format and request validation;
 - :mod:`syncheck.serve.scheduler`: admission, the bounded queue and turn-taking on the model;
 - :mod:`syncheck.serve.generation`: one chat request (monitor, FOD, abstention), run as a task of the model thread;
-- :mod:`syncheck.serve.app`: the FastAPI app.
+- :mod:`syncheck.serve.app`: the FastAPI app;
+- :mod:`syncheck.serve.page`: the live page at ``/`` (its files in ``static/``).
 """

@@ -6,7 +6,8 @@
 >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
 
 Endpoints: ``POST /v1/chat/completions`` (``documents`` and ``syncheck`` beside the OpenAI fields; streamed as
-server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``GET /health``.
+server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``GET /health``, and the live page at
+``GET /`` (:mod:`syncheck.serve.page`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from syncheck.decoding import SettingsError
 from syncheck.io import guard_row
 from syncheck.records import RecordError, load_json, parse_record
 from syncheck.serve.generation import ChatJob, ChatRunner
+from syncheck.serve.page import add_page
 from syncheck.serve.protocol import (
     ApiError,
     ChatRequest,
@@ -43,7 +45,7 @@ MAX_SCORE_RECORDS = 256
 
 def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
                max_tokens: int = 256, model_thread: bool = True, decoders: dict | None = None,
-               packing: str = "auto") -> FastAPI:
+               packing: str = "auto", ui: bool = True) -> FastAPI:
     """The server's ASGI app around an already built :class:`~syncheck.scorer.Scorer`.
 
     Args:
@@ -57,6 +59,7 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
             FOD and abstention; :mod:`syncheck.serve.decoders`).
         packing: how a round's forward carries the streams: ``auto`` (packed on CPU where the model allows it, else
             padded), ``on`` or ``off`` (:mod:`syncheck.live.pool`).
+        ui: serve the live page at ``/`` (:mod:`syncheck.serve.page`).
     """
     model_id = model_id or str(scorer.lm.name)
     runner = ChatRunner(scorer, decoders, packing=packing)
@@ -74,6 +77,8 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
     app = FastAPI(title="syncheck", summary="OpenAI-compatible chat completions with live per-sentence faithfulness",
                   lifespan=lifespan)
     app.state.scheduler, app.state.runner, app.state.model_id = scheduler, runner, model_id
+    if ui:
+        add_page(app)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:

@@ -51,7 +51,7 @@ class SyncheckReplica:
 
     def __init__(self, model: str, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
                  max_tokens: int = 256, aggregator: str = "default", device: str | None = None,
-                 dtype: str | None = None, threads: int | None = None, packing: str = "auto") -> None:
+                 dtype: str | None = None, threads: int | None = None, packing: str = "auto", ui: bool = True) -> None:
         ready, failed = threading.Event(), []
 
         def model_thread() -> None:
@@ -66,7 +66,7 @@ class SyncheckReplica:
                 scorer = Scorer(model, device=device, dtype=dtype, aggregator=aggregator)
                 self.app = create_app(scorer, model_id=model_id or model, max_concurrent=max_concurrent,
                                       max_queue=max_queue, max_tokens=max_tokens, model_thread=False,
-                                      packing=packing)
+                                      packing=packing, ui=ui)
             except BaseException as exc:  # raised by __init__: Ray Serve reports the replica as failed
                 failed.append(exc)
                 return
@@ -276,12 +276,14 @@ class Ingress:
 def build_app(model: str, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
               max_tokens: int = 256, aggregator: str = "default", device: str | None = None,
               dtype: str | None = None, num_replicas: int = 2, autoscaling_config: dict | None = None,
-              ray_actor_options: dict | None = None, threads: int | None = None, packing: str = "auto") -> Any:
+              ray_actor_options: dict | None = None, threads: int | None = None, packing: str = "auto",
+              ui: bool = True) -> Any:
     """The Ray Serve application: the ingress and ``num_replicas`` model replicas (or ``autoscaling_config``:
     ``{"min_replicas", "max_replicas", "target_ongoing_requests"}``); ``ray_actor_options`` sets the CPUs and GPUs
     of each replica (default one CPU). ``threads``: torch's CPU threads in each replica (default: Ray's, one per
     reserved CPU); on a CPU machine where not every replica is busy, more threads than reserved CPUs let one stream
-    use the idle cores. ``packing``: each replica's rounds (``syncheck serve --packing``). The serving options are
+    use the idle cores. ``packing``: each replica's rounds (``syncheck serve --packing``); ``ui``: the live page at
+    ``/`` (``syncheck serve --no-ui``: ``False``). The serving options are
     those of ``syncheck serve``: each replica admits ``max_concurrent + max_queue`` requests, and ``max_queue`` more
     (at least 1) wait at the router for a place.
     Ray Serve counts a request as waiting until it reaches a replica, so a burst of more than ``max_queue``
@@ -302,7 +304,7 @@ def build_app(model: str, *, model_id: str | None = None, max_concurrent: int = 
         options["num_replicas"] = num_replicas
     replicas = serve.deployment(SyncheckReplica).options(**options).bind(
         model, model_id=model_id, max_concurrent=max_concurrent, max_queue=max_queue, max_tokens=max_tokens,
-        aggregator=aggregator, device=device, dtype=dtype, threads=threads, packing=packing)
+        aggregator=aggregator, device=device, dtype=dtype, threads=threads, packing=packing, ui=ui)
     return Ingress.bind(replicas, slots=max_concurrent + max_queue, waiting=max(max_queue, 1))
 
 

@@ -1,0 +1,164 @@
+"""The live page at ``/`` of ``syncheck serve``: served with its files, nothing from elsewhere, off with ``--no-ui``,
+and, in headless Chromium, an answer streamed from the tiny model with every sentence coloured by its score."""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from html.parser import HTMLParser
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from conftest import DOCS  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+#: what would make the page fetch something from elsewhere (it must work offline)
+EXTERNAL = re.compile(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}|@import|url\(\s*['\"]?(?!data:)", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_lm):
+    from syncheck.scorer import Scorer
+
+    return Scorer(tiny_lm, aggregator=None)
+
+
+class Links(HTMLParser):
+    """The page's ``src`` / ``href`` references and element ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.refs += [attrs[k] for k in ("src", "href") if attrs.get(k)]
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+
+
+def test_the_page_and_its_files_are_served_and_reference_nothing_elsewhere(scorer):
+    from syncheck.serve.app import create_app
+
+    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False))
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    links = Links()
+    links.feed(page.text)
+    assert sorted(links.refs) == ["/ui/page.css", "/ui/page.js"]
+    texts = {"index.html": page.text}
+    for ref, kind in (("/ui/page.js", "text/javascript"), ("/ui/page.css", "text/css")):
+        got = client.get(ref)
+        assert got.status_code == 200 and got.headers["content-type"].startswith(kind)
+        texts[ref] = got.text
+    for name, text in texts.items():
+        assert not EXTERNAL.search(text), f"{name} refers to {EXTERNAL.search(text).group()}"
+    # the script reads the stream any client gets, and every element it looks up is on the page
+    script = texts["/ui/page.js"]
+    assert '"/v1/chat/completions"' in script and "stream: true" in script and "Authorization" in script
+    assert set(re.findall(r'\$\("([\w-]+)"\)', script)) <= links.ids
+    assert "innerHTML" not in script  # model text is set as text only
+    # the API is untouched: /health and the model list answer as before, without the page in the schema
+    assert client.get("/health").json()["model"] == "tiny"
+    assert "/" not in client.get("/openapi.json").json()["paths"]
+
+
+def test_no_ui_leaves_the_page_out(scorer, monkeypatch):
+    import importlib
+
+    from click.testing import CliRunner
+
+    import syncheck.scorer
+    from syncheck.serve.app import create_app
+
+    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False, ui=False))
+    assert client.get("/").status_code == 404 and client.get("/ui/page.js").status_code == 404
+    assert client.get("/health").status_code == 200
+    serve_cli = importlib.import_module("syncheck.cli.serve")  # the module (syncheck.cli.serve is its command)
+    served = []
+    monkeypatch.setattr(syncheck.scorer, "Scorer", lambda *a, **k: scorer)
+    monkeypatch.setattr(serve_cli, "run_server", lambda app, host, port: served.append(app))
+    for flags, status in (([], 200), (["--no-ui"], 404)):
+        result = CliRunner().invoke(serve_cli.serve, ["--model", "m", "--model-id", "tiny", *flags])
+        assert result.exit_code == 0, result.output
+        assert TestClient(served[-1]).get("/").status_code == status
+        assert ("live page: http://127.0.0.1:8000/" in result.output) is (not flags)
+    # on Ray Serve, every replica's app is built with the same choice
+    ray_calls = []
+    monkeypatch.setattr(serve_cli, "run_ray_server", lambda host, port, model, **kw: ray_calls.append(kw))
+    for flags in ([], ["--no-ui"]):
+        assert CliRunner().invoke(serve_cli.serve, ["--model", "m", "--replicas", "2", *flags]).exit_code == 0
+    assert [kw["ui"] for kw in ray_calls] == [True, False]
+
+
+# ---------------------------------------------------------------------- in a real browser
+def _browser():
+    pytest.importorskip("websockets")
+    from headless_chromium import HeadlessChromium, chromium_path
+
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs it with apt-get (Debian package `chromium`)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return HeadlessChromium()
+
+
+def _link(server, question: str, **fields: str) -> str:
+    params = [("question", question), *(("document", d) for d in DOCS), *fields.items(), ("run", "1")]
+    return f"{server.url}/?{urllib.parse.urlencode(params)}"
+
+
+SHOWN = """(() => ({
+  state: document.body.dataset.state,
+  status: document.getElementById('status').textContent,
+  sentences: [...document.querySelectorAll('#answer .sentence')].map(s => ({
+    index: Number(s.dataset.index), text: s.textContent, score: Number(s.dataset.score),
+    colour: getComputedStyle(s).backgroundColor})),
+  pending: document.querySelectorAll('#answer .pending').length,
+  struck: [...document.querySelectorAll('#answer del.repaired')].map(d => d.textContent),
+  responseScore: Number(document.getElementById('response-score')?.dataset.value),
+  check: document.getElementById('final-check-result')?.textContent,
+}))()"""
+
+
+def test_the_page_streams_an_answer_with_each_sentence_coloured_by_its_stream_score(server):
+    from test_serve import read_stream
+
+    with _browser() as browser:
+        browser.open(_link(server, "When was it completed?", max_tokens="40", tau1="0.5"))
+        browser.wait_for("['done', 'error'].includes(document.body.dataset.state)")
+        shown = browser.evaluate(SHOWN)
+        assert shown["state"] == "done", shown["status"]
+        # the same request from a plain client: the page shows its sentences and scores
+        stream = server.client().chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "When was it completed?"}], max_tokens=40,
+            stream=True, extra_body={"documents": DOCS, "syncheck": {"tau1": 0.5, "final_check": True}})
+        text, sentences, summary, _ = read_stream(stream)
+        assert [s["index"] for s in shown["sentences"]] == [s["index"] for s in sentences] and sentences
+        assert [s["text"] for s in shown["sentences"]] == [s["text"] for s in sentences]
+        assert [s["score"] for s in shown["sentences"]] == pytest.approx([s["score"] for s in sentences], abs=1e-4)
+        assert shown["responseScore"] == pytest.approx(summary["response_score"], abs=1e-4)
+        assert all(s["colour"] not in ("", "rgba(0, 0, 0, 0)") for s in shown["sentences"])
+        assert shown["check"].startswith("factuality")
+        # hovering a sentence shows its features
+        browser.evaluate("document.querySelector('#answer .sentence').dispatchEvent("
+                         "new MouseEvent('mouseover', {bubbles: true}))")
+        details = browser.evaluate("document.getElementById('details').innerText")
+        assert all(name in details for name in sentences[0]["features"])
+
+
+def test_the_page_strikes_out_what_fod_took_back(server):
+    with _browser() as browser:
+        # tau1 = 1: FOD takes back the first sentence (tests/test_serve.py)
+        browser.open(_link(server, "How tall is it?", max_tokens="24", method="fod", tau1="1", final_check="0"))
+        browser.wait_for("['done', 'error'].includes(document.body.dataset.state)")
+        shown = browser.evaluate(SHOWN)
+        assert shown["state"] == "done", shown["status"]
+        assert shown["struck"] and all(shown["struck"])
+        assert shown["check"] == "not run"
