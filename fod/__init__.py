@@ -4,6 +4,7 @@ Importing this package loads no model.
 
 - :class:`fod.generator.FODGenerator` — backtracking + threshold-pruned sentence-level beam search.
 - :mod:`fod.baselines` — greedy, abstention, reranking, context-aware decoding (CAD) and AdaCAD, same interface.
+- :class:`fod.config.FODConfig` — the settings every one of them takes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "FODGenerator": "fod.generator",
+    "FODConfig": "fod.config",
     "GenerationResult": "fod.results",
+    "SentenceEvent": "fod.results",
     "GreedyGenerator": "fod.baselines",
     "AbstainGenerator": "fod.baselines",
     "RerankGenerator": "fod.baselines",
