@@ -40,7 +40,8 @@
 
 ``backtrack_only=True`` is the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
 The result carries a trace of every decision (:class:`fod.trace.FODTrace`); ``trace.stop`` (a
-:class:`~fod.trace.StopReason`) always says why the answer ended.
+:class:`~syncheck.live.generation.StopReason`, also ``result.stop``) always says why the answer ended. The settings are
+one :class:`~fod.config.FODConfig`; :meth:`FODGenerator.stream` yields each accepted sentence as it comes.
 """
 
 from __future__ import annotations
