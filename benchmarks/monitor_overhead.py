@@ -3,7 +3,8 @@
 For each prompt and round, interleaved: plain greedy ``model.generate`` (the
 baseline), the monitor with the without-context pass deferred to sentence ends
 (the design syncheck uses), and the monitor with the without-context pass in
-lockstep (one extra batch-1 forward per token). All three produce the same
+lockstep (one extra batch-1 forward per token; :func:`lockstep_generate` drives the monitor that way here, as the
+library no longer offers it). All three produce the same
 number of tokens (the monitor's count is passed to ``generate`` as
 ``min_new_tokens``/``max_new_tokens``). The deferred pass is timed both ways it
 can run: on a worker thread beside the next decode steps (the default on CPU)
@@ -27,8 +28,9 @@ while another reuses them.
 With ``--lookback``, the monitor recording every head's lookback ratio (a second copy of the model, whose attention is
 switched to the
 recording wrapper) is timed too. With ``--fod``, FOD (S=6, K=2) and greedy
-FOD-interface generation are timed the same way, and FOD forced to backtrack once at the first sentence (a flag
-hook), which then repairs that sentence and decodes the rest greedily: the cost of one repair.
+FOD-interface generation are timed the same way, and FOD forced to backtrack once at the first sentence
+(:func:`backtrack_at_first_sentence`), which then repairs that sentence and decodes the rest greedily: the cost of one
+repair.
 
 Usage::
 
@@ -44,6 +46,7 @@ aggregator scores its sentences)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -89,6 +92,39 @@ def _timed(fn, cold: bool = True):
     out = fn()
     synchronize(_DEVICE)
     return time.perf_counter() - t, out
+
+
+def lockstep_generate(monitor, question: str, decoding: dict):
+    """``monitor.generate``, with the without-context pass run in lockstep: flushed after every token that does not
+    end the answer (one extra batch-1 forward per token), not once per finished sentence; the same features.
+    ``monitor`` must flush between steps (``background_kl=False``) and ``decoding`` have no stop strings."""
+    run = monitor.run(question=question, context=CONTEXT, decoding=decoding)
+    while run.result is None:
+        monitor.engine.step(run.batch, run.choose())
+        if not run.row.ended and run.tokens + 1 < run.budget:  # the last token's flush is the answer's final one
+            monitor.engine.flush_kl(run.batch, [len(run.row.ids)])
+        run.advance()
+    return run.result
+
+
+@contextlib.contextmanager
+def backtrack_at_first_sentence():
+    """Inside it, FOD flags the answer's first greedy sentence whatever its score, and does not keep it as it was:
+    exactly one backtrack and one repair (with ``tau1`` 0, nothing else is flagged)."""
+    from fod.generator import _Run
+
+    flagged, kept_as_is = _Run.flagged, _Run._kept_as_is
+
+    def first_flagged(run, events):
+        hit = flagged(run, events)  # (also checks that every sentence has a score)
+        return events[0] if events and events[0].index == 0 else hit
+
+    _Run.flagged = first_flagged
+    _Run._kept_as_is = lambda run, ev: kept_as_is(run, ev) and ev.index != 0
+    try:
+        yield
+    finally:
+        _Run.flagged, _Run._kept_as_is = flagged, kept_as_is
 
 
 def _event_lags(monitor, questions, budget) -> list[int]:
@@ -138,7 +174,7 @@ def main(argv: list[str] | None = None) -> dict:
         warnings.filterwarnings("ignore", message="no aggregator is calibrated")  # a random model: portable default
         scorer = Scorer(model(), device=args.device, dtype=args.dtype)  # the default configuration and aggregator
     lm = scorer.lm
-    deferred, lockstep = Monitor(scorer), Monitor(scorer, lockstep=True)
+    deferred, lockstep = Monitor(scorer), Monitor(scorer, background_kl=False)
     # the default flushes the without-context pass on a worker thread on CPU, between decode steps elsewhere
     # (syncheck.live.background): the other way is timed beside it
     other = Monitor(scorer, background_kl=deferred.background is None)
@@ -163,7 +199,6 @@ def main(argv: list[str] | None = None) -> dict:
         fod, greedy = FODGenerator(scorer), GreedyGenerator(scorer)
         forced = FODGenerator(scorer)
         _ENGINES.extend([fod.engine, greedy.engine, forced.engine])
-        forced.flag_hook = lambda ev: ev.index == 0  # backtrack once, at the first sentence, then repair and go on
         sampled = {"max_new_tokens": args.tokens, "do_sample": True, "top_p": 0.95, "seed": 0}
         times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6, forced to backtrack at the first "
                                                                        "sentence": []})
@@ -183,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict:
         n = len(gen.token_ids)
         kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
         t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
-        t_lock, gen2 = _timed(lambda: lockstep.generate(question=q, context=CONTEXT, decoding=budget))
+        t_lock, gen2 = _timed(lambda: lockstep_generate(lockstep, q, budget))
         t_other, gen4 = _timed(lambda: other.generate(question=q, context=CONTEXT, decoding=budget))
         run = {"generate": t_gen, "monitor (deferred KL)": t_mon, OTHER: t_other, "monitor (lockstep KL)": t_lock,
                WARM: t_warm}
@@ -194,9 +229,11 @@ def main(argv: list[str] | None = None) -> dict:
             t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
             t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
                                                    decoding=sampled))
-            # tau1 0: only the hook flags; the repair keeps the best candidate (fallback tau1 = 0), greedy goes on
-            t_w, res_w = _timed(lambda: forced.generate(question=q, context=CONTEXT, tau1=0.0, num_samples=6,
-                                                        num_beams=2, decoding=sampled, stop_degenerate=False))
+            # tau1 0: only the first sentence is flagged; the repair keeps the best candidate (fallback tau1 = 0),
+            # greedy goes on
+            with backtrack_at_first_sentence():
+                t_w, res_w = _timed(lambda: forced.generate(question=q, context=CONTEXT, tau1=0.0, num_samples=6,
+                                                            num_beams=2, decoding=sampled, stop_degenerate=False))
             assert len(res_w.trace["backtracks"]) == 1 and res_w.trace["repairs"] == 1, res_w.trace
             run.update({"greedy (FOD interface)": t_g, "FOD S=6 K=2": t_f,
                         "FOD S=6, forced to backtrack at the first sentence": t_w})

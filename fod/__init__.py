@@ -4,6 +4,7 @@ Importing this package loads no model.
 
 - :class:`fod.generator.FODGenerator` — backtracking + threshold-pruned sentence-level beam search.
 - :mod:`fod.baselines` — greedy, abstention, reranking, context-aware decoding (CAD) and AdaCAD, same interface.
+- :class:`fod.config.FODConfig` — the settings every one of them takes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from syncheck._lazy import lazy_getattr
 _LAZY = {
     "__version__": "syncheck.build_info",  # one version for syncheck and fod: pyproject.toml's
     "FODGenerator": "fod.generator",
+    "FODConfig": "fod.config",
     "GenerationResult": "fod.results",
+    "SentenceEvent": "fod.results",
     "GreedyGenerator": "fod.baselines",
     "AbstainGenerator": "fod.baselines",
     "RerankGenerator": "fod.baselines",

@@ -1,4 +1,6 @@
-"""Baselines beside FOD, with the same interface and result type (SynCheck paper, Section 4.3).
+"""Baselines beside FOD, with the same interface, settings (:class:`~fod.config.FODConfig`: each reads the fields
+its ``settings`` names), result and stream types (SynCheck paper, Section 4.3). Their answer is known only once it is
+done, so ``stream()`` and ``callback`` give out its sentences then.
 
 - :class:`GreedyGenerator`: greedy decoding, every sentence scored by the monitor.
 - :class:`AbstainGenerator`: greedy, but refuse when any sentence scores below a threshold.
@@ -11,37 +13,57 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from transformers import GenerationConfig
 
+from fod.config import DEFAULT_ALPHA, FODConfig
 from fod.generator import FODGenerator, cut_at_stop
-from fod.results import ABSTAIN_TEXT, GenerationResult
+from fod.results import ABSTAIN_TEXT, GenerationResult, SentenceEvent, StopReason
 from fod.steering import steered_logits
 from syncheck.aggregators.thresholds import resolve_threshold
 from syncheck.decoding import CANDIDATE_SAMPLING, GREEDY, Decoding, SettingsError
 from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.records import Record
+from syncheck.results import ScoredSentence
 
 #: what every baseline's ``decoding=`` accepts (see :mod:`syncheck.decoding`)
 DecodingLike = Decoding | GenerationConfig | dict | None
 
 
-class GreedyGenerator(FODGenerator):
+class _WholeAnswer(FODGenerator):
+    """A decoder whose answer is known only once it is done (:meth:`answer`); its sentence events come then."""
+
+    samples = False
+    settings: tuple[str, ...] = ("max_sentences", "decoding")
+
+    def generate(self, *, question: str | None = None, context, config: FODConfig | None = None,
+                 callback: Callable[[SentenceEvent], None] | None = None, **overrides: Any) -> GenerationResult:
+        """The answer (``config`` and ``overrides`` as :meth:`FODGenerator.generate`; this method reads the fields
+        of ``settings``); ``callback`` gets each sentence's event once the answer is done."""
+        return self._generate(question, context, self.settings_for(config, overrides), callback)
+
+    def _generate(self, question: str | None, context, config: FODConfig,
+                  callback: Callable[[SentenceEvent], None] | None) -> GenerationResult:
+        return self._finish(self.answer(question, context, config), question, context, callback)
+
+    def answer(self, question: str | None, context, config: FODConfig) -> GenerationResult:
+        raise NotImplementedError
+
+
+class GreedyGenerator(_WholeAnswer):
     """Plain decoding under the monitor: greedy unless ``decoding`` samples."""
 
     method = "greedy"
 
-    def generate(self, *, question: str | None = None, context, max_sentences: int = 8,
-                 decoding: DecodingLike = None) -> GenerationResult:
-        gen = self.monitor.generate(question=question, context=context, decoding=Decoding.coerce(decoding, GREEDY))
-        sentences = gen.sentences[:max_sentences]
+    def answer(self, question: str | None, context, config: FODConfig) -> GenerationResult:
+        gen = self.monitor.generate(question=question, context=context, decoding=config.decoding_or(GREEDY))
+        sentences = gen.sentences[: config.max_sentences]
         text = gen.text[: sentences[-1].end] if sentences else ""
-        trace = {"stop": gen.stop_reason, "tokens": len(gen.token_ids)}
-        return self._finish(
-            GenerationResult(text, sentences, self.method, trace, warnings=gen.warnings), question, context
-        )
+        trace = {"stop": gen.stop, "tokens": len(gen.token_ids)}
+        stop = StopReason.MAX_SENTENCES if len(sentences) < len(gen.sentences) else gen.stop
+        return GenerationResult(text, sentences, self.method, trace, warnings=gen.warnings, stop=stop)
 
 
 class AbstainGenerator(GreedyGenerator):
@@ -52,35 +74,42 @@ class AbstainGenerator(GreedyGenerator):
     """
 
     method = "abstain"
+    settings = ("tau1", "max_sentences", "decoding")
 
     def __init__(self, *args: Any, threshold: float | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.threshold, self.threshold_from = resolve_threshold(self.scorer, "tau1", threshold)
+        if threshold is not None:
+            self.config = self.config.replace(tau1=threshold)
+        self.threshold, self.threshold_from = resolve_threshold(self.scorer, "tau1", self.config.tau1)
 
-    def generate(self, *, question: str | None = None, context, max_sentences: int = 8,
-                 decoding: DecodingLike = None) -> GenerationResult:
-        res = super().generate(question=question, context=context, max_sentences=max_sentences, decoding=decoding)
-        low = [i for i, s in enumerate(res.sentences) if s.score is not None and s.score < self.threshold]
+    def _generate(self, question: str | None, context, config: FODConfig,
+                  callback: Callable[[SentenceEvent], None] | None) -> GenerationResult:
+        res = super()._generate(question, context, config, None)  # the greedy answer, scored and checked
+        threshold, source = resolve_threshold(self.scorer, "tau1", config.tau1)
+        low = [i for i, s in enumerate(res.sentences) if s.score is not None and s.score < threshold]
         res.method = self.method
-        res.trace.update({"threshold": self.threshold, "threshold_from": self.threshold_from, "abstained": bool(low),
+        res.trace.update({"threshold": threshold, "threshold_from": source, "abstained": bool(low),
                           "low_sentences": low, "greedy_text": res.text})
         if low:
             res.trace["greedy_sentences"] = [{"text": s.text, "score": s.score} for s in res.sentences]
             res.text, res.sentences, res.final_check = ABSTAIN_TEXT, [], None
+        self._report(res, callback)
         return res
 
 
-class RerankGenerator(FODGenerator):
+class RerankGenerator(_WholeAnswer):
     """Sample ``num_samples`` whole responses in one batch; return the best by mean sentence score."""
 
     method = "rerank"
     candidate_sampling = CANDIDATE_SAMPLING
+    samples = True
+    settings = ("num_samples", "max_sentences", "decoding")
 
-    def generate(self, *, question: str | None = None, context, num_samples: int = 6, max_sentences: int = 8,
-                 decoding: DecodingLike = None) -> GenerationResult:
+    def answer(self, question: str | None, context, config: FODConfig) -> GenerationResult:
         """``decoding``: default :data:`~syncheck.decoding.CANDIDATE_SAMPLING`; stop strings end each candidate
         with its last sentence before them."""
-        dec = Decoding.coerce(decoding, self.candidate_sampling).require_sampling("reranking")
+        dec = config.decoding_or(self.candidate_sampling).require_sampling("reranking")
+        num_samples, max_sentences = config.num_samples, config.max_sentences
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, _, warnings = self.monitor.start(question, context, dec.max_new_tokens)
@@ -102,33 +131,34 @@ class RerankGenerator(FODGenerator):
             candidates.append({"text": text, "mean_score": mean if scores else None, "error": res.error})
         means = [c["mean_score"] if c["mean_score"] is not None else float("-inf") for c in candidates]
         best = max(range(len(texts)), key=means.__getitem__)  # a mean of 0.0 beats a candidate with no score
-        sents = cut_at_stop(texts[best], scored[best].sentences, dec)[:max_sentences]
+        sents, stop = _kept(texts[best], scored[best].sentences, dec, max_sentences, batch.rows[best].ended)
         text = texts[best][: sents[-1].end] if sents else ""
         trace = {"candidates": candidates, "chosen": best}
-        return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings), question, context)
+        return GenerationResult(text, sents, self.method, trace, warnings=warnings, stop=stop)
 
 
-class CADGenerator(FODGenerator):
+class CADGenerator(_WholeAnswer):
     """Context-aware decoding: greedy on ``(1 + alpha) * logits_with - alpha * logits_without``."""
 
     method = "cad"
     #: the contrast (:data:`fod.steering.STEERING`): a fixed ``alpha`` here, per-step in :class:`AdaCADGenerator`
     steer = "cad"
+    settings = ("alpha", "max_sentences", "decoding")
 
-    def __init__(self, *args: Any, alpha: float = 0.5, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, alpha: float = DEFAULT_ALPHA, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.scorer.kl:
             raise ValueError("CAD needs the without-context pass: build the Scorer with kl=True")
+        self.config = self.config.replace(alpha=alpha)
         self.alpha = alpha
 
     @torch.inference_mode()
-    def generate(self, *, question: str | None = None, context, max_sentences: int = 8,
-                 decoding: DecodingLike = None) -> GenerationResult:
+    def answer(self, question: str | None, context, config: FODConfig) -> GenerationResult:
         """Greedy on the contrast; ``decoding`` gives the token budget and stop strings (CAD does not sample:
         ``do_sample=True`` raises)."""
         from syncheck.model.passes import decode_text, prompt_pair
 
-        dec = Decoding.coerce(decoding, GREEDY)
+        dec = config.decoding_or(GREEDY)
         if dec.do_sample:
             raise SettingsError("CAD decodes greedily on the contrasted logits: give decoding with do_sample=False")
         lm = self.scorer.lm
@@ -141,12 +171,14 @@ class CADGenerator(FODGenerator):
         lw, lo = out_w.logits[0, -1].float(), out_o.logits[0, -1].float()
         ids: list[int] = []
         alphas: list[float] = []
+        ended = False
         for step in range(dec.max_new_tokens):
             combined, alpha = steered_logits(torch.log_softmax(lw, -1)[None], torch.log_softmax(lo, -1)[None],
-                                             self.steer, self.alpha)
+                                             self.steer, config.alpha)
             alphas.append(float(alpha[0]))
             tok = int(combined[0].argmax())
             if tok in self.engine.eos_ids:
+                ended = True
                 break
             ids.append(tok)
             t = torch.tensor([[tok]], device=dev)
@@ -159,12 +191,11 @@ class CADGenerator(FODGenerator):
         text = decode_text(lm.tokenizer, ids)
         ctx = context if isinstance(context, str) else tuple(context)
         res = next(self.scorer.score_records([Record(id=0, context=ctx, response=text, question=question)]))
-        sents = cut_at_stop(text, res.sentences, dec)[:max_sentences]
+        sents, stop = _kept(text, res.sentences, dec, config.max_sentences, ended)
         text = text[: sents[-1].end] if sents else ""
-        trace = {"alpha": self.alpha if self.steer == "cad" else None, "tokens": len(ids),
+        trace = {"alpha": config.alpha if self.steer == "cad" else None, "tokens": len(ids),
                  "mean_alpha": sum(alphas) / len(alphas) if alphas else None}
-        return self._finish(GenerationResult(text, sents, self.method, trace, warnings=warnings + res.warnings),
-                            question, context)
+        return GenerationResult(text, sents, self.method, trace, warnings=warnings + res.warnings, stop=stop)
 
 
 class AdaCADGenerator(CADGenerator):
@@ -176,11 +207,26 @@ class AdaCADGenerator(CADGenerator):
 
     method = "adacad"
     steer = "adacad"
+    settings = ("max_sentences", "decoding")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # no alpha: the CLI's --alpha does not list this method
         super().__init__(*args, **kwargs)
 
 
+def _kept(text: str, sentences: list[ScoredSentence], dec: Decoding, max_sentences: int,
+          ended: bool) -> tuple[list[ScoredSentence], StopReason]:
+    """The sentences of a whole decoded ``text`` an answer keeps (those before a stop string, at most
+    ``max_sentences``), and why the answer ends there (``ended``: the model ended it)."""
+    before_stop = cut_at_stop(text, sentences, dec)
+    kept = before_stop[:max_sentences]
+    if len(kept) < len(before_stop):
+        return kept, StopReason.MAX_SENTENCES
+    if dec.stop and dec.stop_position(text) is not None:
+        return kept, StopReason.STOP
+    return kept, StopReason.EOS if ended else StopReason.MAX_NEW_TOKENS
+
+
+#: every decoder by its ``--method`` name; each takes a :class:`~fod.config.FODConfig` and reads its ``settings``
 METHODS = {
     "fod": FODGenerator,
     "greedy": GreedyGenerator,

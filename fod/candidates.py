@@ -24,7 +24,8 @@ import torch
 from fod.steering import steered_logits
 from syncheck.decoding import Decoding
 from syncheck.featurize import Premise
-from syncheck.live.monitor import Monitor, SentenceEvent
+from syncheck.live.generation import SentenceEvent
+from syncheck.live.monitor import Monitor
 from syncheck.live.state import Batch
 
 #: Tokens a straggler may run past twice the longest finished candidate (see the module docstring).
@@ -65,13 +66,14 @@ class Candidate:
 
 def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence[int], premise: Premise,
                       decoding: Decoding, generator: torch.Generator, *, max_tokens: int, steer: str = "none",
-                      ban: Sequence[int] = (), redo: Sequence[int] = (),
+                      alpha: float | None = None, ban: Sequence[int] = (), redo: Sequence[int] = (),
                       leave: bool = True) -> tuple[Batch, list[Candidate]]:
     """Sample ``shares[j]`` next sentences of each one-row beam ``j`` in one batch and score them.
 
     Args:
         max_tokens: cap on a candidate's new tokens.
         steer: ``"none"`` (the with-context distribution), ``"adacad"`` or ``"cad"`` (see :mod:`fod.steering`).
+        alpha: CAD's weight, needed with ``steer="cad"``.
         ban: tokens no candidate may start with (the token a token-level backtrack cut away; the spellings of a
             document label the flagged sentence copied from the prompt).
         redo: the tokens that were cut away (the flagged sentence after the cut); a candidate that repeats them
@@ -103,7 +105,7 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         logits = batch.next_logp
         if steering:
             without = torch.stack([r.without_next for r in batch.rows])
-            logits, _ = steered_logits(batch.next_logp, without, steer)
+            logits, _ = steered_logits(batch.next_logp, without, steer, alpha)
         if step == 0 and ban:
             logits = logits.clone()
             logits[:, list(ban)] = float("-inf")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
 import json
 import sys
@@ -29,10 +28,9 @@ from syncheck.records import has_text
 
 #: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and fod-bt (FOD that only backtracks)
 METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
-#: the methods that take ``--alpha``: the CAD family (their constructor has an ``alpha``), and FOD, whose greedy phases
-#: take CAD's tokens (its ``generate`` has one)
-ALPHA_METHODS = tuple(name for name, cls in METHODS.items()
-                      if any("alpha" in inspect.signature(fn).parameters for fn in (cls, cls.generate)))
+#: the methods that take ``--alpha``: CAD, and FOD, whose greedy phases take CAD's tokens (``alpha`` in their
+#: ``settings``)
+ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in cls.settings)
 
 
 @click.group(cls=CommandGroup)
@@ -152,29 +150,24 @@ def answerer(
     """The decoder of ``method``, built once: a function that answers ``(question=..., context=...)`` with it and
     returns its :class:`~fod.results.GenerationResult`.
 
-    Every decoder of :data:`fod.baselines.METHODS` is built the same way: it gets the settings its constructor and
-    ``generate`` name (``threshold`` is ``tau1``), and sampled candidates when its ``generate`` takes
-    ``num_samples`` (fod, rerank), else greedy decoding. ``checker``: the final answer's checker, or ``None``.
+    Every decoder of :data:`fod.baselines.METHODS` is built and called the same way, with one
+    :class:`~fod.config.FODConfig` of the command's settings: each reads the ones in its ``settings`` (``tau1`` is
+    the abstention threshold too), and a decoder that ``samples`` (fod, rerank) gets sampled candidates, the others
+    greedy decoding. ``checker``: the final answer's checker, or ``None``.
     """
+    from fod.config import FODConfig
     from syncheck.decoding import Decoding
 
     cls = METHODS["fod" if method == "fod-bt" else method]
-    decoder = cls(scorer, checker=checker, **_named(cls, threshold=tau1, alpha=alpha))
-    samples = "num_samples" in inspect.signature(decoder.generate).parameters
-    if temperature is None and samples:
-        temperature = decoder.candidate_sampling.temperature
+    if temperature is None and cls.samples:
+        temperature = cls.candidate_sampling.temperature
     decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(
-        {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if samples else {}))
-    settings = _named(decoder.generate, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
-                      max_sentences=max_sentences, backtrack_only=method == "fod-bt", decoding=decoding, alpha=alpha)
-    return functools.partial(decoder.generate, **settings)
-
-
-def _named(fn: Callable, **settings: Any) -> dict[str, Any]:
-    """The ``settings`` that ``fn`` names as parameters (one passed on through its ``**kwargs`` is left out: a
-    constructor's go to the scorer)."""
-    params = inspect.signature(fn).parameters
-    return {k: v for k, v in settings.items() if k in params}
+        {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if cls.samples else {}))
+    given = {"tau1": tau1, "tau2": tau2, "num_samples": num_samples, "num_beams": num_beams,
+             "max_sentences": max_sentences, "backtrack_only": method == "fod-bt", "decoding": decoding,
+             "alpha": alpha}
+    config = FODConfig(**{name: value for name, value in given.items() if name in cls.settings})
+    return functools.partial(cls(scorer, checker=checker).generate, config=config)
 
 
 def _answer_row(item, answer: Callable[..., Any], method: str) -> dict[str, Any]:

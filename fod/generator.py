@@ -40,62 +40,42 @@
 
 ``backtrack_only=True`` is the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
 The result carries a trace of every decision (:class:`fod.trace.FODTrace`); ``trace.stop`` (a
-:class:`~fod.trace.StopReason`) always says why the answer ended.
+:class:`~syncheck.live.generation.StopReason`, also ``result.stop``) always says why the answer ended. The settings are
+one :class:`~fod.config.FODConfig`; :meth:`FODGenerator.stream` yields each accepted sentence as it comes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Callable, Collection
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Generator
 
 import torch
-from transformers import GenerationConfig
 
 from features.degeneracy import NON_ANSWERS, document_label_word
-from features.degeneracy import REASONS as DEGENERATE_KINDS
 from features.grounding import first_ungrounded_token
 from features.specifics import unsupported_specific_offsets, unsupported_specifics_count
 from fod.candidates import Candidate, sample_candidates
-from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
-from fod.steering import STEERING, first_disagreement
-from fod.trace import FODTrace, StopReason
+from fod.config import CUTS, DECODES, FALLBACKS, NAMES, SEARCHES, FODConfig, resolve
+from fod.results import ABSTAIN_TEXT, GenerationResult, Repair, SentenceEvent, StopReason
+from fod.steering import first_disagreement
+from fod.streaming import calls_back_as_stream
+from fod.trace import FODTrace
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.checking.provenance import FINAL_CHECK_TOP_K
 from syncheck.decoding import GREEDY, REPAIR_SAMPLING, Decoding, SettingsError
 from syncheck.featurize import Premise
 from syncheck.live.branching import ended_view
-from syncheck.live.monitor import Monitor, SentenceEvent
-from syncheck.live.state import Batch
+from syncheck.live.generation import sentence_events
+from syncheck.live.monitor import Monitor
+from syncheck.live.state import Batch, Row
 from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
-SEARCHES = ("repair", "beam")
-#: What the greedy phases decode on: plain greedy, or exactly the tokens of AdaCAD / CAD (see :mod:`fod.steering`).
-DECODES = ("greedy", "adacad", "cad")
 #: With ``decode`` a contrast, the draft is also checked every this many tokens inside a long sentence (not only at
 #: its end), so a token the contrast would change wastes at most this many drafted tokens. The check is the
 #: without-context flush the sentence's scoring runs anyway, split in pieces: the tokens chosen are the same.
 CHECK_EVERY = 8
-CUTS = ("token", "sentence")
-FALLBACKS = ("tau1", "best", "prefix")
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """One :meth:`FODGenerator.generate` call's search settings, checked (see its docstring)."""
-
-    tau1: float
-    tau2: float
-    num_samples: int
-    num_beams: int
-    max_sentences: int
-    cut: str
-    steer: str
-    fallback: str
-    degenerate_kinds: frozenset[str]
-    flag_specifics: bool
-    decode: str
-    alpha: float
 
 
 @dataclass
@@ -127,17 +107,6 @@ def _require_scores(events: list[SentenceEvent]) -> None:
 
 
 
-def _degenerate_kinds(stop_degenerate: bool | Collection[str]) -> frozenset[str]:
-    """The degenerate kinds FOD flags: every kind (``True``), none (``False``) or the ones named."""
-    if isinstance(stop_degenerate, bool):
-        return frozenset(DEGENERATE_KINDS) if stop_degenerate else frozenset()
-    kinds = frozenset(stop_degenerate)
-    if isinstance(stop_degenerate, str) or not kinds <= set(DEGENERATE_KINDS):
-        raise SettingsError(f"stop_degenerate must be True, False or a collection of {DEGENERATE_KINDS}, "
-                            f"got {stop_degenerate!r}")
-    return kinds
-
-
 class FODGenerator:
     """Faithfulness-oriented decoding over a local causal LM.
 
@@ -151,18 +120,21 @@ class FODGenerator:
             use (its support model reuses this scorer; the :data:`FINAL_CHECK_TOP_K` most relevant sources,
             each one teacher-forced pass of the answer); ``None`` skips the check.
         max_sentence_tokens: cap on one sampled sentence.
+        config: the decoder's default settings (:class:`~fod.config.FODConfig`), which a call's ``config=`` replaces
+            and its keywords override.
         scorer_kwargs: passed to :class:`Scorer` when one is built here.
 
     Decoding settings (token budget, the candidates' temperature / top-p / top-k, seed, stop strings) are
-    given per call to :meth:`generate` as ``decoding=``, the same way as :meth:`syncheck.live.monitor.Monitor.generate`.
+    the config's ``decoding``, taken the same way as by :meth:`syncheck.live.monitor.Monitor.generate`.
     """
 
     method = "fod"
     #: the default sampling of the candidates (``decoding=`` overrides it)
     candidate_sampling = REPAIR_SAMPLING
-    #: measurement/research hook: ``hook(event) -> True`` flags a greedy sentence whatever its score
-    #: (the overhead measurement forces exactly one backtrack with it)
-    flag_hook: Callable[[SentenceEvent], bool] | None = None
+    #: it samples (its candidates): ``fod generate`` gives it sampled decoding (``--temperature``, ``--seed``)
+    samples = True
+    #: the :class:`~fod.config.FODConfig` fields this decoder reads (a call's keywords may set only these)
+    settings: tuple[str, ...] = NAMES
 
     def __init__(
         self,
@@ -171,6 +143,7 @@ class FODGenerator:
         *,
         checker: Any = "auto",
         max_sentence_tokens: int = 96,
+        config: FODConfig | None = None,
         **scorer_kwargs: Any,
     ) -> None:
         if isinstance(model, Scorer) and (scorer_kwargs or tokenizer is not None):
@@ -185,6 +158,8 @@ class FODGenerator:
         self.engine = self.monitor.engine
         self.checker = checker
         self.max_sentence_tokens = max_sentence_tokens
+        #: the default settings of :meth:`generate` and :meth:`stream`
+        self.config = config if config is not None else FODConfig()
         self._label_tokens: dict[str, list[int]] = {}
 
     def label_tokens(self, word: str) -> list[int]:
@@ -203,107 +178,52 @@ class FODGenerator:
         return self._label_tokens[word]
 
     # ------------------------------------------------------------------ public
-    def generate(
-        self,
-        *,
-        question: str | None = None,
-        context,
-        tau1: float | None = None,
-        tau2: float | None = None,
-        num_samples: int = 6,
-        num_beams: int = 2,
-        max_sentences: int = 8,
-        decoding: Decoding | GenerationConfig | dict | None = None,
-        backtrack_only: bool = False,
-        callback: Callable[[AcceptedSentence], None] | None = None,
-        search: str = "repair",
-        cut: str = "token",
-        steer: str = "adacad",
-        fallback: str = "tau1",
-        max_repairs: int = 3,
-        stop_degenerate: bool | Collection[str] = True,
-        flag_specifics: bool = False,
-        decode: str = "cad",
-        alpha: float = 0.5,
-    ) -> GenerationResult:
+    def generate(self, *, question: str | None = None, context, config: FODConfig | None = None,
+                 callback: Callable[[SentenceEvent], None] | None = None, **overrides: Any) -> GenerationResult:
         """Generate an answer, repairing flagged sentences (see the module docstring for the algorithm).
 
-        ``tau1``/``tau2`` default to the thresholds tuned for the scorer's aggregator (its
-        ``meta.json``), else the paper's 0.7/0.85 (see :mod:`syncheck.aggregators.thresholds`); the trace
-        records the values used and where they came from.
-
         Args:
-            decoding: token budget, sampling of the candidates, seed and stop strings
-                (:class:`~syncheck.decoding.Decoding`, ``GenerationConfig`` or dict); default
-                :data:`~syncheck.decoding.REPAIR_SAMPLING` (temperature 0.7). The greedy phases are greedy (on the
-                ``decode`` contrast) whatever it says.
-                Stop strings end the answer with its last sentence before them.
-            callback: called with an :class:`~fod.results.AcceptedSentence` for each sentence of the answer once it
-                can no longer be taken back (greedy sentences as soon as they pass, a repaired sentence once it is
-                chosen, beam-search sentences when the search ends), in order; joining their ``text`` gives
-                ``result.text``.
-            search: ``"repair"`` (default) or ``"beam"`` (the paper's beam search to the end).
-            cut: ``"token"`` (default) or ``"sentence"`` (the paper): where a backtrack cuts the flagged sentence.
-            steer: ``"adacad"`` (default), ``"cad"`` or ``"none"``: the distribution candidates are sampled from.
-            fallback: ``"tau1"`` (default), ``"best"`` or ``"prefix"``: what to keep when no candidate clears ``tau2``.
-            max_repairs: backtracks allowed in one answer (``search="repair"``); the next flagged sentence ends it.
-            stop_degenerate: a degenerate sentence (a repeat, the question again, no content, talk about the prompt,
-                a question, off the subject) is flagged too: ``True`` for every kind in
-                :data:`features.degeneracy.REASONS`, ``False`` for none, or the kinds to flag
-                (``("repeat", "no_content")``). A candidate that does not answer
-                (:data:`features.degeneracy.NON_ANSWERS`:
-                a question, an echo of the question, off the subject) is never chosen, whatever this says; the trace
-                counts them in ``skipped_non_answers``.
-            decode: ``"cad"`` (default): the greedy phases take exactly the tokens CAD would (weight ``alpha``;
-                checked at each sentence end, and every :data:`CHECK_EVERY` tokens inside a sentence, against the
-                deferred without-context pass, see :mod:`fod.steering`); ``"adacad"``: those of AdaCAD (alpha from
-                the two distributions' divergence); ``"greedy"``: plain greedy. Needs the without-context pass
-                (``kl=True``). CAD's tokens were chosen on knowledge-conflict QA (RESULTS.md, "FOD on
-                knowledge-conflict QA").
-            flag_specifics: (off by default: on knowledge-conflict QA it added cost and no answers from the context)
-                a sentence with an unsupported specific (a number, date or name the context lacks,
-                :func:`features.specifics.unsupported_specifics_count`) is flagged whatever its score, and no
-                candidate with one is chosen: an answer given from the model's memory names what the context does not.
+            config: the settings (:class:`~fod.config.FODConfig`); default: the decoder's own (:attr:`config`).
+            callback: called with a :class:`~syncheck.live.generation.SentenceEvent` for each sentence of the answer
+                once it can no longer be taken back (greedy sentences as soon as they pass, a repaired sentence once
+                it is chosen, with the :class:`~syncheck.live.generation.Repair` it made, beam-search sentences when
+                the search ends), in order; joining their ``text`` gives ``result.text``. :meth:`stream` yields
+                the same events.
+            overrides: single settings over ``config`` (``tau1=0.5, search="beam"``; see
+                :class:`~fod.config.FODConfig`).
+
+        ``tau1``/``tau2`` left ``None`` are the thresholds tuned for the scorer's aggregator (its ``meta.json``),
+        else the paper's 0.7/0.85 (see :mod:`syncheck.aggregators.thresholds`); the trace records the config and the
+        values used, and where they came from.
         """
-        dec = Decoding.coerce(decoding, self.candidate_sampling).require_sampling("FOD")
-        tau1, tau2, source = resolve_thresholds(self.scorer, tau1, tau2)
-        if not 0 < num_beams <= num_samples:
-            raise SettingsError(f"need 0 < num_beams <= num_samples, got K={num_beams}, S={num_samples}")
-        if max_sentences < 1:
-            raise SettingsError(f"max_sentences must be >= 1, got {max_sentences}")
-        for name, value, allowed in (("search", search, SEARCHES), ("cut", cut, CUTS), ("steer", steer, STEERING),
-                                     ("fallback", fallback, FALLBACKS), ("decode", decode, DECODES)):
-            if value not in allowed:
-                raise SettingsError(f"{name} must be one of {allowed}, got {value!r}")
-        if not alpha >= 0:
-            raise SettingsError(f"alpha must be >= 0 (0 decodes plain greedy tokens), got {alpha}")
-        if max_repairs < 0:
-            raise SettingsError(f"max_repairs must be >= 0, got {max_repairs}")
-        if decode != "greedy" and not self.engine.kl:
-            raise SettingsError(f"decode={decode!r} needs the without-context pass: build the Scorer with kl=True, "
-                                "or use decode='greedy'")
-        degenerate_kinds = _degenerate_kinds(stop_degenerate)
+        config = self.settings_for(config, overrides)
+        return self._generate(question, context, config, callback)
+
+    def _generate(self, question: str | None, context, config: FODConfig,
+                  callback: Callable[[SentenceEvent], None] | None) -> GenerationResult:
+        dec = config.decoding_or(self.candidate_sampling).require_sampling("FOD")
+        tau1, tau2, source = resolve_thresholds(self.scorer, config.tau1, config.tau2)
+        if config.decode != "greedy" and not self.engine.kl:
+            raise SettingsError(f"decode={config.decode!r} needs the without-context pass: build the Scorer with "
+                                "kl=True, or use decode='greedy'")
         generator = torch.Generator(device=self.scorer.lm.device)
         generator.manual_seed(dec.seed_or_zero)
         batch, premise, warnings = self.monitor.start(question, context, dec.max_new_tokens)
-        trace = FODTrace(tau1, tau2, source, num_samples, num_beams, search, cut, steer, fallback, flag_specifics,
-                         decode, alpha if decode == "cad" else None)
+        trace = FODTrace.start(config, tau1, tau2, source)
         accept = _Acceptor(callback)
-        settings = RunSettings(tau1, tau2, num_samples, num_beams, max_sentences, cut, steer, fallback,
-                               degenerate_kinds, flag_specifics, decode, alpha)
-        run = _Run(self, premise, dec, generator, trace, accept, settings)
+        run = _Run(self, premise, dec, generator, trace, accept, config)
         beam = _Beam(batch)
         while True:
             beam, flagged = run.greedy(beam)
             if flagged is None:
                 break
             run.record_backtrack(beam, flagged)
-            if backtrack_only or trace.repairs >= max_repairs:
-                trace.stop = StopReason.BACKTRACK_ONLY if backtrack_only else StopReason.MAX_REPAIRS
+            if config.backtrack_only or trace.repairs >= config.max_repairs:
+                trace.stop = StopReason.BACKTRACK_ONLY if config.backtrack_only else StopReason.MAX_REPAIRS
                 beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
                 break
             trace.repairs += 1
-            if search == "beam":
+            if config.search == "beam":
                 beam = run.beam_search(beam, flagged)
                 break
             repaired = run.repair(beam, flagged)
@@ -312,7 +232,7 @@ class FODGenerator:
                 beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
                 break
             beam = repaired
-            accept.emit(beam.row.text, cut_at_stop(beam.row.text, list(beam.row.sentences), dec))
+            accept.emit(beam.row, cut_at_stop(beam.row.text, list(beam.row.sentences), dec), final=beam.row.ended)
             if beam.row.ended:
                 trace.stop = StopReason.EOS
                 break
@@ -320,11 +240,41 @@ class FODGenerator:
         sentences = cut_at_stop(row.text, list(row.sentences), dec)
         trace.abstained = not sentences
         text = row.text[: sentences[-1].end] if sentences else ABSTAIN_TEXT
-        accept.emit(row.text, sentences)
-        method = "fod-bt" if backtrack_only else "fod"
-        return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings), question, context)
+        accept.emit(row, sentences, final=True)
+        method = "fod-bt" if config.backtrack_only else "fod"
+        return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings, stop=trace.stop),
+                            question, context)
 
-    def _finish(self, result: GenerationResult, question, context) -> GenerationResult:
+    def settings_for(self, config: FODConfig | None, overrides: Mapping[str, Any]) -> FODConfig:
+        """A call's settings: ``config`` (else :attr:`config`) with ``overrides``, which must be among
+        :attr:`settings`."""
+        return resolve(self.config, config, overrides, self.method, self.settings)
+
+    def _report(self, result: GenerationResult, callback: Callable[[SentenceEvent], None] | None) -> None:
+        """Call ``callback`` with an event for each sentence of a finished ``result``."""
+        if callback is None or not result.sentences:
+            return
+        from syncheck.model.passes import decode_offsets
+
+        tok = self.scorer.lm.tokenizer
+        _, offsets = decode_offsets(tok, tok(result.text, add_special_tokens=False)["input_ids"])
+        for event in sentence_events(result.text, result.sentences, offsets):
+            callback(event)
+
+    def stream(self, *, question: str | None = None, context, config: FODConfig | None = None,
+               **overrides: Any) -> Generator[SentenceEvent, None, GenerationResult]:
+        """:meth:`generate`, yielding each :class:`~syncheck.live.generation.SentenceEvent` as it is accepted, the
+        type :meth:`syncheck.live.monitor.Monitor.stream` yields; the :class:`GenerationResult` is the generator's
+        return value (``StopIteration.value``, or ``yield from``'s). Closing the generator stops the decoding at
+        its next sentence."""
+        config = self.settings_for(config, overrides)
+        return calls_back_as_stream(lambda callback: self._generate(question, context, config, callback))
+
+    def _finish(self, result: GenerationResult, question, context,
+                callback: Callable[[SentenceEvent], None] | None = None) -> GenerationResult:
+        """The answer's response score and final check; ``callback`` (a method that gives out its sentences only
+        once the answer is done) gets an event for each of them first."""
+        self._report(result, callback)
         result.response_score = self.scorer.finish_response(result.sentences)  # and each sentence's final_score
         if self.checker == "auto":
             from syncheck.checking.provenance import ProvenanceChecker
@@ -339,28 +289,27 @@ class FODGenerator:
 class _Run:
     """One FOD generation's phases (greedy, backtrack, repair, beam search), sharing its settings and trace."""
 
-    def __init__(self, fod: FODGenerator, premise: Premise, dec: Decoding, generator: torch.Generator, trace: dict,
-                 accept: "_Acceptor", settings: RunSettings) -> None:
+    def __init__(self, fod: FODGenerator, premise: Premise, dec: Decoding, generator: torch.Generator,
+                 trace: FODTrace, accept: "_Acceptor", config: FODConfig) -> None:
         self.fod, self.engine, self.monitor = fod, fod.engine, fod.monitor
         self.premise, self.dec, self.generator, self.trace, self.accept = premise, dec, generator, trace, accept
-        for f in fields(settings):  # self.tau1, self.cut, ...: read in every phase
-            setattr(self, f.name, getattr(settings, f.name))
+        self.config = config
+        self.tau1, self.tau2 = trace.tau1, trace.tau2  # the thresholds resolved for the scorer
+        self.degenerate_kinds = config.degenerate_kinds
         self.steered_upto = 0  # tokens before it were taken from the contrast: not checked again
         #: what an answer may name: the context, and the question it restates
         self.known = f"{premise.context}\n{premise.question or ''}"
 
     def unsupported(self, text: str) -> bool:
         """Whether ``text`` names a specific the context lacks (only looked at with ``flag_specifics``)."""
-        return self.flag_specifics and unsupported_specifics_count(self.known, text)[0] > 0
+        return self.config.flag_specifics and unsupported_specifics_count(self.known, text)[0] > 0
 
     def flagged(self, events: list[SentenceEvent]) -> SentenceEvent | None:
         """The first sentence scoring below ``tau1``, degenerate in a kind FOD stops on, or (``flag_specifics``)
         naming a specific the context lacks; ``None`` when there is none."""
         _require_scores(events)
-        hook = self.fod.flag_hook
         return next((ev for ev in events if ev.sentence.score < self.tau1
-                     or ev.sentence.degenerate in self.degenerate_kinds or self.unsupported(ev.sentence.text)
-                     or (hook is not None and hook(ev))), None)
+                     or ev.sentence.degenerate in self.degenerate_kinds or self.unsupported(ev.sentence.text)), None)
 
     def greedy(self, beam: _Beam) -> tuple[_Beam, SentenceEvent | None]:
         """Greedy decoding (on the ``decode`` contrast) from ``beam`` until a sentence is flagged (returned) or the
@@ -383,8 +332,9 @@ class _Run:
                 if final and not row.ended and not stopped:
                     self.trace.stop = StopReason.MAX_NEW_TOKENS
                 return _Beam(batch), low
-            self.accept.emit(row.text, cut_at_stop(row.text, list(row.sentences), dec))
-            if final or len(row.sentences) >= self.max_sentences:
+            done = final or len(row.sentences) >= self.config.max_sentences
+            self.accept.emit(row, cut_at_stop(row.text, list(row.sentences), dec), final=done)
+            if done:
                 self.trace.stop = (StopReason.EOS if row.ended else StopReason.STOP if stopped
                                    else StopReason.MAX_NEW_TOKENS) if final else StopReason.MAX_SENTENCES
                 return _Beam(batch), None
@@ -395,7 +345,8 @@ class _Run:
         have chosen another token, cut there, take that token and return
         the new one-row batch; ``None`` when every token stands (or ``decode="greedy"``)."""
         row = batch.rows[0]
-        if self.decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens:
+        decode = self.config.decode
+        if decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens:
             return None
         pending = row.pending_sentences(final)
         if pending:
@@ -405,7 +356,7 @@ class _Run:
         else:
             return None
         start, skip = row.kl_done, max(0, self.steered_upto - row.kl_done)
-        probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, self.decode, skip, self.alpha)  # noqa: E731
+        probe = lambda w, wo, chosen: first_disagreement(w, wo, chosen, decode, skip, self.config.alpha)  # noqa: E731
         hit = self.engine.flush_kl(batch, [end], probe=probe)[0]
         if hit is None:
             return None
@@ -426,7 +377,7 @@ class _Run:
     def cut_point(self, beam: _Beam, ev: SentenceEvent) -> int:
         """Where to cut the flagged sentence: its start, or (``cut="token"``) where it leaves the context."""
         t0, t1 = ev.tokens
-        if self.cut == "sentence" or ev.sentence.degenerate:
+        if self.config.cut == "sentence" or ev.sentence.degenerate:
             return t0
         row = beam.row
         found = []
@@ -461,8 +412,9 @@ class _Run:
                    else max(2 * (ev.tokens[1] - ev.tokens[0]), 24)) + at - t0
         budget = min(self.fod.max_sentence_tokens, longest, self.dec.max_new_tokens - len(base.rows[0].ids))
         redo = [int(t) for t in beam.row.ids[at : ev.tokens[1]]]
-        batch, cands = sample_candidates(self.monitor, [base], [self.num_samples], self.premise, self.dec,
-                                         self.generator, max_tokens=budget, steer=self.steer, ban=ban, redo=redo)
+        batch, cands = sample_candidates(self.monitor, [base], [self.config.num_samples], self.premise, self.dec,
+                                         self.generator, max_tokens=budget, steer=self.config.steer,
+                                         alpha=self.config.alpha, ban=ban, redo=redo)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
         self.trace.skipped_non_answers += sum(c.degenerate in NON_ANSWERS for c in cands)
         return batch, cands, step
@@ -496,32 +448,36 @@ class _Run:
         step["chosen_by"] = "tau2" if choice is not None else None
         # a degenerate sentence is replaced by a fallback only where ending before it would leave no answer at all
         fall_back = not ev.sentence.degenerate or ev.index == 0
-        if choice is None and self.fallback != "prefix" and fall_back:
-            floor = self.tau1 if self.fallback == "tau1" else ev.sentence.score
+        fallback = self.config.fallback
+        if choice is None and fallback != "prefix" and fall_back:
+            floor = self.tau1 if fallback == "tau1" else ev.sentence.score
             usable = [
                 c
                 for c in cands
-                if self._usable(c) and c.score >= floor and (self.fallback == "tau1" or c.score > floor)
+                if self._usable(c) and c.score >= floor and (fallback == "tau1" or c.score > floor)
             ]
             choice = max(usable, key=lambda c: c.score, default=None)
-            step["chosen_by"] = f"fallback:{self.fallback}" if choice is not None else None
+            step["chosen_by"] = f"fallback:{fallback}" if choice is not None else None
         step["chosen"] = choice.index if choice is not None else None
         if choice is None and self._kept_as_is(ev):
             step["chosen_by"] = "kept"
             self.trace.steps.append(step)
             return beam
         self.trace.steps.append(step)
+        if choice is not None:
+            self.accept.replaced(ev, step["chosen_by"])
         return self._take(batch, choice) if choice is not None else None
 
     def _kept_as_is(self, ev: SentenceEvent) -> bool:
         """A sentence flagged only for an unsupported specific (it clears ``tau1`` and is not degenerate) stays when
         no candidate replaces it: dropping it would lose the answer for a name the context may spell another way."""
         return ev.sentence.score >= self.tau1 and ev.sentence.degenerate not in self.degenerate_kinds \
-            and self.unsupported(ev.sentence.text) and (self.fod.flag_hook is None or not self.fod.flag_hook(ev))
+            and self.unsupported(ev.sentence.text)
 
     def beam_search(self, beam: _Beam, ev: SentenceEvent) -> _Beam:
         """The paper's sentence-level beam search from the cut, to the end of the answer."""
         first_batch, first, step = self.candidates_from(beam, ev)
+        self.accept.replaced(ev, "beam")  # the sentence in its place, if the search keeps one
         start_beam = beam
         beams: list[_Beam] = []
         batch, cands = first_batch, first
@@ -540,7 +496,7 @@ class _Run:
                 new = self._take(batch, c)
                 survivors.append((new.mean_score, new, c.ended))
             survivors.sort(key=lambda x: -x[0])
-            kept = survivors[: self.num_beams]
+            kept = survivors[: self.config.num_beams]
             step["kept"] = [{"text": k[1].row.text[: k[1].row.sentences[-1].end] if k[1].row.sentences else "",
                              "mean_score": k[0], "ended": k[2]} for k in kept]
             self.trace.steps.append(step)
@@ -554,15 +510,16 @@ class _Run:
             beams = [k[1] for k in kept]
             # every beam must stay within the token budget: the longest one sets what the next step may add
             longest = max(len(b.row.ids) for b in beams)
-            if any(len(b.row.sentences) >= self.max_sentences for b in beams) or longest >= self.dec.max_new_tokens:
-                full = any(len(b.row.sentences) >= self.max_sentences for b in beams)
+            max_sentences = self.config.max_sentences
+            if any(len(b.row.sentences) >= max_sentences for b in beams) or longest >= self.dec.max_new_tokens:
+                full = any(len(b.row.sentences) >= max_sentences for b in beams)
                 self.trace.stop = StopReason.MAX_SENTENCES if full else StopReason.MAX_NEW_TOKENS
                 return beams[0]
             budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - longest)
             step = {"candidates": []}
             batch, cands = sample_candidates(
-                self.monitor, [b.batch for b in beams], _spread(self.num_samples, len(beams)), self.premise, self.dec,
-                self.generator, max_tokens=budget, steer=self.steer,
+                self.monitor, [b.batch for b in beams], _spread(self.config.num_samples, len(beams)), self.premise,
+                self.dec, self.generator, max_tokens=budget, steer=self.config.steer, alpha=self.config.alpha,
             )
             step["candidates"] = [self._describe(c) for c in cands]
 
@@ -579,16 +536,27 @@ def _leads_in(token_text: str) -> bool:
 
 
 class _Acceptor:
-    """Passes each accepted sentence to the caller's callback once, in order."""
+    """Passes each accepted sentence to the caller's callback once, in order, as a :class:`SentenceEvent`; the
+    sentence that replaced a flagged one carries the :class:`Repair`."""
 
-    def __init__(self, callback: Callable[[AcceptedSentence], None] | None) -> None:
+    def __init__(self, callback: Callable[[SentenceEvent], None] | None) -> None:
         self.callback, self.done, self.shown = callback, 0, 0
+        self.repairs: dict[int, tuple[ScoredSentence, str | None]] = {}  # by sentence index: the dropped one
 
-    def emit(self, text: str, sentences: list[ScoredSentence]) -> None:
-        for sent in sentences[self.done :]:
+    def replaced(self, flagged: SentenceEvent, chosen_by: str | None) -> None:
+        """The flagged sentence was dropped: the next accepted sentence at its index replaced it."""
+        self.repairs[flagged.index] = (flagged.sentence, chosen_by)
+
+    def emit(self, row: Row, sentences: list[ScoredSentence], final: bool = False) -> None:
+        if len(sentences) <= self.done:
+            return
+        for event in sentence_events(row.text, sentences, row.offsets, self.done, self.shown, final):
+            dropped = self.repairs.pop(event.index, None)
+            if dropped is not None:
+                event.repair = Repair(dropped[0], event.sentence, dropped[1])
             if self.callback is not None:
-                self.callback(AcceptedSentence(self.done, sent, text[self.shown : sent.end]))
-            self.done, self.shown = self.done + 1, sent.end
+                self.callback(event)
+            self.done, self.shown = self.done + 1, event.sentence.end
 
 
 def cut_at_stop(text: str, sentences: list[ScoredSentence], decoding: Decoding) -> list[ScoredSentence]:
@@ -603,4 +571,4 @@ def _spread(total: int, parts: int) -> list[int]:
     return [base + (1 if i < total - base * parts else 0) for i in range(parts)]
 
 
-__all__ = ["FODGenerator", "RunSettings", "cut_at_stop"]
+__all__ = ["CHECK_EVERY", "CUTS", "DECODES", "FALLBACKS", "SEARCHES", "FODGenerator", "cut_at_stop"]

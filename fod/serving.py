@@ -1,7 +1,11 @@
-"""FOD and abstention as the server's decoders (:class:`syncheck.serve.decoders.AnswerDecoder`).
+"""The decoders of :mod:`fod` as the server's decoders (:class:`syncheck.serve.decoders.AnswerDecoder`).
 
 Registered in ``pyproject.toml`` under the ``syncheck.decoders`` entry-point group, so ``syncheck serve`` offers
-``"method": "fod"`` and ``"method": "abstain"`` without ``syncheck`` importing this package.
+``"method": "fod"`` and ``"method": "abstain"`` without ``syncheck`` importing this package. Every method runs the same
+way: the request's settings become a :class:`~fod.config.FODConfig` (each decoder reads the ones it uses), and each
+:class:`~syncheck.live.generation.SentenceEvent` the decoder gives out is sent as it comes (FOD's as soon as it
+accepts a sentence; the others' once their answer is done), so a client that leaves stops the decoder at its next
+sentence.
 """
 
 from __future__ import annotations
@@ -9,61 +13,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fod.baselines import AbstainGenerator
-from fod.generator import FODGenerator
-from fod.results import ABSTAIN_TEXT, AcceptedSentence, GenerationResult
-from fod.trace import StopReason
+from fod.baselines import METHODS
+from fod.results import GenerationResult, SentenceEvent, StopReason
 from syncheck.results import ScoredSentence
 from syncheck.serve.decoders import AnswerSink, DecodedAnswer
 
 
-class FODDecoder:
-    """FOD with the request's ``tau1``/``tau2``/``num_samples``/``num_beams``/``max_sentences``; each sentence is
-    sent when FOD accepts it (it can no longer be taken back), and a client that leaves stops FOD there."""
+class ServedDecoder:
+    """The decoder of ``method`` (:data:`fod.baselines.METHODS`) on the served scorer, with the request's
+    ``tau1``/``tau2``/``num_samples``/``num_beams``/``max_sentences``."""
 
+    method = "fod"
+    #: it samples (FOD's candidates): the server refuses temperature 0 and defaults to FOD's candidate sampling
     samples = True
 
     def __init__(self, scorer: Any) -> None:
-        self.generator = FODGenerator(scorer, checker=None)
+        self.generator = METHODS[self.method](scorer, checker=None)
 
     def decode(self, *, question: str, documents: list[str], decoding: Any, options: Any,
                sink: AnswerSink) -> DecodedAnswer:
-        def accepted(a: AcceptedSentence) -> None:
+        def report(event: SentenceEvent) -> None:
             sink.check()
-            sink.text(a.text)
-            sink.sentence(a.index, a.sentence)
+            sink.text(event.text)
+            sink.sentence(event.index, event.sentence)
 
-        res = self.generator.generate(question=question, context=documents, tau1=options.tau1, tau2=options.tau2,
-                                      num_samples=options.num_samples,
-                                      num_beams=min(options.num_beams, options.num_samples),
-                                      max_sentences=options.max_sentences, decoding=decoding, callback=accepted)
-        if not res.sentences:
+        given = {"tau1": options.tau1, "tau2": options.tau2, "num_samples": options.num_samples,
+                 "num_beams": min(options.num_beams, options.num_samples), "max_sentences": options.max_sentences,
+                 "decoding": decoding}
+        settings = {k: v for k, v in given.items() if k in self.generator.settings}
+        res = self.generator.generate(question=question, context=documents, callback=report, **settings)
+        if not res.sentences and res.text:
             sink.text(res.text)  # the abstention text
         return answer(res)
 
 
-class AbstainDecoder:
+class FODDecoder(ServedDecoder):
+    """FOD: each sentence is sent when FOD accepts it (it can no longer be taken back)."""
+
+    method = "fod"
+
+
+class AbstainDecoder(ServedDecoder):
     """Greedy, refusing when any sentence scores below the request's ``tau1``: nothing is sent before the whole
     answer has passed."""
 
+    method = "abstain"
     samples = False
-
-    def __init__(self, scorer: Any) -> None:
-        self.scorer = scorer
-
-    def decode(self, *, question: str, documents: list[str], decoding: Any, options: Any,
-               sink: AnswerSink) -> DecodedAnswer:
-        gen = AbstainGenerator(self.scorer, checker=None, threshold=options.tau1)
-        res = gen.generate(question=question, context=documents, max_sentences=options.max_sentences,
-                           decoding=decoding)
-        shown = 0
-        for i, s in enumerate(res.sentences):
-            sink.text(res.text[shown : s.end])
-            sink.sentence(i, s)
-            shown = s.end
-        if res.text == ABSTAIN_TEXT:
-            sink.text(res.text)
-        return answer(res)
 
 
 def answer(res: GenerationResult) -> DecodedAnswer:
@@ -72,7 +67,9 @@ def answer(res: GenerationResult) -> DecodedAnswer:
 
 def jsonable(value: Any) -> Any:
     """``value`` with every scored sentence as its JSON form and every key a string."""
-    if isinstance(value, Mapping):  # a dict, or FOD's trace
+    if hasattr(value, "to_json") and not isinstance(value, ScoredSentence):  # FOD's trace, its config
+        value = value.to_json()
+    if isinstance(value, Mapping):
         return {str(k): jsonable(str(v) if isinstance(v, StopReason) else v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
@@ -81,4 +78,4 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["AbstainDecoder", "FODDecoder"]
+__all__ = ["AbstainDecoder", "FODDecoder", "ServedDecoder"]

@@ -32,6 +32,8 @@ from syncheck.decoding import SettingsError
 
 #: What :class:`~fod.generator.FODGenerator` accepts as ``steer``.
 STEERING = ("none", "adacad", "cad")
+#: CAD's contrast weight unless one is given
+DEFAULT_ALPHA = 0.5
 
 
 def js_divergence(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
@@ -44,14 +46,14 @@ def js_divergence(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
 
 
 def steered_logits(logp_with: torch.Tensor, logp_without: torch.Tensor, mode: str,
-                   alpha: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+                   alpha: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Contrastive logits ``(B, V)`` and the ``alpha`` used per row ``(B,)``.
 
     Args:
         logp_with: ``(B, V)`` log-probs with the context.
         logp_without: ``(B, V)`` log-probs without it.
         mode: ``"adacad"`` (alpha = JSD per row), ``"cad"`` (fixed ``alpha``) or ``"none"`` (``logp_with``).
-        alpha: CAD's fixed weight.
+        alpha: CAD's fixed weight (``mode="cad"`` needs it: no call site falls back on a default unseen).
     """
     if mode not in STEERING:
         raise SettingsError(f"steer must be one of {STEERING}, got {mode!r}")
@@ -62,13 +64,15 @@ def steered_logits(logp_with: torch.Tensor, logp_without: torch.Tensor, mode: st
     logp_without = logp_without.clamp_min(-1e4)  # a -inf there would turn into +inf after the subtraction
     if mode == "adacad":
         a = js_divergence(logp_with, logp_without)
+    elif alpha is None:
+        raise SettingsError("steer='cad' needs its weight: pass alpha (fod.config.DEFAULT_ALPHA is the usual 0.5)")
     else:
         a = torch.full((logp_with.shape[0],), float(alpha), device=logp_with.device)
     return (1.0 + a)[:, None] * logp_with - a[:, None] * logp_without, a
 
 
 def first_disagreement(logp_with: torch.Tensor, logp_without: torch.Tensor, chosen: torch.Tensor, mode: str,
-                       skip: int = 0, alpha: float = 0.5) -> tuple[int, int] | None:
+                       skip: int = 0, alpha: float | None = None) -> tuple[int, int] | None:
     """The first position (from ``skip`` on) where the steered argmax differs from the chosen token.
 
     Args:
@@ -77,6 +81,7 @@ def first_disagreement(logp_with: torch.Tensor, logp_without: torch.Tensor, chos
         chosen: ``(k,)`` the tokens taken.
         mode: ``"adacad"`` or ``"cad"`` (:func:`steered_logits`).
         skip: positions before it are not checked (already taken from the contrast).
+        alpha: CAD's weight (``mode="cad"``).
 
     Returns:
         ``(position, the steered token there)``, or ``None`` when the contrast agrees everywhere.
@@ -91,4 +96,4 @@ def first_disagreement(logp_with: torch.Tensor, logp_without: torch.Tensor, chos
     return at, int(best[at])
 
 
-__all__ = ["STEERING", "first_disagreement", "js_divergence", "steered_logits"]
+__all__ = ["DEFAULT_ALPHA", "STEERING", "first_disagreement", "js_divergence", "steered_logits"]

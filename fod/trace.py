@@ -1,5 +1,6 @@
-"""What one :meth:`FODGenerator.generate <fod.generator.FODGenerator.generate>` call did: :class:`FODTrace`, and why
-its answer ended: :class:`StopReason`.
+"""What one :meth:`FODGenerator.generate <fod.generator.FODGenerator.generate>` call did: :class:`FODTrace`, with the
+settings it ran with (:class:`~fod.config.FODConfig`) and why its answer ended
+(:class:`~syncheck.live.generation.StopReason`, the stop reason of every generator).
 
 The trace is a dataclass that also reads as a mapping (``trace.repairs`` or ``trace["repairs"]``), so JSON output
 and code written against the mapping keep working; :meth:`FODTrace.to_json` is its JSON form.
@@ -9,29 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from syncheck.live.generation import StopReason
 
-class StopReason(str, Enum):
-    """Why an FOD answer ended. A ``str``: it equals (and serialises as) its value, e.g. ``"eos"``."""
-
-    EOS = "eos"  # the model ended it
-    STOP = "stop"  # a stop string
-    MAX_NEW_TOKENS = "max_new_tokens"  # the token budget
-    MAX_SENTENCES = "max_sentences"
-    MAX_REPAIRS = "max_repairs"  # a sentence flagged after the last repair allowed: the answer ends before it
-    BACKTRACK_ONLY = "backtrack-only"  # FOD (BT): the first flagged sentence ends the answer
-    ALL_PRUNED = "all candidates pruned"  # no candidate replaced a flagged sentence
-    BEAM_ENDED = "beam ended"  # the paper's beam search reached its end
-
-    def __str__(self) -> str:
-        return self.value
+if TYPE_CHECKING:
+    from fod.config import FODConfig
 
 
 @dataclass
 class FODTrace(Mapping[str, Any]):
-    """Every decision of one FOD run: its settings, each backtrack and candidate step, and how it ended."""
+    """Every decision of one FOD run: its settings, each backtrack and candidate step, and how it ended.
+
+    ``config`` is the call's :class:`~fod.config.FODConfig` as given; ``tau1``/``tau2`` the thresholds it resolved
+    to (``thresholds_from`` says from where), and the other settings' fields repeat the config's for the JSON form.
+    """
 
     tau1: float
     tau2: float
@@ -44,7 +37,7 @@ class FODTrace(Mapping[str, Any]):
     fallback: str
     flag_specifics: bool
     decode: str
-    alpha: float | None = None  # the contrast's weight with ``decode="cad"`` (``None``: another ``decode``)
+    alpha: float | None = None  # CAD's weight, where ``decode`` or ``steer`` is ``"cad"`` (else ``None``)
     backtrack: dict[str, Any] | None = None  # the first flagged sentence (also the first of ``backtracks``)
     backtracks: list[dict[str, Any]] = field(default_factory=list)  # every flagged sentence, in order
     steps: list[dict[str, Any]] = field(default_factory=list)  # per repair or beam step: the cut and the candidates
@@ -53,6 +46,15 @@ class FODTrace(Mapping[str, Any]):
     steered_tokens: int = 0  # tokens the contrast (``decode``) changed in the greedy phases
     stop: StopReason | None = None
     abstained: bool = False
+    config: FODConfig | None = None  # the settings of the call
+
+    @classmethod
+    def start(cls, config: FODConfig, tau1: float, tau2: float, thresholds_from: str) -> "FODTrace":
+        """The trace of a run with ``config``, its thresholds resolved to ``tau1``/``tau2``."""
+        uses_alpha = "cad" in (config.decode, config.steer)
+        return cls(tau1, tau2, thresholds_from, config.num_samples, config.num_beams, config.search, config.cut,
+                   config.steer, config.fallback, config.flag_specifics, config.decode,
+                   config.alpha if uses_alpha else None, config=config)
 
     def __getitem__(self, key: str) -> Any:
         if key not in _NAMES:
@@ -66,8 +68,9 @@ class FODTrace(Mapping[str, Any]):
         return len(_NAMES)
 
     def to_json(self) -> dict[str, Any]:
-        """A plain dict (the stop reason as its string)."""
-        return {k: (str(v) if isinstance(v, StopReason) else v) for k, v in self.items()}
+        """A plain dict (the stop reason as its string, the config as its own plain dict)."""
+        return {k: (str(v) if isinstance(v, StopReason) else v.to_json() if k == "config" and v is not None else v)
+                for k, v in self.items()}
 
 
 _NAMES = tuple(f.name for f in fields(FODTrace))

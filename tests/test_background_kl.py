@@ -87,12 +87,9 @@ def test_background_flush_with_free_generation_and_sampling(scorer, slow_worker)
     assert_same_generation(sync, bg)
 
 
-def test_background_is_the_default_on_cpu_and_refused_beside_lockstep(scorer):
+def test_background_is_the_default_on_cpu(scorer):
     assert Monitor(scorer).background is not None
     assert Monitor(scorer, background_kl=False).background is None
-    assert Monitor(scorer, lockstep=True).background is None
-    with pytest.raises(ValueError, match="background_kl=False"):
-        Monitor(scorer, lockstep=True, background_kl=True)
 
 
 def test_captured_hidden_states_ignore_another_threads_forward(tiny_lm):

@@ -275,3 +275,29 @@ def test_packed_forward_benchmark_runs(capsys):
     assert all(r["padded_s"] > 0 and r["packed_s"] > 0 and r["ratio_min"] <= r["ratio"] <= r["ratio_max"]
                for r in out.values())
     assert "| padded step + a forward per flush, ms |" in capsys.readouterr().out
+
+
+def test_monitor_overhead_lockstep_and_forced_backtrack_on_the_mock_model():
+    """The benchmark's own lockstep loop gives the monitor's answer and features; its forced backtrack repairs the
+    first sentence once."""
+    import decoder_cases as cases
+
+    from benchmarks.monitor_overhead import CONTEXT, backtrack_at_first_sentence, lockstep_generate
+    from fod.generator import FODGenerator
+    from syncheck.live.monitor import Monitor
+
+    scorer = cases.scorer()
+    budget = {"max_new_tokens": 40}
+    plain = Monitor(scorer, background_kl=False).generate(question="Q?", context=CONTEXT, decoding=budget)
+    lock = lockstep_generate(Monitor(scorer, background_kl=False), "Q?", budget)
+    assert lock.token_ids == plain.token_ids and lock.text == plain.text
+    assert [s.text for s in lock.sentences] == [s.text for s in plain.sentences]
+    for a, b in zip(lock.sentences, plain.sentences):
+        assert a.features == pytest.approx(b.features, abs=1e-4) and a.score == b.score
+    fod = FODGenerator(scorer, max_sentence_tokens=8, checker=None)
+    with backtrack_at_first_sentence():
+        res = fod.generate(question="Q?", context=CONTEXT, tau1=0.0, num_samples=6, num_beams=2, decode="greedy",
+                           decoding=cases.sampled(), stop_degenerate=False)
+    assert len(res.trace["backtracks"]) == 1 and res.trace["repairs"] == 1
+    assert fod.generate(question="Q?", context=CONTEXT, tau1=0.0, decode="greedy",
+                        decoding=cases.sampled(), stop_degenerate=False).trace["repairs"] == 0  # not flagged outside it

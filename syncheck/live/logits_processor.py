@@ -45,7 +45,8 @@ from transformers.generation.streamers import BaseStreamer
 
 from features.entropy import normalized_entropy
 from syncheck.featurize import Premise
-from syncheck.live.monitor import Monitor, SentenceEvent
+from syncheck.live.generation import SentenceEvent
+from syncheck.live.monitor import Monitor
 from syncheck.live.state import Batch
 from syncheck.model.passes import capture_hidden, decoder_layers, prompt_pair
 from syncheck.model.prompts import format_context

@@ -20,8 +20,8 @@ forward over the sentence on the without-context cache (see
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Callable, Generator, Iterator, Sequence
 
 import torch
 from transformers import GenerationConfig
@@ -30,32 +30,14 @@ from syncheck.decoding import GREEDY, Decoding
 from syncheck.featurize import Premise, SentenceItem, mark_degenerate
 from syncheck.live.background import BackgroundFlusher, FlushInFlight
 from syncheck.live.engine import LiveEngine
+from syncheck.live.generation import GenerationResult, SentenceEvent, StopReason
 from syncheck.live.state import Batch
 from syncheck.model.passes import prompt_pair
 from syncheck.model.prompts import format_context
-from syncheck.results import ScoredSentence
 from syncheck.scorer import Scorer
 
-
-@dataclass
-class SentenceEvent:
-    """A finished sentence: its index, scored features and token range in the response."""
-
-    index: int
-    sentence: ScoredSentence
-    tokens: tuple[int, int]
-    final: bool = False  # emitted because generation stopped
-
-
-@dataclass
-class MonitoredGeneration:
-    text: str
-    sentences: list[ScoredSentence]
-    token_ids: list[int]
-    stop_reason: str  # "eos" | "max_new_tokens" | "stop" (a stop string) | "forced"
-    warnings: list[str] = field(default_factory=list)
-    #: the answer's response score (``Scorer.finish_response``; it also set each sentence's ``final_score``)
-    response_score: float | None = None
+#: the monitor's result: the one result type of every generator (its earlier name)
+MonitoredGeneration = GenerationResult
 
 
 @dataclass
@@ -64,7 +46,7 @@ class MonitorStep:
 
     text: str  # response text that became safe to show (held back while it could begin a stop string)
     events: list[SentenceEvent]  # sentences scored at this step (with a background flush, a few steps after they end)
-    result: MonitoredGeneration | None = None  # on the last step only
+    result: GenerationResult | None = None  # on the last step only
 
 
 class Monitor:
@@ -73,22 +55,19 @@ class Monitor:
     Args:
         scorer: a configured :class:`Scorer` (model, LID reference, alignment,
             aggregator); its settings are used as they are.
-        lockstep: run the without-context forward at every token instead of once per sentence (same features;
-            kept to measure the two designs side by side).
         background_kl: run each sentence's without-context forward on a worker thread while the next tokens
             decode (:mod:`syncheck.live.background`; same features, each sentence emitted a few tokens later).
             ``None``: on when the model is on the CPU, where it measured faster.
     """
 
-    def __init__(self, scorer: Scorer, *, lockstep: bool = False, background_kl: bool | None = None) -> None:
+    def __init__(self, scorer: Scorer, *, background_kl: bool | None = None) -> None:
         self.scorer = scorer
         self.engine = LiveEngine(scorer.lm, scorer.featurizer.hidden_layers, kl=scorer.kl, lookback=scorer.lookback)
-        self.lockstep = lockstep
-        if background_kl and (lockstep or scorer.lookback):
-            raise ValueError("background_kl=True cannot run beside lockstep=True or a scorer recording lookback "
+        if background_kl and scorer.lookback:
+            raise ValueError("background_kl=True cannot run beside a scorer recording lookback "
                              "(its attention hooks would see the worker's forward): pass background_kl=False")
         if background_kl is None:
-            background_kl = scorer.lm.device.type == "cpu" and not lockstep and not scorer.lookback
+            background_kl = scorer.lm.device.type == "cpu" and not scorer.lookback
         #: the without-context forwards' worker (``None``: they run between decode steps)
         self.background = BackgroundFlusher(self.engine) if background_kl and scorer.kl else None
 
@@ -144,7 +123,9 @@ class Monitor:
         events: list[list[SentenceEvent]] = [[] for _ in batch.rows]
         for (i, t0, t1), sent, fin in zip(owners, scored, [finals[o[0]] for o in owners]):
             row = batch.rows[i]
-            events[i].append(SentenceEvent(len(row.sentences) + len(events[i]), sent, (t0, t1), fin))
+            before = events[i][-1].sentence if events[i] else row.sentences[-1] if row.sentences else None
+            text = row.text[before.end if before is not None else 0 : sent.end]
+            events[i].append(SentenceEvent(len(row.sentences) + len(events[i]), sent, (t0, t1), fin, text))
         for i, evs in enumerate(events):
             if evs:
                 row = batch.rows[i]
@@ -204,8 +185,9 @@ class Monitor:
         decoding: Decoding | GenerationConfig | dict | None = None,
         forced_ids: Sequence[int] | None = None,
         callback: Callable[[SentenceEvent], None] | None = None,
-    ) -> Iterator[SentenceEvent]:
-        """Generate an answer and yield each sentence as soon as it is finished (arguments as :meth:`steps`).
+    ) -> Generator[SentenceEvent, None, GenerationResult]:
+        """Generate an answer and yield each sentence as soon as it is finished (arguments as :meth:`steps`); the
+        :class:`GenerationResult` is the generator's return value (``StopIteration.value``, or ``yield from``'s).
 
         Args:
             callback: also called with every event.
@@ -213,6 +195,9 @@ class Monitor:
         for step in _calling_back(self.steps(question=question, context=context, decoding=decoding,
                                              forced_ids=forced_ids), callback):
             yield from step.events
+            if step.result is not None:
+                return step.result
+        raise AssertionError("steps() ended without a result")  # pragma: no cover
 
     def generate(
         self,
@@ -222,7 +207,7 @@ class Monitor:
         decoding: Decoding | GenerationConfig | dict | None = None,
         forced_ids: Sequence[int] | None = None,
         callback: Callable[[SentenceEvent], None] | None = None,
-    ) -> MonitoredGeneration:
+    ) -> GenerationResult:
         """Like :meth:`stream`, but returns the whole generation."""
         for step in _calling_back(self.steps(question=question, context=context, decoding=decoding,
                                              forced_ids=forced_ids), callback):
@@ -236,7 +221,7 @@ class MonitorRun:
 
     Attributes:
         batch: its one-row :class:`~syncheck.live.state.Batch`.
-        result: the :class:`MonitoredGeneration`, once the generation is over.
+        result: the :class:`~syncheck.live.generation.GenerationResult`, once the generation is over.
         last: the :class:`MonitorStep` the last :meth:`advance` returned.
     """
 
@@ -258,7 +243,7 @@ class MonitorRun:
         self.tokens = 0  # steps taken
         self.shown = 0  # characters already given out as step text
         self._scanned = 0  # characters already searched for stop strings
-        self.result: MonitoredGeneration | None = None
+        self.result: GenerationResult | None = None
         self.last: MonitorStep | None = None
         self._scoring: ScoringInFlight | None = None  # sentences whose flush runs on the background worker
         #: set by a pool that will flush this run's finished sentences together with other runs' in a later round
@@ -301,8 +286,6 @@ class MonitorRun:
                 return self._finish("stop", earlier)
         if self.tokens >= self.budget:
             return self._finish("forced" if self.forced_ids is not None else "max_new_tokens")
-        if self.monitor.lockstep:
-            self.monitor.engine.flush_kl(self.batch, [len(row.ids)])
         events = self._score()
         safe = _safe_end(row, dec)
         self.last = MonitorStep(row.text[self.shown : safe], events)
@@ -314,9 +297,9 @@ class MonitorRun:
         :func:`~syncheck.live.deferred_kl.flush_group`): ``(token, final)``, the end of the sentences the next
         :meth:`advance` would score, and whether it ends the run then (its row ended, or its budget is spent: that
         flush cannot wait). ``None`` when nothing waits, or the run's flushes stay its own (a background worker,
-        lockstep KL, stop strings, which may cut back into a finished sentence)."""
+        stop strings, which may cut back into a finished sentence)."""
         if (self.result is not None or self.batch is None or self.decoding.stop
-                or self.monitor.background is not None or self.monitor.lockstep or not self.monitor.scorer.kl):
+                or self.monitor.background is not None or not self.monitor.scorer.kl):
             return None
         final = self.row.ended or self.tokens + 1 >= self.budget
         pending, ends = _pending(self.batch, [final], False)
@@ -353,8 +336,10 @@ class MonitorRun:
         row = self.row
         events = [*earlier, *self._drain(), *self.monitor.score_finished(self.batch, self.premise, final=True)[0]]
         response_score = self.monitor.scorer.finish_response(row.sentences)
-        self.result = MonitoredGeneration(row.text, list(row.sentences), list(row.ids), stop, self.warnings,
-                                          response_score)
+        reason = StopReason(stop)
+        trace = {"stop": reason, "tokens": len(row.ids)}
+        self.result = GenerationResult(row.text, list(row.sentences), "monitor", trace, warnings=self.warnings,
+                                       response_score=response_score, stop=reason, token_ids=list(row.ids))
         self.last = MonitorStep(row.text[self.shown :], events, self.result)
         return self.last
 

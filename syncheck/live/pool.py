@@ -22,7 +22,7 @@ on meanwhile), and its features are the same to float tolerance.
 
 Either way, a run whose flushes must stay its own (:meth:`MonitorRun.flush_due
 <syncheck.live.monitor.MonitorRun.flush_due>`) flushes as it would alone, and each run keeps its sentence scoring.
-Lookback ratios and lockstep KL are not pooled (runs of a monitor that records them are stepped one by one).
+Lookback ratios are not pooled (runs of a monitor that records them are stepped one by one).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class DecodePool:
         one forward for their with-context prompts and one for their without-context prompts
         (:meth:`LiveEngine.start_many`), and take their first token in this round.
         """
-        if not self.pooled or any(r.monitor.lockstep for r in runs):
+        if not self.pooled:
             for run in runs:
                 token = run.choose()  # prefills a fresh run first
                 self.engine.step(run.batch, token)

@@ -178,7 +178,7 @@ class ChatRunner:
             for ev in step.events:
                 job.put("sentence", sentence_json(ev.index, ev.sentence, tau1, chat.options.features))
         result = run.result
-        trace = {"stop": result.stop_reason, "tokens": len(result.token_ids)}
+        trace = dict(result.trace)  # {"stop": ..., "tokens": ...}, the monitor's own trace
         return result.text, result.sentences, trace, result.warnings, len(result.token_ids), result.response_score
 
     def _decoded(self, done: DecodedAnswer):

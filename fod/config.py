@@ -1,0 +1,180 @@
+"""The settings of one decoding call: :class:`FODConfig`, one object for FOD and every baseline of :mod:`fod`.
+
+>>> from fod.config import FODConfig
+>>> config = FODConfig(tau1=0.5, search="beam", num_samples=4)
+>>> config.replace(num_beams=3).num_beams
+3
+
+It is frozen and checked once, when it is made (an error names the setting and how to fix it), as transformers'
+``GenerationConfig`` is. Every decoder's ``generate(question=, context=, config=..., **overrides)`` and ``stream()``
+take one; the keywords override single fields. Each decoder reads the fields it names in its ``settings``
+(:data:`fod.baselines.METHODS`): FOD all of them, greedy decoding only ``max_sentences`` and ``decoding``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from transformers import GenerationConfig
+
+from features.degeneracy import REASONS as DEGENERATE_KINDS
+from fod.steering import DEFAULT_ALPHA, STEERING
+from syncheck.decoding import Decoding, SettingsError
+
+SEARCHES = ("repair", "beam")
+#: What the greedy phases decode on: plain greedy, or exactly the tokens of AdaCAD / CAD (see :mod:`fod.steering`).
+DECODES = ("greedy", "adacad", "cad")
+CUTS = ("token", "sentence")
+FALLBACKS = ("tau1", "best", "prefix")
+
+
+@dataclass(frozen=True)
+class FODConfig:
+    """How one answer is decoded (see :mod:`fod.generator` for the algorithm).
+
+    Args:
+        tau1: backtrack threshold (FOD), abstention threshold (abstain); ``None``: the value tuned for the scorer's
+            aggregator (its ``meta.json``), else the paper's 0.7 (:mod:`syncheck.aggregators.thresholds`).
+        tau2: the candidates' pruning threshold (FOD); ``None``: the tuned value, else the paper's 0.85.
+        num_samples: candidates per step (FOD), whole responses (reranking).
+        num_beams: beams kept (FOD's ``search="beam"``); at most ``num_samples``.
+        max_sentences: sentences in an answer.
+        decoding: token budget, sampling of the candidates, seed and stop strings
+            (:class:`~syncheck.decoding.Decoding`, ``GenerationConfig`` or dict of its fields); ``None``: the
+            decoder's own (FOD: :data:`~syncheck.decoding.REPAIR_SAMPLING`; greedy: greedy). FOD's greedy phases are
+            greedy (on the ``decode`` contrast) whatever it says. Stop strings end the answer with its last sentence
+            before them.
+        backtrack_only: the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
+        search: ``"repair"`` (default) or ``"beam"`` (the paper's beam search to the end).
+        cut: ``"token"`` (default) or ``"sentence"`` (the paper): where a backtrack cuts the flagged sentence.
+        steer: ``"adacad"`` (default), ``"cad"`` (weight ``alpha``) or ``"none"``: the distribution candidates are
+            sampled from.
+        fallback: ``"tau1"`` (default), ``"best"`` or ``"prefix"``: what to keep when no candidate clears ``tau2``.
+        max_repairs: backtracks allowed in one answer (``search="repair"``); the next flagged sentence ends it.
+        stop_degenerate: a degenerate sentence (a repeat, the question again, no content, talk about the prompt,
+            a question, off the subject) is flagged too: ``True`` for every kind in
+            :data:`features.degeneracy.REASONS`, ``False`` for none, or the kinds to flag (``("repeat",
+            "no_content")``). A candidate that does not answer (:data:`features.degeneracy.NON_ANSWERS`) is never
+            chosen, whatever this says.
+        flag_specifics: a sentence with an unsupported specific (a number, date or name the context lacks) is
+            flagged whatever its score, and no candidate with one is chosen (off by default: on knowledge-conflict
+            QA it added cost and no answers from the context).
+        decode: ``"cad"`` (default): FOD's greedy phases take exactly the tokens CAD would (weight ``alpha``);
+            ``"adacad"``: those of AdaCAD; ``"greedy"``: plain greedy (:mod:`fod.steering`). A contrast needs the
+            without-context pass (``kl=True``).
+        alpha: CAD's contrast weight, wherever the contrast is computed (FOD's ``decode="cad"`` and
+            ``steer="cad"``, the CAD baseline); default :data:`DEFAULT_ALPHA`.
+    """
+
+    tau1: float | None = None
+    tau2: float | None = None
+    num_samples: int = 6
+    num_beams: int = 2
+    max_sentences: int = 8
+    decoding: Decoding | GenerationConfig | Mapping[str, Any] | None = None
+    backtrack_only: bool = False
+    search: str = "repair"
+    cut: str = "token"
+    steer: str = "adacad"
+    fallback: str = "tau1"
+    max_repairs: int = 3
+    stop_degenerate: bool | Collection[str] = True
+    flag_specifics: bool = False
+    decode: str = "cad"
+    alpha: float = DEFAULT_ALPHA
+
+    def __post_init__(self) -> None:
+        for name in ("tau1", "tau2"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 <= value <= 1):
+                raise SettingsError(f"{name} must be a faithfulness probability in [0, 1], got {value!r}; "
+                                    "or None for the value tuned for the scorer's aggregator")
+        for name, least in (("num_samples", 1), ("num_beams", 1), ("max_sentences", 1), ("max_repairs", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise SettingsError(f"{name} must be an integer >= {least}, got {value!r}")
+        if self.num_beams > self.num_samples:
+            raise SettingsError(f"need 0 < num_beams <= num_samples, got K={self.num_beams}, S={self.num_samples}: "
+                                "each beam needs a candidate; lower num_beams or raise num_samples")
+        for name, allowed in (("search", SEARCHES), ("cut", CUTS), ("steer", STEERING), ("fallback", FALLBACKS),
+                              ("decode", DECODES)):
+            if getattr(self, name) not in allowed:
+                raise SettingsError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0 \
+                or not math.isfinite(self.alpha):
+            raise SettingsError(f"alpha must be >= 0 (0 decodes plain greedy tokens), got {self.alpha}")
+        object.__setattr__(self, "stop_degenerate", _stop_degenerate(self.stop_degenerate))
+        if self.decoding is not None and not isinstance(self.decoding, (Decoding, GenerationConfig, Mapping)):
+            raise SettingsError(f"decoding must be a syncheck.decoding.Decoding, a transformers.GenerationConfig or "
+                                f"a dict of Decoding's fields, got {type(self.decoding).__name__}")
+        if isinstance(self.decoding, Mapping):
+            Decoding.coerce(self.decoding, Decoding())  # its keys and values are checked now
+            object.__setattr__(self, "decoding", dict(self.decoding))
+
+    @property
+    def degenerate_kinds(self) -> frozenset[str]:
+        """The degenerate kinds FOD flags (``stop_degenerate`` as a set)."""
+        if isinstance(self.stop_degenerate, bool):
+            return frozenset(DEGENERATE_KINDS) if self.stop_degenerate else frozenset()
+        return frozenset(self.stop_degenerate)
+
+    def replace(self, **overrides: Any) -> "FODConfig":
+        """A copy with ``overrides``, checked again; an unknown name says which ones there are."""
+        unknown = sorted(set(overrides) - set(NAMES))
+        if unknown:
+            raise TypeError(f"unknown setting(s) {unknown}; FODConfig's settings are {sorted(NAMES)}")
+        return replace(self, **overrides) if overrides else self
+
+    def decoding_or(self, default: Decoding) -> Decoding:
+        """:attr:`decoding` as a :class:`~syncheck.decoding.Decoding`, on top of the decoder's ``default``."""
+        return Decoding.coerce(self.decoding, default)
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict (``decoding`` as its fields, ``stop_degenerate`` as a list where it names kinds)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if isinstance(self.decoding, Mapping):
+            out["decoding"] = dict(self.decoding)
+        elif isinstance(self.decoding, Decoding):
+            out["decoding"] = self.decoding.to_json()
+        elif isinstance(self.decoding, GenerationConfig):
+            out["decoding"] = Decoding.from_generation_config(self.decoding).to_json()
+        if not isinstance(self.stop_degenerate, bool):
+            out["stop_degenerate"] = sorted(self.stop_degenerate)
+        return out
+
+
+def _stop_degenerate(value: Any) -> bool | frozenset[str]:
+    """``stop_degenerate`` checked: ``True``, ``False`` or a set of kinds of :data:`features.degeneracy.REASONS`."""
+    if isinstance(value, bool):
+        return value
+    kinds = frozenset(value) if isinstance(value, Collection) and not isinstance(value, str) else None
+    if kinds is None or not kinds <= set(DEGENERATE_KINDS):
+        raise SettingsError(f"stop_degenerate must be True, False or a collection of {DEGENERATE_KINDS}, "
+                            f"got {value!r}")
+    return kinds
+
+
+#: every setting's name
+NAMES = tuple(f.name for f in fields(FODConfig))
+
+
+def resolve(default: FODConfig, config: FODConfig | None, overrides: Mapping[str, Any], method: str,
+            settings: Collection[str]) -> FODConfig:
+    """The call's settings: ``config`` (else the decoder's ``default``) with ``overrides``, which must be settings
+    the decoder reads (``settings``)."""
+    if config is not None and not isinstance(config, FODConfig):
+        raise SettingsError(f"config must be a fod.config.FODConfig, got {type(config).__name__}; give single "
+                            "settings as keywords instead (generate(..., tau1=0.5))")
+    unknown = sorted(set(overrides) - set(NAMES))
+    unread = sorted(set(overrides) - set(settings))
+    if unknown:  # a keyword the call does not take is a TypeError, as Python says of any function
+        raise TypeError(f"unknown setting(s) {unknown}; FODConfig's settings are {sorted(NAMES)}")
+    if unread:
+        raise TypeError(f"{method} does not take the setting(s) {unread}: it reads {sorted(settings)}")
+    return (config or default).replace(**overrides)
+
+
+__all__ = ["CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "SEARCHES", "FODConfig", "resolve"]
