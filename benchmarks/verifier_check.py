@@ -18,8 +18,11 @@ and word overlap on the same rows, and each backend's paired difference against 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -34,6 +37,8 @@ from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
 SECTION = "## Provenance with the verifier, on records it never saw"
 #: ``(set, first record, records)``, fixed before the verifier was trained.
 SETS = (("pairs", 2000, 150), ("dialogue", 5000, 150), ("summarization", 5000, 100))
+#: The same shapes on records no figure has been taken on, for a check made once, after a choice made on :data:`SETS`.
+FRESH_SETS = (("pairs", 2500, 150), ("dialogue", 5500, 150), ("summarization", 5500, 100))
 
 
 def examples(data_dir: str, name: str, start: int, limit: int) -> list[tuple[str, str | None, str, str, int]]:
@@ -52,44 +57,79 @@ def cell(auc: tuple[float, float, float], signed: bool = False) -> str:
     return ("{:+.3f} [{:+.3f}, {:+.3f}]" if signed else "{:.3f} [{:.3f}, {:.3f}]").format(*auc)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--halueval", default="../shared/data/halueval")
-    ap.add_argument("--nli", default="verifier,syncheck", help="support backends, comma-separated")
-    ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
-    args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    backends = [b.strip() for b in args.nli.split(",") if b.strip()]
+def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple[str, dict]]:
+    """``(set label, columns)`` per set: ``label``, ``group``, ``overlap``, ``length`` and one column per backend,
+    scored now (and written to ``--rows-out``) or read back from ``--from-rows``."""
+    if args.from_rows:
+        rows = [json.loads(line) for line in Path(args.from_rows).read_text(encoding="utf-8").splitlines()]
+        for name, start, limit in FRESH_SETS if args.fresh else SETS:
+            part = [r for r in rows if r["set"] == name]
+            if part:
+                yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
+        return
     checkers = {b: ProvenanceChecker(nli=b) for b in backends}
-    lines = ["| set | answers | " + " | ".join(f"`--nli {b}`" for b in backends)
-             + " | word overlap | length (shorter = faithful) | " + " | ".join(f"{b} − word overlap" for b in backends)
-             + " |", "|" + " --- |" * (4 + 2 * len(backends))]
-    for name, start, limit in SETS:
+    rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
+    for name, start, limit in FRESH_SETS if args.fresh else SETS:
         rows = examples(args.halueval, name, start, limit)
-        y = np.array([r[4] for r in rows])
-        groups = [r[0] for r in rows]
-        overlap = np.array([lexical_precision(r[2], r[3]) for r in rows])
-        length = -np.array([len(r[3]) for r in rows], dtype=float)
-        scores = {}
+        columns: dict = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
+                         "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
         for b, checker in checkers.items():
             results = [checker.check(question=q, context=c, answer=a) for _, q, c, a, _ in rows]
             errors = [r.error for r in results if r.error]
             if errors:
                 raise RuntimeError(f"{b} on {name}: {len(errors)} rows failed, e.g. {errors[0]}")
-            scores[b] = np.array([r.factuality for r in results])
-        lines.append(" | ".join([f"| {name} (records {start}-{start + limit - 1})", str(len(rows))]
-                                + [cell(bootstrap_auroc(y, scores[b], groups=groups)) for b in backends]
+            columns[b] = [r.factuality for r in results]
+        if rows_out:
+            for i in range(len(rows)):
+                rows_out.write(json.dumps({k: v[i] for k, v in columns.items()}) + "\n")
+            rows_out.flush()
+        yield f"{name} (records {start}-{start + limit - 1})", columns
+    if rows_out:
+        rows_out.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--halueval", default="../shared/data/halueval")
+    ap.add_argument("--nli", default="verifier,syncheck", help="support backends, comma-separated")
+    ap.add_argument("--means", default="",
+                    help="also the mean of backends' supports, e.g. syncheck+verifier (comma-separated; each member "
+                         "one of --nli); equal to --nli A+B with the joined premise, without scoring again")
+    ap.add_argument("--fresh", action="store_true",
+                    help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
+    ap.add_argument("--rows-out", default=None, help="also write each answer's label and supports to this JSONL")
+    ap.add_argument("--from-rows", default=None, help="read the supports --rows-out wrote instead of scoring")
+    ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    backends = [b.strip() for b in args.nli.split(",") if b.strip()]
+    means = [m.strip() for m in args.means.split(",") if m.strip()]
+    for m in means:
+        if any(part not in backends for part in m.split("+")):
+            ap.error(f"--means {m}: every member must be one of --nli {args.nli}")
+    columns = backends + means
+    lines = ["| set | answers | " + " | ".join(f"`--nli {b}`" for b in columns)
+             + " | word overlap | length (shorter = faithful) | " + " | ".join(f"{b} − word overlap" for b in columns)
+             + " |", "|" + " --- |" * (4 + 2 * len(columns))]
+    for label, col in scored_sets(args, backends):
+        y, groups = np.array(col["label"]), col["group"]
+        overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
+        scores = {b: np.array(col[b], dtype=float) for b in backends}
+        for m in means:
+            scores[m] = np.mean([scores[part] for part in m.split("+")], axis=0)
+        lines.append(" | ".join([f"| {label}", str(len(y))]
+                                + [cell(bootstrap_auroc(y, scores[b], groups=groups)) for b in columns]
                                 + [cell(bootstrap_auroc(y, overlap, groups=groups)),
                                    cell(bootstrap_auroc(y, length, groups=groups))]
                                 + [cell(bootstrap_auroc_difference(y, scores[b], overlap, groups=groups), True)
-                                   for b in backends]) + " |")
+                                   for b in columns]) + " |")
         print(lines[-1], flush=True)
     cmd = "python -m benchmarks.verifier_check " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
                       *lines])
-    publish(body, args.results_md, SECTION)
+    publish(body, args.results_md, SECTION + (", fresh records" if args.fresh else ""))
     return 0
 
 

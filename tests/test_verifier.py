@@ -239,3 +239,43 @@ def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sen
     summary = checker.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
     assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
     assert summary.factuality == pytest.approx(0.1)  # the least supported sentence
+
+
+def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_keeps_them():
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import MeanSupport, SynCheckSupport, VerifierSupport
+
+    default = ProvenanceChecker()
+    qa = default.support_for("Who wrote it?")
+    assert isinstance(qa, MeanSupport)
+    assert [type(m) for m in qa.members] == [SynCheckSupport, VerifierSupport]
+    assert isinstance(default.support_for(None), VerifierSupport)
+    assert isinstance(default.support_for("Summarize the document."), VerifierSupport)
+    chosen = ProvenanceChecker(nli="lexical")
+    assert chosen.support_for(None) is chosen.nli
+    scorer = RecordingScorer()
+    routed = ProvenanceChecker(nli="lexical", summary_nli=VerifierSupport(scorer))
+    summary = routed.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
+    assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
+    assert summary.factuality == pytest.approx(0.1)
+
+
+def test_a_mean_of_supports_on_the_joined_premise_is_the_mean_of_each_support_s_check():
+    """What lets benchmarks.verifier_check --means read A+B off the rows of A and of B."""
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import MeanSupport, VerifierSupport
+
+    def support():
+        return VerifierSupport(RecordingScorer())
+
+    class Halved(RecordingScorer):
+        def score(self, premises, claims, batch_size=16):
+            return super().score(premises, claims, batch_size) / 2
+
+    chunks = [DOCUMENT, "She moved to Rome in 1900.", "Unrelated text about rivers."]
+    for question, answer in (("Where was she born?", "In Warsaw."), ("Where was she born?", "In Paris.")):
+        alone = [ProvenanceChecker(nli=s).check(question=question, context=chunks, answer=answer).factuality
+                 for s in (support(), VerifierSupport(Halved()))]
+        mean = ProvenanceChecker(nli=MeanSupport([support(), VerifierSupport(Halved())])).check(
+            question=question, context=chunks, answer=answer).factuality
+        assert mean == pytest.approx(np.mean(alone))

@@ -14,6 +14,10 @@ them). Derived names: ``rel:<name>`` is the feature minus its response's mean ov
 ``rel_causal:<name>`` minus the mean over the sentences up to and including it (:mod:`features.relative`; the
 causal form is the one a live monitor could compute). "alone" rows orient a derived feature by its base's sign.
 
+``--alignment SPEC`` first adds ``align_score:SPEC``, the alignment score of another backend (e.g. ``verifier``;
+:mod:`benchmarks.ragtruth.alignment_feature`), which ``--feature`` can then name. ``--drop`` takes features out of
+both recipes, so ``--drop align_score --feature align_score:verifier`` asks what swapping the backend does.
+
 Features come from the cache :mod:`benchmarks.ragtruth.run` writes (run with ``--no-lid --no-lookback
 --no-embedding``); string checks added since the cache was written are computed from the texts, with no model pass.
 """
@@ -53,7 +57,9 @@ def add_derived(table: SentenceTable, name: str) -> None:
 
 
 def base_name(name: str) -> str:
-    return next((name[len(p):] for p in DERIVED if name.startswith(p)), name)
+    """The feature a derived one is computed from, and ``align_score`` for ``align_score:<backend>``."""
+    name = next((name[len(p):] for p in DERIVED if name.startswith(p)), name)
+    return "align_score" if name.startswith("align_score:") else name
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -64,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--feature", required=True,
                    help="the feature(s) to add (or, if the recipe has them, to remove), comma-separated; "
                         "rel:<name> and rel_causal:<name> are derived (see the module's doc)")
+    p.add_argument("--alignment", default=None,
+                   help="also compute align_score:<SPEC> with this alignment backend (e.g. verifier)")
+    p.add_argument("--drop", default="", help="features taken out of both recipes, comma-separated")
     p.add_argument("--seeds", default="0,1,2,3,4", help="fold assignments")
     p.add_argument("--model", default="smollm2-135m", help="scoring model (the cache is per model)")
     p.add_argument("--limit", type=int, default=None, help="responses read per task (default: all)")
@@ -73,16 +82,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     records = read_ragtruth_files(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False)
-    table = sentence_table(
-        records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench"))
-    )
+    work_dir = Path(args.work_dir or cache_dir() / "ragtruth-bench")
+    table = sentence_table(records, score_ragtruth(records, config, work_dir))
+    if args.alignment:
+        from benchmarks.ragtruth.alignment_feature import add_alignment_feature
+
+        add_alignment_feature(table, args.alignment, work_dir)
     added = [n for n in args.feature.split(",") if n]
+    dropped = [n for n in args.drop.split(",") if n]
     for name in added:
         add_derived(table, name)
         if name not in table.features:
             raise SystemExit(f"no feature {name!r} in the table; choose from {sorted(table.features)}")
-    label = ", ".join(added)
-    without = [n for n in DEFAULT_FEATURES if n not in added and n in table.features]
+    label = ", ".join(added) + (f" (both recipes without {', '.join(dropped)})" if dropped else "")
+    without = [n for n in DEFAULT_FEATURES if n not in added and n not in dropped and n in table.features]
     rows = {"word overlap (trivial)": None, **{f"{n} alone": None for n in added},
             "default recipe without it": without, "default recipe with it": [*without, *added]}
     seeds = [int(s) for s in args.seeds.split(",") if s]

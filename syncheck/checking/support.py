@@ -196,11 +196,16 @@ class VerifierSupport:
     question_aware = True
 
     def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None) -> None:
-        if scorer is None:
+        self._scorer, self._spec, self._device, self._dtype = scorer, spec, device, dtype
+
+    @property
+    def scorer(self) -> Any:
+        """The verifier, loaded on first use (a check that meets no answer of this kind never loads it)."""
+        if self._scorer is None:
             from features.alignment import make_alignment_scorer
 
-            scorer = make_alignment_scorer(spec, device=device, dtype=dtype)
-        self.scorer = scorer
+            self._scorer = make_alignment_scorer(self._spec, device=self._device, dtype=self._dtype)
+        return self._scorer
 
     def claims(self, answer: str, question: str | None) -> list[str]:
         """The claims one answer is checked as (see the class docstring)."""

@@ -26,8 +26,11 @@ from syncheck.io import dumps_row, guard_row
                    "wrote; a QA answer checked whole with its question, a summary sentence by sentence), embedding, "
                    "lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several joined by + "
                    "(the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b). "
-                   "Default: syncheck (the best offline one measured; "
-                   "paper: nli:vectara/hallucination_evaluation_model).")
+                   "Default: syncheck+verifier (the best offline one measured; with --model, syncheck:<model>; "
+                   "summaries: see --summary-nli; paper: nli:vectara/hallucination_evaluation_model).")
+@click.option("--summary-nli", default=None,
+              help="Support scorer of the answers checked as summaries (see --task), any --nli spec. Default: "
+                   "verifier where --nli is the default (measured better on summaries), else --nli's.")
 @preset_option
 @click.option("--model", default=None,
               help="Scoring model of the syncheck support backend: alias (smollm2-135m, qwen2.5-coder-1.5b), hub id, "
@@ -63,8 +66,8 @@ from syncheck.io import dumps_row, guard_row
                    "else qa.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
-def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregation, device, dtype, batch_size,
-          claim, premise, query, task, trust_remote_code):
+def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, top_p, aggregation, device, dtype,
+          batch_size, claim, premise, query, task, trust_remote_code):
     """Check each answer of INPUT.jsonl against its context (Provenance).
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
@@ -80,18 +83,20 @@ def check(input_path, output_path, relevance, nli, model, top_k, top_p, aggregat
     )
 
     total = count_lines(input_path)
+    takes_model = nli is None or nli == "syncheck"
     nli = nli or DEFAULT_NLI
     from_command_line = click.get_current_context().get_parameter_source("model") == ParameterSource.COMMANDLINE
-    if model and from_command_line and nli != "syncheck":  # a preset's model only applies where it can
+    if model and from_command_line and not takes_model:  # a preset's model only applies where it can
         raise UserError(f"--model sets the model of the syncheck support, not of --nli {nli}; name the model in the "
                         "--nli spec instead (e.g. syncheck:<model>, llm-judge:<model>) and drop --model")
-    if nli == "syncheck" and model:
+    if model and takes_model:  # the verifier's share of the default is measured with the default model only
         nli = f"syncheck:{model}"
     try:
         checker = ProvenanceChecker(
             relevance or DEFAULT_RELEVANCE, nli, top_k=top_k, top_p=top_p, aggregation=aggregation,
             device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
             claim=claim, premise=premise or DEFAULT_PREMISE, query=query or DEFAULT_QUERY, task=task,
+            summary_nli=summary_nli,
         )
     except (OSError, ValueError) as exc:  # unknown spec or a model that cannot be loaded: say why, no traceback
         raise click.ClickException(str(exc)) from None
