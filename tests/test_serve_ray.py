@@ -29,9 +29,10 @@ class RayServer:
     """The Ray Serve application on a free loopback port (``url``, ``get``, ``post``, ``client`` as conftest's
     ``Server``)."""
 
-    def __init__(self, model: str, cache: str) -> None:
+    def __init__(self, model: str, cache: str, **settings) -> None:
         from ray import serve
 
+        from syncheck.serve.config import ServerConfig
         from syncheck.serve.ray_app import build_app
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,8 +42,9 @@ class RayServer:
         self.url = f"http://127.0.0.1:{self.port}"
         serve.start(http_options={"host": "127.0.0.1", "port": self.port})
         # max_concurrent 1 and max_queue 1: a replica admits 2 requests, so the busy and fault tests fill it quickly
-        serve.run(build_app(model, model_id="tiny", max_concurrent=1, max_queue=1, num_replicas=2,
-                            ray_actor_options={"num_cpus": 0.5}), name="syncheck", route_prefix="/")
+        self.config = ServerConfig(model=model, model_id="tiny", max_concurrent=1, max_queue=1, replicas=2,
+                                   replica_cpus=0.5, **settings)
+        serve.run(build_app(self.config), name="syncheck", route_prefix="/")
 
     get, post = ServerProcess.get, ServerProcess.post  # they read only ``url``
 
@@ -230,17 +232,17 @@ def test_the_serve_command_starts_ray_serve_for_more_than_one_replica(monkeypatc
     cli = importlib.import_module("syncheck.cli.serve")  # the module (syncheck.cli exports the command by its name)
 
     calls = []
-    monkeypatch.setattr(cli, "run_ray_server", lambda host, port, model, **kw: calls.append((host, port, model, kw)))
+    monkeypatch.setattr(cli, "run_ray_server", lambda host, port, config: calls.append((host, port, config)))
     args = ["--model", "m", "--max-concurrent", "2", "--replica-cpus", "0.5"]
     assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2"]).exit_code == 0
     assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2", "--max-replicas", "4"]).exit_code == 0
-    (_, port, model, fixed), (_, _, _, scaled) = calls
-    assert port == 8000 and model == "m" and fixed["num_replicas"] == 2 and fixed["autoscaling_config"] is None
-    assert fixed["ray_actor_options"] == {"num_cpus": 0.5, "num_gpus": 0.0} and fixed["max_concurrent"] == 2
-    assert scaled["autoscaling_config"] == {"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2.0}
-    assert fixed["threads"] is None
+    (_, port, fixed), (_, _, scaled) = calls
+    assert port == 8000 and fixed.model == "m" and fixed.replicas == 2 and fixed.autoscaling is None
+    assert (fixed.replica_cpus, fixed.replica_gpus) == (0.5, 0.0) and fixed.max_concurrent == 2
+    assert scaled.autoscaling == {"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2.0}
+    assert fixed.replica_threads is None
     assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2", "--replica-threads", "2"]).exit_code == 0
-    assert calls[-1][3]["threads"] == 2
+    assert calls[-1][2].replica_threads == 2
     bad = CliRunner().invoke(cli.serve, [*args, "--replicas", "3", "--max-replicas", "2"])
     assert bad.exit_code == 2 and "below --replicas" in bad.output
 
@@ -253,10 +255,8 @@ def test_the_application_builder_reads_serve_run_arguments():
     assert app is not None
     with pytest.raises(ValueError, match="model=MODEL"):
         build({})
-    body = json.dumps({"documents": DOCS, "messages": []}).encode()
-    assert documents_key("POST", "/v1/chat/completions", body) == documents_key(
-        "POST", "/v1/chat/completions", json.dumps({"messages": [{"role": "user"}], "documents": DOCS}).encode())
-    assert documents_key("GET", "/health", b"") is None
+    assert documents_key(list(DOCS)) == documents_key(DOCS) and documents_key(DOCS) != documents_key(DOCS[:1])
+    assert documents_key(None) is None and documents_key([]) is None
 
 
 def test_the_load_benchmark_reports_p95_latency_and_the_share_served_by_one_replica():
