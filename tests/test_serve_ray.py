@@ -42,11 +42,13 @@ class RayServer:
         self.url = f"http://127.0.0.1:{self.port}"
         serve.start(http_options={"host": "127.0.0.1", "port": self.port})
         # max_concurrent 1 and max_queue 1: a replica admits 2 requests, so the busy and fault tests fill it quickly
+        # the API key is the one the tests' openai clients send
+        self.api_key = "none"
         self.config = ServerConfig(model=model, model_id="tiny", max_concurrent=1, max_queue=1, replicas=2,
-                                   replica_cpus=0.5, **settings)
+                                   replica_cpus=0.5, api_keys=(self.api_key,), **settings)
         serve.run(build_app(self.config), name="syncheck", route_prefix="/")
 
-    get, post = ServerProcess.get, ServerProcess.post  # they read only ``url``
+    get, post, headers = ServerProcess.get, ServerProcess.post, ServerProcess.headers  # they read ``url``, ``api_key``
 
     def client(self):
         return openai.OpenAI(base_url=self.url + "/v1", api_key="none", max_retries=0, timeout=120)
@@ -109,6 +111,21 @@ def test_the_same_documents_reach_the_same_replica_and_other_documents_spread(ra
     many = {replica([f"Document number {i} says the tower is {300 + i} metres tall."], QUESTIONS[0])
             for i in range(8)}
     assert len(many) == 2  # 8 document sets over 2 replicas: both take some (1 in 128 to fail by chance)
+
+
+def test_a_request_without_the_key_gets_401_and_one_with_it_200(ray_server):
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                       "max_tokens": 2}).encode()
+    for auth in ("", "Bearer wrong"):
+        status, err, _ = ray_server.post("/v1/chat/completions", body, headers={"Authorization": auth})
+        assert status == 401 and err["error"]["code"] == "invalid_api_key"
+    status, _, _ = ray_server.post("/v1/syncheck/score", b"{}", headers={"Authorization": "Bearer wrong"})
+    assert status == 401
+    with pytest.raises(openai.AuthenticationError):
+        ray_server.client().with_options(api_key="wrong").models.list()
+    status, reply, _ = ray_server.post("/v1/chat/completions", body)
+    assert status == 200 and reply["choices"][0]["message"]["content"]
+    assert ray_server.get("/health", headers={"Authorization": ""})["status"] == "ok"
 
 
 def test_errors_and_fod_mode_are_the_plain_servers(ray_server):

@@ -42,6 +42,12 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
 @click.option("--api-key", "api_keys", multiple=True, envvar="SYNCHECK_API_KEY", show_envvar=True,
               help="A key every /v1 request must send as 'Authorization: Bearer KEY' (401 without it); repeat it, or "
                    "give several keys separated by spaces in the variable. /health and /metrics stay open.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: uvicorn's warnings only; json: one JSON line per request on stderr (request id from "
+                   "X-Request-Id or made up, route, status, tokens, sentences, flagged, latency).")
+@click.option("--drain-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds running streams may take to finish after SIGTERM; new requests get 503 meanwhile, and "
+                   "what is left then ends with an error event.")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option
