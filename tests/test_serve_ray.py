@@ -47,6 +47,16 @@ class RayServer:
         self.config = ServerConfig(model=model, model_id="tiny", max_concurrent=1, max_queue=1, replicas=2,
                                    replica_cpus=0.5, api_keys=(self.api_key,), **settings)
         serve.run(build_app(self.config), name="syncheck", route_prefix="/")
+        deadline = time.time() + 120
+        while not self.ready():  # every replica can take requests: its documents' requests reach it
+            assert time.time() < deadline, "the Ray deployment did not report ready within 120 s"
+            time.sleep(0.2)
+
+    def ready(self) -> bool:
+        try:
+            return self.get("/health")["ready"]
+        except OSError:  # 503 while starting
+            return False
 
     get, post, headers = ServerProcess.get, ServerProcess.post, ServerProcess.headers  # they read ``url``, ``api_key``
 
@@ -74,6 +84,35 @@ def ray_server(serve_dir, tmp_path_factory):
                 raise
     yield srv
     srv.stop()
+
+
+def test_health_is_ready_once_the_router_sees_every_replica(ray_server):
+    health = ray_server.get("/health")
+    assert health["status"] == "ok" and health["ready"] and health["starting"] == []
+    assert set(health["replicas"]) == set(live_replicas()) and len(health["replicas"]) == 2
+    answered = {r: h for r, h in health["replicas"].items() if h}  # a replica slow to answer (5 s) shows None
+    assert answered and all(h["replica"] == r and h["status"] == "ok" for r, h in answered.items()), health
+
+
+def test_the_router_sends_a_replicas_own_requests_to_it_and_names_the_preferred_one():
+    import asyncio
+    from types import SimpleNamespace
+
+    from syncheck.serve.ray_router import DocumentAffinityRouter, replica_weight
+
+    replicas = [SimpleNamespace(replica_id=SimpleNamespace(unique_id=r)) for r in ("r1", "r2", "r3")]
+
+    def ranks(**kwargs):
+        pending = SimpleNamespace(kwargs=kwargs, routing_context=SimpleNamespace(should_backoff=False))
+        out = asyncio.run(DocumentAffinityRouter.choose_replicas(None, replicas, pending))
+        return [[r.replica_id.unique_id for r in rank] for rank in out], pending.kwargs
+
+    assert ranks(to_replica="r2")[0] == [["r2"]]
+    assert ranks(to_replica="gone")[0] == [["r1", "r2", "r3"]]  # answered by another, which names itself
+    (first, rest), kwargs = ranks(affinity="k")
+    assert first == [max(("r1", "r2", "r3"), key=lambda r: replica_weight("k", r))] == [kwargs["preferred"]]
+    assert sorted(first + rest) == ["r1", "r2", "r3"]
+    assert ranks()[0] == [["r1", "r2", "r3"]] and "preferred" not in ranks()[1]
 
 
 def docs_ask(question: str, docs: list[str], **kw) -> dict:
@@ -138,7 +177,23 @@ def test_errors_and_fod_mode_are_the_plain_servers(ray_server):
     fod = ray_server.client().chat.completions.create(**ask(QUESTIONS[1], max_tokens=8, extra_body={
         "documents": DOCS, "syncheck": {"method": "fod", "tau1": 0.0, "final_check": False, "max_sentences": 2}}))
     assert fod.model_extra["syncheck"]["method"] == "fod" and fod.model_extra["syncheck"]["replica"]
-    assert ray_server.get("/health")["replica"] and ray_server.get("/v1/models")["data"][0]["id"] == "tiny"
+    assert ray_server.get("/v1/models")["data"][0]["id"] == "tiny"
+
+
+def test_metrics_gather_every_replica_labelled_by_replica(ray_server):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client = ray_server.client()
+    replicas = {client.chat.completions.create(**docs_ask(QUESTIONS[0], [f"Metric document {i}."], max_tokens=2))
+                .model_extra["syncheck"]["replica"] for i in range(6)}
+    time.sleep(0.3)
+    samples = [s for f in text_string_to_metric_families(ray_server.get("/metrics")) for s in f.samples]
+    served = {s.labels["replica"]: s.value for s in samples if s.name == "syncheck_generated_tokens_total"}
+    assert set(served) == set(live_replicas()) and replicas <= set(served) and sum(served.values()) >= 12
+    assert any(s.name == "syncheck_requests_total" and s.labels == {"route": "/v1/chat/completions", "status": "200"}
+               and s.value >= 6 for s in samples)
+    assert {s.labels["replica"] for s in samples if s.name == "syncheck_free_slots"} == set(served)
+    assert any(s.name == "syncheck_router_spills_total" for s in samples)
 
 
 class Holder(threading.Thread):

@@ -83,14 +83,20 @@ def serve(host, port, on_ray, **settings):
 def run_server(app, host: str, port: int) -> None:
     """HTTP on a background thread; the model's turns on this thread, the one that loaded the model (see
     :mod:`syncheck.serve.scheduler`: PyTorch's CPU thread pool is fast only there). Returns when the HTTP server
-    stops (SIGINT or SIGTERM)."""
+    stops: at once on SIGINT (or a second SIGTERM); on SIGTERM after a graceful drain (:mod:`syncheck.serve.drain`:
+    new requests get 503 while the running ones finish within ``--drain-timeout``, then what is left ends with an
+    error event)."""
     import signal
     import threading
 
     import uvicorn
 
-    scheduler = app.state.scheduler
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    from syncheck.serve.logs import json_logging
+
+    scheduler, drain = app.state.scheduler, app.state.drain
+    logs = {"log_config": json_logging()} if app.state.config.log_format == "json" else {}
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           timeout_graceful_shutdown=5, **logs))
 
     def http() -> None:
         try:
@@ -102,8 +108,21 @@ def run_server(app, host: str, port: int) -> None:
         server.should_exit = True
         scheduler.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
+    def drained(finished: bool) -> None:
+        if not finished:
+            click.echo(f"drain timeout ({drain.timeout:g} s): ending {drain.in_flight} request(s) with an error",
+                       err=True)
+        stop()
+
+    def on_term(*_: object) -> None:
+        if drain.draining:  # a second SIGTERM: stop now
+            stop()
+            return
+        click.echo(f"draining: no new requests; {drain.in_flight} running, up to {drain.timeout:g} s", err=True)
+        drain.start(drained)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, on_term)
     thread = threading.Thread(target=http, name="syncheck-http", daemon=True)
     thread.start()
     scheduler.run()

@@ -7,7 +7,8 @@
 >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
 
 Endpoints: ``POST /v1/chat/completions`` (``documents`` and ``syncheck`` beside the OpenAI fields; streamed as
-server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``GET /health``. With API keys
+server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``GET /health``, ``GET /metrics``
+(Prometheus, :mod:`syncheck.serve.metrics`). With API keys
 (``ServerConfig.api_keys``) every ``/v1`` route asks for one (:mod:`syncheck.serve.auth`).
 """
 
@@ -17,11 +18,15 @@ import contextlib
 from typing import Any, AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from syncheck.serve.auth import ApiKeys
 from syncheck.serve.chat import MAX_SCORE_RECORDS, ChatService, Reply
 from syncheck.serve.config import ServerConfig
+from syncheck.serve.drain import Drain
+from syncheck.serve.logs import RequestLog
+from syncheck.serve.metrics import CONTENT_TYPE_LATEST, HttpMetrics, exposition
+from syncheck.serve.observe import ObservedRequests, RequestRecord, record_of
 from syncheck.serve.protocol import MAX_BODY_BYTES, ApiError, ChatRequest, parse_body, sse, validated
 
 
@@ -54,14 +59,24 @@ def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread:
                   lifespan=lifespan)
     app.state.config, app.state.service = config, service
     app.state.scheduler, app.state.runner, app.state.model_id = scheduler, service.runner, service.model_id
+    drain = Drain(config.drain_timeout)
+    observers = [HttpMetrics(service.registry), drain, *([RequestLog()] if config.log_format == "json" else [])]
+    app.state.observers, app.state.drain = observers, drain
+    app.add_middleware(ObservedRequests, observers=lambda: observers, refuse=drain.refuse)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        return error_response(request, exc)
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return service.health()
+    async def health() -> JSONResponse:
+        if drain.draining:  # a load balancer's check sees it turn
+            return JSONResponse({**service.health(), "status": "draining"}, status_code=503)
+        return JSONResponse(service.health())
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(exposition(service.registry), media_type=CONTENT_TYPE_LATEST)
 
     keys = ApiKeys(config.api_keys)
 
@@ -77,7 +92,8 @@ def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread:
     @app.post("/v1/chat/completions", dependencies=v1)
     async def chat_completions(request: Request):
         req = validated(ChatRequest, parse_body(await request.body()))
-        return reply_response(await service.chat(req, request.is_disconnected))
+        reply = await service.chat(req, request.is_disconnected)
+        return reply_response(reply, record_of(request))
 
     @app.post("/v1/syncheck/score", dependencies=v1)
     async def score(request: Request):
@@ -86,19 +102,33 @@ def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread:
     return app
 
 
-def reply_response(reply: Reply, status: int = 200, headers: dict[str, str] | None = None):
-    """A chat reply as HTTP: JSON, or server-sent events ending with ``[DONE]``."""
+def error_response(request: Request, exc: ApiError) -> JSONResponse:
+    """An :class:`ApiError` as its JSON response; the request's record keeps its kind for the metrics and logs."""
+    record = record_of(request)
+    if record is not None:
+        record.error = exc.code or exc.type
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def reply_response(reply: Reply, record: RequestRecord | None = None):
+    """A chat reply as HTTP: JSON, or server-sent events ending with ``[DONE]``. ``record`` (the request's) takes
+    the reply's stats, and the kind of an error event the stream carries."""
+    if record is not None:
+        record.stats = reply.stats
     if not reply.stream:
-        return JSONResponse(reply.body, status_code=status, headers=headers)
-    return StreamingResponse(sse_lines(reply.events), status_code=status, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
+        return JSONResponse(reply.body)
+    return StreamingResponse(sse_lines(reply.events, record), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-async def sse_lines(events: AsyncIterator[dict[str, Any] | None]) -> AsyncIterator[str]:
+async def sse_lines(events: AsyncIterator[dict[str, Any] | None],
+                    record: RequestRecord | None = None) -> AsyncIterator[str]:
     """Chunk objects as server-sent events; ``None`` is the closing ``[DONE]``."""
     async with contextlib.aclosing(events) as events:  # a client that left stops its generation
         async for event in events:
+            if event is not None and "error" in event and record is not None:
+                record.error = event["error"].get("code") or event["error"].get("type")
             yield "data: [DONE]\n\n" if event is None else sse(event)
 
 
-__all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app", "reply_response", "sse_lines"]
+__all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app", "error_response", "reply_response", "sse_lines"]

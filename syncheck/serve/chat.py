@@ -12,11 +12,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable
 
+from prometheus_client import CollectorRegistry
+
 from syncheck.decoding import SettingsError
 from syncheck.io import guard_row
 from syncheck.records import RecordError, parse_record
 from syncheck.serve.config import ServerConfig
 from syncheck.serve.generation import ChatJob, ChatRunner
+from syncheck.serve.metrics import ModelMetrics
+from syncheck.serve.observe import RequestStats
 from syncheck.serve.protocol import ApiError, ChatRequest, chunk, completion, completion_id, model_list, now
 from syncheck.serve.scheduler import Job, Scheduler
 
@@ -30,10 +34,11 @@ Disconnected = Callable[[], Awaitable[bool]]
 @dataclass
 class Reply:
     """A chat reply: ``body`` (a ``chat.completion``) or, when streamed, ``events`` (the chunk objects, in order;
-    ``None`` stands for the closing ``[DONE]``)."""
+    ``None`` stands for the closing ``[DONE]``), and what the model did for it (complete once the reply has ended)."""
 
     body: dict[str, Any] | None = None
     events: AsyncIterator[dict[str, Any] | None] | None = None
+    stats: RequestStats | None = None
 
     @property
     def stream(self) -> bool:
@@ -55,6 +60,9 @@ class ChatService:
         self.runner = ChatRunner(scorer, decoders, packing=config.packing)
         self.scheduler = Scheduler(config.max_concurrent, config.max_queue, batch_step=self.runner.pool.step)
         self.created = now()
+        #: the Prometheus registry of this model's metrics (the plain app adds its HTTP metrics to it)
+        self.registry = CollectorRegistry()
+        self.metrics = ModelMetrics(self.registry, self.scheduler)
 
     # ------------------------------------------------------------------ small endpoints
     def health(self) -> dict[str, Any]:
@@ -86,19 +94,22 @@ class ChatService:
         decoding = req.candidate_decoding(max_tokens) if samples else req.decoding(max_tokens)
         chat = ChatJob(question, documents, decoding, req.syncheck, req.ignored_messages())
         job = self.scheduler.submit(lambda j: runner.task(j, chat))
-        cid, stamp = completion_id(), now()
+        cid, stamp, stats = completion_id(), now(), RequestStats(method=method)
         if req.stream:
             # the status is decided by the task's first turn (413 when the documents do not fit), on the model thread
-            await next_item(job, disconnected, until=("ready",))
+            await next_item(job, disconnected, until=("ready",), seen=stats.see)
             usage = bool((req.stream_options or {}).get("include_usage"))
-            return Reply(events=self._events(job, cid, stamp, usage, extra or {}))
-        done = await next_item(job, disconnected, until=("done",))
+            return Reply(events=self._events(job, cid, stamp, usage, extra or {}, stats), stats=stats)
+        try:
+            done = await next_item(job, disconnected, until=("done",), seen=stats.see)
+        finally:
+            self.metrics.finish(stats)
         summary = {k: v for k, v in done.items() if k not in ("text", "finish_reason", "usage")}
         return Reply(body=guard_row(completion(cid, self.model_id, stamp, done["text"], done["finish_reason"],
-                                               done["usage"], {**summary, **(extra or {})})))
+                                               done["usage"], {**summary, **(extra or {})})), stats=stats)
 
-    async def _events(self, job: Job, cid: str, created: int, usage: bool,
-                      extra: dict[str, Any]) -> AsyncIterator[dict[str, Any] | None]:
+    async def _events(self, job: Job, cid: str, created: int, usage: bool, extra: dict[str, Any],
+                      stats: RequestStats) -> AsyncIterator[dict[str, Any] | None]:
         """A role chunk, content and sentence chunks as they come, the summary chunk, ``None`` for ``[DONE]``."""
         model_id = self.model_id
         try:
@@ -106,6 +117,7 @@ class ChatService:
             done = None
             while True:
                 kind, value = await job.queue.get()
+                stats.see(kind, value)
                 if kind == "text":
                     yield chunk(cid, model_id, created, {"content": value})
                 elif kind == "sentence":
@@ -126,6 +138,7 @@ class ChatService:
             yield None
         finally:
             job.cancelled.set()  # a client that left stops its generation at the next turn
+            self.metrics.finish(stats)
 
     # ------------------------------------------------------------------ offline scoring
     async def score(self, body: Any, disconnected: Disconnected | None = None) -> dict[str, Any]:
@@ -151,9 +164,11 @@ class ChatService:
         return await next_item(self.scheduler.submit(work), disconnected, until=("done",))
 
 
-async def next_item(job: Job, disconnected: Disconnected | None, until: tuple[str, ...]) -> Any:
-    """The value of the job's next item of a kind in ``until`` (others are skipped). An error item is raised as its
-    HTTP error; a client that disconnects meanwhile (or a caller that is cancelled) stops the job."""
+async def next_item(job: Job, disconnected: Disconnected | None, until: tuple[str, ...],
+                    seen: Callable[[str, Any], None] | None = None) -> Any:
+    """The value of the job's next item of a kind in ``until`` (others are skipped; ``seen`` is shown each item).
+    An error item is raised as its HTTP error; a client that disconnects meanwhile (or a caller that is cancelled)
+    stops the job."""
     try:
         while True:
             try:
@@ -161,8 +176,10 @@ async def next_item(job: Job, disconnected: Disconnected | None, until: tuple[st
             except asyncio.TimeoutError:
                 if disconnected is not None and await disconnected():
                     job.cancelled.set()
-                    raise ApiError(499, "client disconnected") from None
+                    raise ApiError(499, "client disconnected", code="client_disconnected") from None
                 continue
+            if seen is not None:
+                seen(kind, value)
             if kind == "error":
                 raise server_error(value)
             if kind == "end":

@@ -37,13 +37,15 @@ class ServerProcess:
         log: file for the child's output (default: discarded).
         timeout: seconds to wait for the model to load.
         api_key: started with ``--api-key`` this key; :meth:`get` and :meth:`post` send it.
+        until_ready: wait until ``/health`` says ``ok`` (on Ray Serve: every replica can take requests); ``False``:
+            until it first answers at all (a Ray deployment answers 503 ``starting`` before that).
 
     Raises:
         RuntimeError: the child exited or did not answer in time (with the end of its log when there is one).
     """
 
     def __init__(self, model: str, *args: str, env: Mapping[str, str] | None = None, log: Path | None = None,
-                 timeout: float = 300, api_key: str | None = None) -> None:
+                 timeout: float = 300, api_key: str | None = None, until_ready: bool = True) -> None:
         self.port = free_port()
         self.api_key = api_key
         if api_key is not None:
@@ -60,10 +62,14 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"syncheck serve exited with {self.proc.returncode}: {self._tail()}")
             try:
-                if self.get("/health").get("status") == "ok":
+                if self.get("/health").get("status") == "ok" or not until_ready:
+                    return
+            except urllib.error.HTTPError:
+                if not until_ready:
                     return
             except (OSError, json.JSONDecodeError):
-                time.sleep(0.3)
+                pass
+            time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"syncheck serve did not answer /health within {timeout} s: {self._tail()}")
 

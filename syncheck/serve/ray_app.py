@@ -30,6 +30,7 @@ syncheck.serve.ray_app:build`` with ``args``).
 
 # no ``from __future__ import annotations``: FastAPI reads the ingress routes' annotations through Ray Serve's
 # wrapper, which must see them as types
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -41,28 +42,33 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, Optional
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 
+from syncheck.serve.app import error_response, reply_response
 from syncheck.serve.auth import ApiKeys
+from syncheck.serve.chat import Reply
 from syncheck.serve.config import ServerConfig, ServerConfigError
+from syncheck.serve.logs import RequestLog, use_json_logging
+from syncheck.serve.metrics import CONTENT_TYPE_LATEST, CollectorRegistry, HttpMetrics, exposition, labelled
+from syncheck.serve.observe import ObservedRequests, RequestRecord, RequestStats, record_of
 from syncheck.serve.protocol import ApiError, ChatRequest, model_list, now, parse_body, validated
 from syncheck.serve.ray_router import DocumentAffinityRouter
 
 
 @dataclass
 class Answer:
-    """The head of a replica's answer: its status and, unless it streams, its whole body (an error's included)."""
+    """The head of a replica's answer: its status and, unless it streams, its whole body (an error's included) and
+    what the model did for it; which replica answered, and whether the router preferred another one (a spill)."""
 
     status: int = 200
     body: Optional[Dict[str, Any]] = None
     headers: Dict[str, str] = field(default_factory=dict)
     stream: bool = False
-
-    @classmethod
-    def of_error(cls, exc: ApiError) -> "Answer":
-        return cls(exc.status, exc.body(), exc.headers)
+    stats: Optional[RequestStats] = None
+    replica: Optional[str] = None
+    spilled: bool = False
 
 
 # ---------------------------------------------------------------------- the model replicas
@@ -98,32 +104,46 @@ class SyncheckReplica:
             raise failed[0]
         self.replica = serve.get_replica_context().replica_id.unique_id
 
-    async def chat(self, request: ChatRequest, affinity: Optional[str] = None) -> AsyncIterator[Any]:
+    def answer(self, preferred: Optional[str] = None, **fields: Any) -> Answer:
+        return Answer(replica=self.replica, spilled=preferred is not None and preferred != self.replica, **fields)
+
+    def error(self, exc: ApiError, preferred: Optional[str] = None) -> Answer:
+        return self.answer(preferred, status=exc.status, body=exc.body(), headers=exc.headers)
+
+    async def chat(self, request: ChatRequest, affinity: Optional[str] = None,
+                   preferred: Optional[str] = None) -> AsyncIterator[Any]:
         """Answer a parsed chat request: yields its :class:`Answer`, then, when it streams, its chunk objects
-        (``None`` for ``[DONE]``). ``affinity`` is read by the router only. The ingress closing the stream (its
-        client left) stops the generation."""
+        (``None`` for ``[DONE]``) and last its :class:`~syncheck.serve.observe.RequestStats`. ``affinity`` is read
+        by the router, which sets ``preferred``. The ingress closing the stream (its client left) stops the
+        generation."""
         try:
             reply = await self.service.chat(request, extra={"replica": self.replica})
         except ApiError as exc:
-            yield Answer.of_error(exc)
+            yield self.error(exc, preferred)
             return
         if not reply.stream:
-            yield Answer(body=reply.body)
+            yield self.answer(preferred, body=reply.body, stats=reply.stats)
             return
-        yield Answer(stream=True)
+        yield self.answer(preferred, stream=True)
         async with contextlib.aclosing(reply.events) as events:
             async for event in events:
                 yield event
+        yield reply.stats
 
     async def score(self, body: Any) -> Answer:
         """``POST /v1/syncheck/score`` with a parsed body."""
         try:
-            return Answer(body=await self.service.score(body))
+            return self.answer(body=await self.service.score(body))
         except ApiError as exc:
-            return Answer.of_error(exc)
+            return self.error(exc)
 
-    async def health(self) -> Dict[str, Any]:
+    async def health(self, to_replica: Optional[str] = None) -> Dict[str, Any]:
+        """This replica's ``GET /health`` (``to_replica`` is read by the router)."""
         return {**self.service.health(), "replica": self.replica}
+
+    async def metrics(self, to_replica: Optional[str] = None) -> Dict[str, str]:
+        """This replica's metrics in Prometheus' text format, by its id (``to_replica`` is read by the router)."""
+        return {self.replica: exposition(self.service.registry).decode()}
 
     def __del__(self) -> None:
         service = getattr(self, "service", None)
@@ -143,12 +163,24 @@ def error_event(message: str) -> Dict[str, Any]:
     return ApiError(503, message, type="server_error", code="replica_failed").body()
 
 
+def live_replica_ids() -> list:
+    """The ids of the model replicas whose actors are alive (starting ones included), from Ray's actor names."""
+    import ray
+
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a.get("namespace") == "serve"]
+    return sorted(n.rsplit("#", 1)[1] for n in names if "#syncheck-replica#" in n)
+
+
+# everything the ingress uses is defined above it: Ray Serve pickles the class as it is decorated
 ingress_app = FastAPI(title="syncheck on Ray Serve")
+#: what watches the ingress's requests (its metrics, its logs): set when the ingress is built, in its own process
+_observers: list = []
+ingress_app.add_middleware(ObservedRequests, observers=lambda: _observers)
 
 
 @ingress_app.exception_handler(ApiError)
 async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return error_response(request, exc)
 
 
 @serve.deployment(name="syncheck", max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
@@ -160,6 +192,13 @@ class Ingress:
     def __init__(self, replicas: Any, config: ServerConfig) -> None:
         self.replicas, self.streams = replicas, replicas.options(stream=True)
         self.config, self.created, self.keys = config, now(), ApiKeys(config.api_keys)
+        self.registry = CollectorRegistry()
+        self.seen: set = set()  # replicas reached by their own id: the router sees them
+        self.http = HttpMetrics(self.registry)
+        _observers[:] = [self.http]
+        if config.log_format == "json":
+            use_json_logging()
+            _observers.append(RequestLog())
         # requests one replica admits, and more that wait at the router
         self.slots, self.waiting = config.slots, max(config.max_queue, 1)
         self.mean_seconds = 5.0  # running mean of a request's duration
@@ -188,9 +227,36 @@ class Ingress:
             raise ApiError(503, f"the replica taking this request stopped ({type(exc).__name__}); retry: Ray "
                                 "Serve replaces it", type="server_error") from None
 
+    async def each_replica(self, method: str, replicas: list) -> list:
+        """``method`` (``health``, ``metrics``) of every replica in ``replicas``, asked of each by its id; the
+        answers of those that answered within 5 s (one the router does not see yet is answered by another)."""
+        calls = [getattr(self.replicas, method).remote(to_replica=r) for r in replicas]
+        done = await asyncio.gather(*(asyncio.wait_for(self.call(c), 5) for c in calls), return_exceptions=True)
+        for call in calls:
+            call.cancel()  # one still waiting for its replica would hold a place in the router's queue
+        return [d for d in done if isinstance(d, dict)]
+
     @ingress_app.get("/health")
-    async def health(self) -> Dict[str, Any]:
-        return await self.call(self.replicas.health.remote())
+    async def health(self) -> JSONResponse:
+        """200 ``"ok"`` once every live replica has answered a request routed to it by its own id (so the router
+        sees it, and a request for its documents reaches it), and there are at least ``replicas``; else 503
+        ``"starting"``. Each replica's own health is listed under ``replicas``."""
+        live = live_replica_ids()
+        answers = {a["replica"]: a for a in await self.each_replica("health", live)}
+        self.seen.update(r for r in answers if r in live)
+        starting = [r for r in live if r not in self.seen]
+        ready = not starting and len(live) >= self.config.replicas
+        body = {"status": "ok" if ready else "starting", "model": self.config.served_id, "ready": ready,
+                "replicas": {r: answers.get(r) for r in live}, "starting": starting,
+                **{k: sum(a[k] for a in answers.values()) for k in ("running", "queued", "cancelled")}}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @ingress_app.get("/metrics", include_in_schema=False)
+    async def metrics(self) -> Response:
+        replicas: Dict[str, str] = {}
+        for answer in await self.each_replica("metrics", live_replica_ids()):
+            replicas.update(answer)
+        return Response(labelled(self.registry, replicas), media_type=CONTENT_TYPE_LATEST)
 
     @ingress_app.get("/v1/models")
     async def models(self, request: Request) -> Dict[str, Any]:
@@ -205,13 +271,24 @@ class Ingress:
             answer = await self.call(self.replicas.score.remote(parse_body(await request.body())))
         finally:
             self.finished(started)
+        return self.respond(answer, record_of(request))
+
+    def note(self, answer: Answer, record: Optional[RequestRecord]) -> None:
+        """The request's record takes what the replica did; a spill is counted."""
+        if record is not None:
+            record.replica, record.stats = answer.replica, answer.stats
+            if answer.status >= 400:
+                record.error = answer.body["error"].get("code") or answer.body["error"].get("type")
+        if answer.spilled:
+            self.http.spills.inc()
+
+    def respond(self, answer: Answer, record: Optional[RequestRecord]) -> JSONResponse:
+        """A replica's whole answer as JSON."""
+        self.note(answer, record)
         return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
 
     @ingress_app.post("/v1/chat/completions")
     async def chat_completions(self, request: Request) -> Any:
-        from syncheck.serve.app import reply_response
-        from syncheck.serve.chat import Reply
-
         self.keys.check(request.headers.get("authorization"))
         req = validated(ChatRequest, parse_body(await request.body()))
         started = time.perf_counter()
@@ -221,16 +298,22 @@ class Ingress:
         except BaseException:
             self.finished(started)
             raise
+        record = record_of(request)
         if not answer.stream:
             self.finished(started)
-            return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
-        return reply_response(Reply(events=self.relay(stream, started)))
+            return self.respond(answer, record)
+        self.note(answer, record)
+        return reply_response(Reply(events=self.relay(stream, started, record)), record)
 
-    async def relay(self, stream: Any, started: float) -> AsyncIterator[Any]:
+    async def relay(self, stream: Any, started: float, record: Optional[RequestRecord]) -> AsyncIterator[Any]:
         from ray.exceptions import RayActorError
 
         try:
             async for event in stream:
+                if isinstance(event, RequestStats):  # the replica's last word: what it did
+                    if record is not None:
+                        record.stats = event
+                    continue
                 yield event
         except RayActorError as exc:
             yield error_event(f"the replica serving this stream stopped ({type(exc).__name__}); the answer is "
@@ -265,13 +348,15 @@ def build_app(config: Any, **settings: Any) -> Any:
         "max_ongoing_requests": config.slots,
         "max_queued_requests": max(config.max_queue, 1),
         "request_router_config": RequestRouterConfig(request_router_class=DocumentAffinityRouter),
+        # on shutdown (SIGTERM to syncheck serve) a replica lets its streams run this long
+        "graceful_shutdown_timeout_s": config.drain_timeout,
     }
     if config.autoscaling:
         options["autoscaling_config"] = config.autoscaling
     else:
         options["num_replicas"] = config.replicas
     replicas = serve.deployment(SyncheckReplica).options(**options).bind(config)
-    return Ingress.bind(replicas, config)
+    return Ingress.options(graceful_shutdown_timeout_s=config.drain_timeout).bind(replicas, config)
 
 
 #: ``serve run`` argument names that differ from :class:`ServerConfig`'s
