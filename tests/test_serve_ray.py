@@ -101,17 +101,21 @@ def test_the_router_sends_a_replicas_own_requests_to_it_and_names_the_preferred_
     from syncheck.serve.ray_router import DocumentAffinityRouter, replica_weight
 
     replicas = [SimpleNamespace(replica_id=SimpleNamespace(unique_id=r)) for r in ("r1", "r2", "r3")]
+    full: set = set()  # what the router's queue-length cache knows to be full
+    router = SimpleNamespace(select_available_replicas=lambda rs: [r for r in rs if r.replica_id.unique_id not in full])
 
     def ranks(**kwargs):
         pending = SimpleNamespace(kwargs=kwargs, routing_context=SimpleNamespace(should_backoff=False))
-        out = asyncio.run(DocumentAffinityRouter.choose_replicas(None, replicas, pending))
+        out = asyncio.run(DocumentAffinityRouter.choose_replicas(router, replicas, pending))
         return [[r.replica_id.unique_id for r in rank] for rank in out], pending.kwargs
 
     assert ranks(to_replica="r2")[0] == [["r2"]]
     assert ranks(to_replica="gone")[0] == [["r1", "r2", "r3"]]  # answered by another, which names itself
-    (first, rest), kwargs = ranks(affinity="k")
-    assert first == [max(("r1", "r2", "r3"), key=lambda r: replica_weight("k", r))] == [kwargs["preferred"]]
-    assert sorted(first + rest) == ["r1", "r2", "r3"]
+    home = max(("r1", "r2", "r3"), key=lambda r: replica_weight("k", r))
+    assert ranks(affinity="k") == ([[home]], {"affinity": "k", "preferred": home})  # it waits for its home ...
+    full.add(home)
+    (first, rest), kwargs = ranks(affinity="k")  # ... unless the home is known to be full
+    assert first == [home] == [kwargs["preferred"]] and sorted(first + rest) == ["r1", "r2", "r3"]
     assert ranks()[0] == [["r1", "r2", "r3"]] and "preferred" not in ranks()[1]
 
 

@@ -228,20 +228,26 @@ class Ingress:
                                 "Serve replaces it", type="server_error") from None
 
     async def each_replica(self, method: str, replicas: list) -> list:
-        """``method`` (``health``, ``metrics``) of every replica in ``replicas``, asked of each by its id; the
-        answers of those that answered within 5 s (one the router does not see yet is answered by another)."""
-        calls = [getattr(self.replicas, method).remote(to_replica=r) for r in replicas]
-        done = await asyncio.gather(*(asyncio.wait_for(self.call(c), 5) for c in calls), return_exceptions=True)
-        for call in calls:
-            call.cancel()  # one still waiting for its replica would hold a place in the router's queue
-        return [d for d in done if isinstance(d, dict)]
+        """``method`` (``health``, ``metrics``) of every replica in ``replicas``, asked of each by its id, one at a
+        time (a burst would meet the router's ``max_queued_requests``); the answers of those that answered within
+        5 s (one the router does not see yet is answered by another, which names itself)."""
+        answers = []
+        for replica in replicas:
+            call = None
+            try:
+                call = getattr(self.replicas, method).remote(to_replica=replica)
+                answers.append(await asyncio.wait_for(self.call(call), 5))
+            except Exception:  # busy, gone or slow: this check goes without its answer
+                if call is not None:
+                    call.cancel()  # still waiting for its replica, it would hold a place in the router's queue
+        return [a for a in answers if isinstance(a, dict)]
 
     @ingress_app.get("/health")
     async def health(self) -> JSONResponse:
         """200 ``"ok"`` once every live replica has answered a request routed to it by its own id (so the router
         sees it, and a request for its documents reaches it), and there are at least ``replicas``; else 503
         ``"starting"``. Each replica's own health is listed under ``replicas``."""
-        live = live_replica_ids()
+        live = await asyncio.to_thread(live_replica_ids)  # a call to Ray's control store: off the event loop
         answers = {a["replica"]: a for a in await self.each_replica("health", live)}
         self.seen.update(r for r in answers if r in live)
         starting = [r for r in live if r not in self.seen]
@@ -254,7 +260,7 @@ class Ingress:
     @ingress_app.get("/metrics", include_in_schema=False)
     async def metrics(self) -> Response:
         replicas: Dict[str, str] = {}
-        for answer in await self.each_replica("metrics", live_replica_ids()):
+        for answer in await self.each_replica("metrics", await asyncio.to_thread(live_replica_ids)):
             replicas.update(answer)
         return Response(labelled(self.registry, replicas), media_type=CONTENT_TYPE_LATEST)
 

@@ -6,8 +6,11 @@ request with that key to the same replica, so that replica's prompt-prefix cache
 
 - the replica is chosen by rendezvous hashing (the highest ``sha256(key, replica)``), so a key keeps its replica
   while the replica lives, and only the keys of a replica that goes away move;
-- when that replica is at its limit (``max_ongoing_requests``: what one plain server admits), the request goes to
-  the least-loaded of the others; when every replica is full it waits at the router, with backoff;
+- when that replica is at its limit (``max_ongoing_requests``: what one plain server admits, as the router's
+  queue-length cache knows it), the request goes to the least-loaded of the others; when every replica is full it
+  waits at the router, with backoff. A replica not known to be full keeps its requests even when it is slow to
+  answer the router's queue-length probe (a CPU replica computing a forward): Ray Serve would otherwise try the next
+  rank after 0.1 s, and the request would leave its documents' replica with room to spare;
 - a request without documents (``POST /v1/syncheck/score``) goes to the least-loaded replica;
 - a request with a ``to_replica`` keyword (the ingress asking each replica for its health or its metrics) goes to
   that replica when the router sees it, else to any (the answer names the replica, so the ingress can tell).
@@ -62,7 +65,11 @@ class DocumentAffinityRouter(RequestRouter):
             return [candidate_replicas]
         ranked = sorted(candidate_replicas, key=lambda r: replica_weight(key, r.replica_id.unique_id), reverse=True)
         pending_request.kwargs["preferred"] = ranked[0].replica_id.unique_id  # the replica counts a spill
-        return [ranked[:1], ranked[1:]] if len(ranked) > 1 else [ranked]
+        if len(ranked) == 1 or self.select_available_replicas(ranked[:1]):
+            # not known to be full: wait for it. Its answer to the router's queue-length probe may come late (0.1 s
+            # at first) while it computes, and a late answer would send the request to the next rank at once
+            return [ranked[:1]]
+        return [ranked[:1], ranked[1:]]
 
 
 __all__ = ["DocumentAffinityRouter", "affinity_key", "keyword", "replica_weight"]
