@@ -144,6 +144,22 @@ def test_metrics_count_a_known_sequence_of_requests(keyed):
     assert after[("process_resident_memory_bytes", ())] > 0
 
 
+def test_a_client_that_leaves_mid_stream_is_counted_as_an_error(keyed):
+    kind = ("syncheck_errors_total", (("kind", "client_disconnected"),))
+    before = scrape(keyed).get(kind, 0.0)
+    stream = keyed.client().chat.completions.create(**ask("Who built it?", max_tokens=3000, stream=True))
+    for i, _ in enumerate(stream):
+        if i == 3:
+            break
+    stream.close()
+    deadline = time.time() + 30
+    while True:  # its generation stops at the next turn
+        now = scrape(keyed)
+        if now.get(kind, 0.0) == before + 1 and now[("syncheck_requests_running", ())] == 0:
+            break
+        assert time.time() < deadline, now.get(kind)
+
+
 def test_every_metric_is_documented():
     from pathlib import Path
 

@@ -123,12 +123,19 @@ def reply_response(reply: Reply, record: RequestRecord | None = None):
 
 async def sse_lines(events: AsyncIterator[dict[str, Any] | None],
                     record: RequestRecord | None = None) -> AsyncIterator[str]:
-    """Chunk objects as server-sent events; ``None`` is the closing ``[DONE]``."""
-    async with contextlib.aclosing(events) as events:  # a client that left stops its generation
-        async for event in events:
-            if event is not None and "error" in event and record is not None:
-                record.error = event["error"].get("code") or event["error"].get("type")
-            yield "data: [DONE]\n\n" if event is None else sse(event)
+    """Chunk objects as server-sent events; ``None`` is the closing ``[DONE]``. A client that leaves first is
+    recorded as ``client_disconnected``."""
+    ended = False
+    try:
+        async with contextlib.aclosing(events) as events:  # a client that left stops its generation
+            async for event in events:
+                if event is not None and "error" in event and record is not None:
+                    record.error = event["error"].get("code") or event["error"].get("type")
+                ended = event is None
+                yield "data: [DONE]\n\n" if event is None else sse(event)
+    finally:
+        if not ended and record is not None and record.error is None:
+            record.error = "client_disconnected"
 
 
 __all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app", "error_response", "reply_response", "sse_lines"]
