@@ -163,12 +163,13 @@ def error_event(message: str) -> Dict[str, Any]:
     return ApiError(503, message, type="server_error", code="replica_failed").body()
 
 
-def live_replica_ids() -> list:
-    """The ids of the model replicas whose actors are alive (starting ones included), from Ray's actor names."""
+def live_replica_ids(app_name: str) -> list:
+    """The ids of application ``app_name``'s model replicas whose actors are alive (starting ones included), from
+    Ray Serve's actor names (``SERVE_REPLICA::APP#DEPLOYMENT#ID``)."""
     import ray
 
     names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a.get("namespace") == "serve"]
-    return sorted(n.rsplit("#", 1)[1] for n in names if "#syncheck-replica#" in n)
+    return sorted(n.rsplit("#", 1)[1] for n in names if f"::{app_name}#syncheck-replica#" in n)
 
 
 # everything the ingress uses is defined above it: Ray Serve pickles the class as it is decorated
@@ -192,6 +193,7 @@ class Ingress:
     def __init__(self, replicas: Any, config: ServerConfig) -> None:
         self.replicas, self.streams = replicas, replicas.options(stream=True)
         self.config, self.created, self.keys = config, now(), ApiKeys(config.api_keys)
+        self.app_name = serve.get_replica_context().app_name
         self.registry = CollectorRegistry()
         self.seen: set = set()  # replicas reached by their own id: the router sees them
         self.http = HttpMetrics(self.registry)
@@ -227,6 +229,10 @@ class Ingress:
             raise ApiError(503, f"the replica taking this request stopped ({type(exc).__name__}); retry: Ray "
                                 "Serve replaces it", type="server_error") from None
 
+    async def live(self) -> list:
+        """The live replicas' ids (a call to Ray's control store, off the event loop)."""
+        return await asyncio.to_thread(live_replica_ids, self.app_name)
+
     async def each_replica(self, method: str, replicas: list) -> list:
         """``method`` (``health``, ``metrics``) of every replica in ``replicas``, asked of each by its id, one at a
         time (a burst would meet the router's ``max_queued_requests``); the answers of those that answered within
@@ -247,7 +253,7 @@ class Ingress:
         """200 ``"ok"`` once every live replica has answered a request routed to it by its own id (so the router
         sees it, and a request for its documents reaches it), and there are at least ``replicas``; else 503
         ``"starting"``. Each replica's own health is listed under ``replicas``."""
-        live = await asyncio.to_thread(live_replica_ids)  # a call to Ray's control store: off the event loop
+        live = await self.live()
         answers = {a["replica"]: a for a in await self.each_replica("health", live)}
         self.seen.update(r for r in answers if r in live)
         starting = [r for r in live if r not in self.seen]
@@ -260,7 +266,7 @@ class Ingress:
     @ingress_app.get("/metrics", include_in_schema=False)
     async def metrics(self) -> Response:
         replicas: Dict[str, str] = {}
-        for answer in await self.each_replica("metrics", await asyncio.to_thread(live_replica_ids)):
+        for answer in await self.each_replica("metrics", await self.live()):
             replicas.update(answer)
         return Response(labelled(self.registry, replicas), media_type=CONTENT_TYPE_LATEST)
 
