@@ -18,7 +18,12 @@ printed as it ends, so a run cut short still leaves its finished rounds.
 Usage::
 
     .venv/bin/python -m benchmarks.serve_load [--model smollm2-135m] [--tokens 64] [--requests 8] [--concurrency 1,4,8]
-    [--rounds 3] [--doc-sets 1] [--with-fod] [--ray-replicas 2 [--replica-cpus 1] [--replica-gpus 0]]
+    [--rounds 3] [--doc-sets 1] [--with-fod] [--with-operations] [--ray-replicas 2 [--replica-cpus 1]
+    [--replica-gpus 0]]
+
+``--with-operations`` also runs every level against a second plain server started with an API key and JSON request
+logs (``--api-key``, ``--log-format json``; both servers keep ``/metrics``), in the same rounds, so the cost of what
+an operator turns on shows beside the plain server.
 
 ``--ray-replicas N`` also serves the model as N Ray Serve replicas (``syncheck serve --replicas N``, the
 ``serve-ray`` extra) and runs every level against them in the same rounds; the last column then gives the share of
@@ -336,6 +341,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--packing", default="auto", choices=["auto", "on", "off"],
                     help="the servers' rounds (syncheck serve --packing): packed on CPU by default")
+    ap.add_argument("--with-operations", action="store_true",
+                    help="also run every level against a plain server with an API key and JSON request logs "
+                         "(--api-key, --log-format json; its /metrics are always on), beside the plain server")
     ap.add_argument("--ray-replicas", type=int, default=0,
                     help="also run every level against this many Ray Serve replicas (syncheck serve --replicas)")
     ap.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
@@ -359,9 +367,14 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     baseline = SequentialMonitor(args.model, {"device": args.device, "dtype": args.dtype})
     server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)), "--max-queue", "64",
                            *extra, env={"PYTHONWARNINGS": "ignore"})
-    ray_server = None
+    ray_server = ops_server = None
     rounds: list[dict[str, dict[str, float]]] = []
     try:
+        if args.with_operations:  # the clients' api_key is "none"
+            ops_server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)),
+                                       "--max-queue", "64", "--api-key", "none", "--log-format", "json", *extra,
+                                       env={"PYTHONWARNINGS": "ignore"})
+            _stream_request(ops_server.base_url, requests[0], 4)  # warm-up
         if args.ray_replicas:
             ray_server = ServerProcess(args.model, "--model-id", "bench", "--max-concurrent", str(max(levels)),
                                        "--max-queue", "64", "--replicas", str(args.ray_replicas), "--ray",
@@ -377,6 +390,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             this_round = {baseline_name: baseline.run(requests, args.tokens)}
             for c in levels:
                 this_round[f"server, concurrency {c}"] = run_server_level(base, requests, args.tokens, c)
+                if ops_server is not None:
+                    this_round[f"server with key and JSON logs, concurrency {c}"] = run_server_level(
+                        ops_server.base_url, requests, args.tokens, c)
                 if ray_server is not None:
                     this_round[f"Ray Serve, {args.ray_replicas} replicas, concurrency {c}"] = run_server_level(
                         ray_server.base_url, requests, args.tokens, c)
@@ -386,8 +402,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             print(round_lines(k + 1, this_round, baseline_name), flush=True)
     finally:
         server.stop()
-        if ray_server is not None:
-            ray_server.stop()
+        for other in (ray_server, ops_server):
+            if other is not None:
+                other.stop()
     results = combine_rounds(rounds, baseline_name)
 
     print(f"\nmodel={args.model} requests={args.requests} over {args.doc_sets} document set(s) "

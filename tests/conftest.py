@@ -145,14 +145,14 @@ DOCS = ["The Eiffel Tower was completed in 1889 for the World's Fair.", "It is 3
 class Server(ServerProcess):
     """The test server: offline, its own cache and log, ``--model-id``; ``client()`` is an ``openai`` client."""
 
-    def __init__(self, model: str, model_id: str, cache: Path, *extra: str) -> None:
+    def __init__(self, model: str, model_id: str, cache: Path, *extra: str, **kw) -> None:
         super().__init__(model, "--model-id", model_id, *extra, log=cache / "server.log", timeout=180,
-                         env={"HF_HUB_OFFLINE": "1", "SYNCHECK_CACHE": str(cache), "PYTHONWARNINGS": "ignore"})
+                         env={"HF_HUB_OFFLINE": "1", "SYNCHECK_CACHE": str(cache), "PYTHONWARNINGS": "ignore"}, **kw)
 
     def client(self, **kw):
         import openai
 
-        return openai.OpenAI(base_url=self.base_url, api_key="none", max_retries=0, **kw)
+        return openai.OpenAI(**{"base_url": self.base_url, "api_key": self.api_key or "none", "max_retries": 0, **kw})
 
 
 @pytest.fixture(scope="module")

@@ -224,12 +224,12 @@ def test_real_smollm2_streams_scored_sentences_and_runs_fod(tmp_path_factory):
 def test_only_setting_errors_become_400_and_internal_failures_500():
     """A regression: every ValueError became a 400, internal invariant failures included."""
     from syncheck.decoding import Decoding, SettingsError
-    from syncheck.serve.app import _server_error
+    from syncheck.serve.chat import server_error
 
     with pytest.raises(SettingsError) as bad:
         Decoding(top_p=0.0)
-    assert _server_error(bad.value).status == 400 and "top_p" in str(bad.value)
-    internal = _server_error(ValueError("token 7 is not a flushed sentence boundary of row 0"))
+    assert server_error(bad.value).status == 400 and "top_p" in str(bad.value)
+    internal = server_error(ValueError("token 7 is not a flushed sentence boundary of row 0"))
     assert internal.status == 500 and internal.type == "server_error"
 
 

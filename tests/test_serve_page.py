@@ -77,7 +77,7 @@ def test_no_ui_leaves_the_page_out(scorer, monkeypatch):
     import syncheck.scorer
     from syncheck.serve.app import create_app
 
-    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False, ui=False))
+    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False, ui=False))  # a ServerConfig field
     assert client.get("/").status_code == 404 and client.get("/ui/page.js").status_code == 404
     assert client.get("/health").status_code == 200
     serve_cli = importlib.import_module("syncheck.cli.serve")  # the module (syncheck.cli.serve is its command)
@@ -89,12 +89,12 @@ def test_no_ui_leaves_the_page_out(scorer, monkeypatch):
         assert result.exit_code == 0, result.output
         assert TestClient(served[-1]).get("/").status_code == status
         assert ("live page: http://127.0.0.1:8000/" in result.output) is (not flags)
-    # on Ray Serve, every replica's app is built with the same choice
+    # on Ray Serve, the ingress gets the same choice
     ray_calls = []
-    monkeypatch.setattr(serve_cli, "run_ray_server", lambda host, port, model, **kw: ray_calls.append(kw))
+    monkeypatch.setattr(serve_cli, "run_ray_server", lambda host, port, config: ray_calls.append(config))
     for flags in ([], ["--no-ui"]):
         assert CliRunner().invoke(serve_cli.serve, ["--model", "m", "--replicas", "2", *flags]).exit_code == 0
-    assert [kw["ui"] for kw in ray_calls] == [True, False]
+    assert [config.ui for config in ray_calls] == [True, False]
 
 
 # ---------------------------------------------------------------------- in a real browser

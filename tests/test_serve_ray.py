@@ -29,9 +29,10 @@ class RayServer:
     """The Ray Serve application on a free loopback port (``url``, ``get``, ``post``, ``client`` as conftest's
     ``Server``)."""
 
-    def __init__(self, model: str, cache: str) -> None:
+    def __init__(self, model: str, cache: str, **settings) -> None:
         from ray import serve
 
+        from syncheck.serve.config import ServerConfig
         from syncheck.serve.ray_app import build_app
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,10 +42,23 @@ class RayServer:
         self.url = f"http://127.0.0.1:{self.port}"
         serve.start(http_options={"host": "127.0.0.1", "port": self.port})
         # max_concurrent 1 and max_queue 1: a replica admits 2 requests, so the busy and fault tests fill it quickly
-        serve.run(build_app(model, model_id="tiny", max_concurrent=1, max_queue=1, num_replicas=2,
-                            ray_actor_options={"num_cpus": 0.5}), name="syncheck", route_prefix="/")
+        # the API key is the one the tests' openai clients send
+        self.api_key = "none"
+        self.config = ServerConfig(model=model, model_id="tiny", max_concurrent=1, max_queue=1, replicas=2,
+                                   replica_cpus=0.5, api_keys=(self.api_key,), **settings)
+        serve.run(build_app(self.config), name="syncheck", route_prefix="/")
+        deadline = time.time() + 120
+        while not self.ready():  # every replica can take requests: its documents' requests reach it
+            assert time.time() < deadline, "the Ray deployment did not report ready within 120 s"
+            time.sleep(0.2)
 
-    get, post = ServerProcess.get, ServerProcess.post  # they read only ``url``
+    def ready(self) -> bool:
+        try:
+            return self.get("/health")["ready"]
+        except OSError:  # 503 while starting
+            return False
+
+    get, post, headers = ServerProcess.get, ServerProcess.post, ServerProcess.headers  # they read ``url``, ``api_key``
 
     def client(self):
         return openai.OpenAI(base_url=self.url + "/v1", api_key="none", max_retries=0, timeout=120)
@@ -70,6 +84,39 @@ def ray_server(serve_dir, tmp_path_factory):
                 raise
     yield srv
     srv.stop()
+
+
+def test_health_is_ready_once_the_router_sees_every_replica(ray_server):
+    health = ray_server.get("/health")
+    assert health["status"] == "ok" and health["ready"] and health["starting"] == []
+    assert set(health["replicas"]) == set(live_replicas()) and len(health["replicas"]) == 2
+    answered = {r: h for r, h in health["replicas"].items() if h}  # a replica slow to answer (5 s) shows None
+    assert answered and all(h["replica"] == r and h["status"] == "ok" for r, h in answered.items()), health
+
+
+def test_the_router_sends_a_replicas_own_requests_to_it_and_names_the_preferred_one():
+    import asyncio
+    from types import SimpleNamespace
+
+    from syncheck.serve.ray_router import DocumentAffinityRouter, replica_weight
+
+    replicas = [SimpleNamespace(replica_id=SimpleNamespace(unique_id=r)) for r in ("r1", "r2", "r3")]
+    full: set = set()  # what the router's queue-length cache knows to be full
+    router = SimpleNamespace(select_available_replicas=lambda rs: [r for r in rs if r.replica_id.unique_id not in full])
+
+    def ranks(**kwargs):
+        pending = SimpleNamespace(kwargs=kwargs, routing_context=SimpleNamespace(should_backoff=False))
+        out = asyncio.run(DocumentAffinityRouter.choose_replicas(router, replicas, pending))
+        return [[r.replica_id.unique_id for r in rank] for rank in out], pending.kwargs
+
+    assert ranks(to_replica="r2")[0] == [["r2"]]
+    assert ranks(to_replica="gone")[0] == [["r1", "r2", "r3"]]  # answered by another, which names itself
+    home = max(("r1", "r2", "r3"), key=lambda r: replica_weight("k", r))
+    assert ranks(affinity="k") == ([[home]], {"affinity": "k", "preferred": home})  # it waits for its home ...
+    full.add(home)
+    (first, rest), kwargs = ranks(affinity="k")  # ... unless the home is known to be full
+    assert first == [home] == [kwargs["preferred"]] and sorted(first + rest) == ["r1", "r2", "r3"]
+    assert ranks()[0] == [["r1", "r2", "r3"]] and "preferred" not in ranks()[1]
 
 
 def docs_ask(question: str, docs: list[str], **kw) -> dict:
@@ -109,6 +156,21 @@ def test_the_same_documents_reach_the_same_replica_and_other_documents_spread(ra
     assert len(many) == 2  # 8 document sets over 2 replicas: both take some (1 in 128 to fail by chance)
 
 
+def test_a_request_without_the_key_gets_401_and_one_with_it_200(ray_server):
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                       "max_tokens": 2}).encode()
+    for auth in ("", "Bearer wrong"):
+        status, err, _ = ray_server.post("/v1/chat/completions", body, headers={"Authorization": auth})
+        assert status == 401 and err["error"]["code"] == "invalid_api_key"
+    status, _, _ = ray_server.post("/v1/syncheck/score", b"{}", headers={"Authorization": "Bearer wrong"})
+    assert status == 401
+    with pytest.raises(openai.AuthenticationError):
+        ray_server.client().with_options(api_key="wrong").models.list()
+    status, reply, _ = ray_server.post("/v1/chat/completions", body)
+    assert status == 200 and reply["choices"][0]["message"]["content"]
+    assert ray_server.get("/health", headers={"Authorization": ""})["status"] == "ok"
+
+
 def test_errors_and_fod_mode_are_the_plain_servers(ray_server):
     status, err, _ = ray_server.post("/v1/chat/completions", json.dumps(
         {"model": "tiny", "messages": [{"role": "user", "content": "Q?"}]}).encode())
@@ -119,7 +181,23 @@ def test_errors_and_fod_mode_are_the_plain_servers(ray_server):
     fod = ray_server.client().chat.completions.create(**ask(QUESTIONS[1], max_tokens=8, extra_body={
         "documents": DOCS, "syncheck": {"method": "fod", "tau1": 0.0, "final_check": False, "max_sentences": 2}}))
     assert fod.model_extra["syncheck"]["method"] == "fod" and fod.model_extra["syncheck"]["replica"]
-    assert ray_server.get("/health")["replica"] and ray_server.get("/v1/models")["data"][0]["id"] == "tiny"
+    assert ray_server.get("/v1/models")["data"][0]["id"] == "tiny"
+
+
+def test_metrics_gather_every_replica_labelled_by_replica(ray_server):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client = ray_server.client()
+    replicas = {client.chat.completions.create(**docs_ask(QUESTIONS[0], [f"Metric document {i}."], max_tokens=2))
+                .model_extra["syncheck"]["replica"] for i in range(6)}
+    time.sleep(0.3)
+    samples = [s for f in text_string_to_metric_families(ray_server.get("/metrics")) for s in f.samples]
+    served = {s.labels["replica"]: s.value for s in samples if s.name == "syncheck_generated_tokens_total"}
+    assert set(served) == set(live_replicas()) and replicas <= set(served) and sum(served.values()) >= 12
+    assert any(s.name == "syncheck_requests_total" and s.labels == {"route": "/v1/chat/completions", "status": "200"}
+               and s.value >= 6 for s in samples)
+    assert {s.labels["replica"] for s in samples if s.name == "syncheck_free_slots"} == set(served)
+    assert any(s.name == "syncheck_router_spills_total" for s in samples)
 
 
 class Holder(threading.Thread):
@@ -230,17 +308,17 @@ def test_the_serve_command_starts_ray_serve_for_more_than_one_replica(monkeypatc
     cli = importlib.import_module("syncheck.cli.serve")  # the module (syncheck.cli exports the command by its name)
 
     calls = []
-    monkeypatch.setattr(cli, "run_ray_server", lambda host, port, model, **kw: calls.append((host, port, model, kw)))
+    monkeypatch.setattr(cli, "run_ray_server", lambda host, port, config: calls.append((host, port, config)))
     args = ["--model", "m", "--max-concurrent", "2", "--replica-cpus", "0.5"]
     assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2"]).exit_code == 0
     assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2", "--max-replicas", "4"]).exit_code == 0
-    (_, port, model, fixed), (_, _, _, scaled) = calls
-    assert port == 8000 and model == "m" and fixed["num_replicas"] == 2 and fixed["autoscaling_config"] is None
-    assert fixed["ray_actor_options"] == {"num_cpus": 0.5, "num_gpus": 0.0} and fixed["max_concurrent"] == 2
-    assert scaled["autoscaling_config"] == {"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2.0}
-    assert fixed["threads"] is None
+    (_, port, fixed), (_, _, scaled) = calls
+    assert port == 8000 and fixed.model == "m" and fixed.replicas == 2 and fixed.autoscaling is None
+    assert (fixed.replica_cpus, fixed.replica_gpus) == (0.5, 0.0) and fixed.max_concurrent == 2
+    assert scaled.autoscaling == {"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2.0}
+    assert fixed.replica_threads is None
     assert CliRunner().invoke(cli.serve, [*args, "--replicas", "2", "--replica-threads", "2"]).exit_code == 0
-    assert calls[-1][3]["threads"] == 2
+    assert calls[-1][2].replica_threads == 2
     bad = CliRunner().invoke(cli.serve, [*args, "--replicas", "3", "--max-replicas", "2"])
     assert bad.exit_code == 2 and "below --replicas" in bad.output
 
@@ -253,10 +331,8 @@ def test_the_application_builder_reads_serve_run_arguments():
     assert app is not None
     with pytest.raises(ValueError, match="model=MODEL"):
         build({})
-    body = json.dumps({"documents": DOCS, "messages": []}).encode()
-    assert documents_key("POST", "/v1/chat/completions", body) == documents_key(
-        "POST", "/v1/chat/completions", json.dumps({"messages": [{"role": "user"}], "documents": DOCS}).encode())
-    assert documents_key("GET", "/health", b"") is None
+    assert documents_key(list(DOCS)) == documents_key(DOCS) and documents_key(DOCS) != documents_key(DOCS[:1])
+    assert documents_key(None) is None and documents_key([]) is None
 
 
 def test_the_load_benchmark_reports_p95_latency_and_the_share_served_by_one_replica():

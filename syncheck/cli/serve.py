@@ -39,27 +39,30 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
               help="Each round's forward: packed (every stream's token, the finished sentences' without-context "
                    "flushes and new prompts side by side, each row on its own cache) or padded. auto: packed on CPU, "
                    "padded on an accelerator, where packing is not yet measured.")
+@click.option("--api-key", "api_keys", multiple=True, envvar="SYNCHECK_API_KEY", show_envvar=True,
+              help="A key every /v1 request must send as 'Authorization: Bearer KEY' (401 without it); repeat it, or "
+                   "give several keys separated by spaces in the variable. /health and /metrics stay open.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: uvicorn's warnings only; json: one JSON line per request on stderr (request id from "
+                   "X-Request-Id or made up, route, status, tokens, sentences, flagged, latency).")
+@click.option("--drain-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds running streams may take to finish after SIGTERM; new requests get 503 meanwhile, and "
+                   "what is left then ends with an error event.")
 @click.option("--no-ui", is_flag=True, help="Leave out the live page at / (the API alone).")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option
 @dtype_option
-def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, aggregator, replicas, max_replicas,
-          target_ongoing_requests, replica_cpus, replica_gpus, replica_threads, packing, no_ui, on_ray, device, dtype):
+def serve(host, port, on_ray, no_ui, **settings):
     """Serve MODEL behind POST /v1/chat/completions with live per-sentence faithfulness (and FOD)."""
-    if on_ray or replicas > 1 or max_replicas is not None:
-        scaling = None
-        if max_replicas is not None:
-            if max_replicas < replicas:
-                raise click.BadParameter(f"--max-replicas {max_replicas} is below --replicas {replicas}",
-                                         param_hint="--max-replicas")
-            scaling = {"min_replicas": replicas, "max_replicas": max_replicas,
-                       "target_ongoing_requests": target_ongoing_requests or float(max_concurrent)}
-        run_ray_server(host, port, model, model_id=model_id or model, max_concurrent=max_concurrent,
-                       max_queue=max_queue, max_tokens=max_tokens, aggregator=aggregator, device=device, dtype=dtype,
-                       num_replicas=replicas, autoscaling_config=scaling,
-                       ray_actor_options={"num_cpus": replica_cpus, "num_gpus": replica_gpus},
-                       threads=replica_threads, packing=packing, ui=not no_ui)
+    from syncheck.serve.config import ServerConfig, ServerConfigError
+
+    try:
+        config = ServerConfig(ray=on_ray, ui=not no_ui, **settings)
+    except ServerConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if config.on_ray:
+        run_ray_server(host, port, config)
         return
     try:
         import uvicorn  # noqa: F401 (only checks that the serve extra is installed)
@@ -70,13 +73,12 @@ def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, ag
                                    "pip install 'syncheck[serve]'") from None
     from syncheck.scorer import Scorer
 
-    click.echo(f"loading {model} ...", err=True)
-    scorer = Scorer(model, device=device, dtype=dtype, aggregator=aggregator)
-    app = create_app(scorer, model_id=model_id or model, max_concurrent=max_concurrent, max_queue=max_queue,
-                     max_tokens=max_tokens, model_thread=False, packing=packing, ui=not no_ui)
-    click.echo(f"serving {model_id or model} (aggregator: {scorer.aggregator_source}) at http://{host}:{port}/v1",
+    click.echo(f"loading {config.model} ...", err=True)
+    scorer = Scorer(config.model, device=config.device, dtype=config.dtype, aggregator=config.aggregator)
+    app = create_app(scorer, config, model_thread=False)
+    click.echo(f"serving {config.served_id} (aggregator: {scorer.aggregator_source}) at http://{host}:{port}/v1",
                err=True)
-    if not no_ui:
+    if config.ui:
         click.echo(f"live page: http://{host}:{port}/", err=True)
     run_server(app, host, port)
 
@@ -84,14 +86,20 @@ def serve(model, model_id, host, port, max_concurrent, max_queue, max_tokens, ag
 def run_server(app, host: str, port: int) -> None:
     """HTTP on a background thread; the model's turns on this thread, the one that loaded the model (see
     :mod:`syncheck.serve.scheduler`: PyTorch's CPU thread pool is fast only there). Returns when the HTTP server
-    stops (SIGINT or SIGTERM)."""
+    stops: at once on SIGINT (or a second SIGTERM); on SIGTERM after a graceful drain (:mod:`syncheck.serve.drain`:
+    new requests get 503 while the running ones finish within ``--drain-timeout``, then what is left ends with an
+    error event)."""
     import signal
     import threading
 
     import uvicorn
 
-    scheduler = app.state.scheduler
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    from syncheck.serve.logs import json_logging
+
+    scheduler, drain = app.state.scheduler, app.state.drain
+    logs = {"log_config": json_logging()} if app.state.config.log_format == "json" else {}
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           timeout_graceful_shutdown=5, **logs))
 
     def http() -> None:
         try:
@@ -103,8 +111,21 @@ def run_server(app, host: str, port: int) -> None:
         server.should_exit = True
         scheduler.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
+    def drained(finished: bool) -> None:
+        if not finished:
+            click.echo(f"drain timeout ({drain.timeout:g} s): ending {drain.in_flight} request(s) with an error",
+                       err=True)
+        stop()
+
+    def on_term(*_: object) -> None:
+        if drain.draining:  # a second SIGTERM: stop now
+            stop()
+            return
+        click.echo(f"draining: no new requests; {drain.in_flight} running, up to {drain.timeout:g} s", err=True)
+        drain.start(drained)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, on_term)
     thread = threading.Thread(target=http, name="syncheck-http", daemon=True)
     thread.start()
     scheduler.run()
@@ -112,9 +133,10 @@ def run_server(app, host: str, port: int) -> None:
     thread.join(timeout=10)
 
 
-def run_ray_server(host: str, port: int, model: str, **options) -> None:
-    """The Ray Serve application (:func:`syncheck.serve.ray_app.build_app`) on a Ray cluster (``RAY_ADDRESS``, else
-    a local one) at ``http://host:port``, until SIGINT or SIGTERM; then its applications are shut down."""
+def run_ray_server(host: str, port: int, config) -> None:
+    """The Ray Serve application of ``config`` (:func:`syncheck.serve.ray_app.build_app`) on a Ray cluster
+    (``RAY_ADDRESS``, else a local one) at ``http://host:port``, until SIGINT or SIGTERM; then its applications are
+    shut down."""
     import signal
     import threading
 
@@ -127,15 +149,17 @@ def run_ray_server(host: str, port: int, model: str, **options) -> None:
         raise click.ClickException(f"syncheck serve --replicas needs the serve-ray extra ({exc.name} is missing): "
                                    "pip install 'syncheck[serve-ray]'") from None
 
-    click.echo(f"starting Ray Serve with {model} ...", err=True)
+    click.echo(f"starting Ray Serve with {config.model} ...", err=True)
     ray.init(include_dashboard=False)
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
     try:
         ray_serve.start(http_options={"host": host, "port": port})
-        ray_serve.run(build_app(model, **options), name="syncheck", route_prefix="/")
-        click.echo(f"serving {options['model_id']} on Ray Serve at http://{host}:{port}/v1", err=True)
+        ray_serve.run(build_app(config), name="syncheck", route_prefix="/")
+        click.echo(f"serving {config.served_id} on Ray Serve at http://{host}:{port}/v1", err=True)
+        if config.ui:
+            click.echo(f"live page: http://{host}:{port}/", err=True)
         stopping.wait()
     finally:
         ray_serve.shutdown()

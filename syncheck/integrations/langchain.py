@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncheck.integrations.options import missing_extra, pop_settings, stream_event, syncheck_of
+from syncheck.integrations.options import default_api_key, missing_extra, pop_settings, stream_event, syncheck_of
 
 try:
     from langchain_openai import ChatOpenAI
@@ -33,13 +33,14 @@ class ChatSyncheck(ChatOpenAI, SyncheckSettings):
     ``ChatSyncheck(base_url=".../v1", model=SERVED_ID, documents=[...], method="monitor", tau1=None, ...)``: the
     documents and settings are :class:`~syncheck.integrations.settings.SyncheckSettings`' (also per call:
     ``llm.invoke(question, documents=[...], method="fod")``), the rest ``ChatOpenAI``'s (``temperature``,
-    ``max_tokens``, ``seed``, ...). ``api_key`` defaults to a placeholder: the server takes none.
+    ``max_tokens``, ``seed``, ...). ``api_key``: the server's key when it was started with ``--api-key`` (default: the
+    first of ``SYNCHECK_API_KEY``, else a placeholder; never ``OPENAI_API_KEY``).
     """
 
     use_responses_api: bool | None = False  # syncheck serves chat completions only
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("api_key", "unused")  # not OPENAI_API_KEY: a local server needs no key
+        kwargs.setdefault("api_key", default_api_key())  # not OPENAI_API_KEY: that key is OpenAI's
         super().__init__(**kwargs)
 
     @property

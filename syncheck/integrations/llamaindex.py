@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from syncheck.integrations.options import missing_extra, pop_settings, stream_event, syncheck_of
+from syncheck.integrations.options import default_api_key, missing_extra, pop_settings, stream_event, syncheck_of
 
 try:
     from llama_index.core.bridge.pydantic import Field
@@ -37,16 +37,17 @@ class SyncheckLLM(OpenAILike, SyncheckSettings):
     documents and settings are :class:`~syncheck.integrations.settings.SyncheckSettings`' (also per call:
     ``llm.chat(messages, documents=[...], method="fod")``), the rest ``OpenAILike``'s (``max_tokens``,
     ``timeout``, ``max_retries``, ...). ``temperature`` None (the default) sends none: greedy for ``monitor``, 1.0
-    for FOD's candidates. ``api_key`` defaults to a placeholder: the server takes none.
+    for FOD's candidates. ``api_key``: the server's key when it was started with ``--api-key`` (default: the first
+    of ``SYNCHECK_API_KEY``, else a placeholder).
     """
 
     temperature: Optional[float] = Field(default=None, ge=0.0, le=2.0,
                                          description="None: greedy for monitor, 1.0 for FOD's candidates")
 
-    def __init__(self, api_base: str, model: str, *, api_key: str = "unused", temperature: Optional[float] = None,
+    def __init__(self, api_base: str, model: str, *, api_key: str | None = None, temperature: Optional[float] = None,
                  is_chat_model: bool = True, **kwargs: Any) -> None:
         # temperature is passed on: OpenAI's own default is 0.1, which would sample a monitor's answer
-        super().__init__(api_base=api_base, model=model, api_key=api_key, temperature=temperature,
+        super().__init__(api_base=api_base, model=model, api_key=api_key or default_api_key(), temperature=temperature,
                          is_chat_model=is_chat_model, **kwargs)
 
     @classmethod

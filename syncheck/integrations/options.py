@@ -6,12 +6,20 @@ in a ``syncheck`` object; OpenAI clients send both through ``extra_body``. Neith
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 #: the server's methods (``syncheck.serve.decoders``: the monitor and the decoders fod registers)
 METHODS = ("monitor", "fod", "abstain")
 #: the keys of the request's ``syncheck`` object (``syncheck.serve.protocol.SyncheckOptions``)
 SETTINGS = ("method", "tau1", "tau2", "num_samples", "num_beams", "max_sentences", "final_check", "features")
+
+
+def default_api_key() -> str:
+    """The ``api_key`` a chat model sends when it is given none: the first of ``SYNCHECK_API_KEY`` (the variable
+    ``syncheck serve`` reads its keys from), else a placeholder, for a server started without keys."""
+    keys = os.environ.get("SYNCHECK_API_KEY", "").split()
+    return keys[0] if keys else "unused"
 
 
 def missing_extra(extra: str, package: str) -> ImportError:
@@ -83,5 +91,5 @@ def stream_event(syncheck: Mapping[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in syncheck.items() if k != "sentence"}, "sentences": [syncheck["sentence"]]}
 
 
-__all__ = ["METHODS", "SETTINGS", "check_method", "document_text", "extra_body", "missing_extra", "pop_settings",
-           "stream_event", "syncheck_of"]
+__all__ = ["METHODS", "SETTINGS", "check_method", "default_api_key", "document_text", "extra_body", "missing_extra",
+           "pop_settings", "stream_event", "syncheck_of"]

@@ -2,69 +2,52 @@
 
 >>> from syncheck import Scorer
 >>> from syncheck.serve.app import create_app
->>> app = create_app(Scorer("smollm2-135m"), model_id="smollm2-135m")   # doctest: +SKIP
+>>> from syncheck.serve.config import ServerConfig
+>>> app = create_app(Scorer("smollm2-135m"), ServerConfig(model="smollm2-135m"))   # doctest: +SKIP
 >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
 
 Endpoints: ``POST /v1/chat/completions`` (``documents`` and ``syncheck`` beside the OpenAI fields; streamed as
-server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``GET /health``, and the live page at
-``GET /`` (:mod:`syncheck.serve.page`).
+server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``GET /health``, ``GET /metrics``
+(Prometheus, :mod:`syncheck.serve.metrics`), and the live page at ``GET /`` (:mod:`syncheck.serve.page`;
+``ServerConfig.ui``). With API keys
+(``ServerConfig.api_keys``) every ``/v1`` route asks for one (:mod:`syncheck.serve.auth`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 from typing import Any, AsyncIterator
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import ValidationError
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from syncheck.decoding import SettingsError
-from syncheck.io import guard_row
-from syncheck.records import RecordError, load_json, parse_record
-from syncheck.serve.generation import ChatJob, ChatRunner
+from syncheck.serve.auth import ApiKeys
+from syncheck.serve.chat import MAX_SCORE_RECORDS, ChatService, Reply
+from syncheck.serve.config import ServerConfig
+from syncheck.serve.drain import Drain
+from syncheck.serve.logs import RequestLog
+from syncheck.serve.metrics import CONTENT_TYPE_LATEST, HttpMetrics, exposition
+from syncheck.serve.observe import ObservedRequests, RequestRecord, record_of
 from syncheck.serve.page import add_page
-from syncheck.serve.protocol import (
-    ApiError,
-    ChatRequest,
-    chunk,
-    completion,
-    completion_id,
-    model_list,
-    now,
-)
-from syncheck.serve.scheduler import Job, Scheduler
-
-#: request bodies above this many bytes get 413
-MAX_BODY_BYTES = 8 * 1024 * 1024
-#: records per ``/v1/syncheck/score`` request
-MAX_SCORE_RECORDS = 256
+from syncheck.serve.protocol import MAX_BODY_BYTES, ApiError, ChatRequest, parse_body, sse, validated
 
 
-def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
-               max_tokens: int = 256, model_thread: bool = True, decoders: dict | None = None,
-               packing: str = "auto", ui: bool = True) -> FastAPI:
+def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread: bool = True,
+               decoders: dict | None = None, **settings: Any) -> FastAPI:
     """The server's ASGI app around an already built :class:`~syncheck.scorer.Scorer`.
 
     Args:
-        model_id: the id ``GET /v1/models`` lists and requests must name (default: the model's name).
-        max_concurrent: requests generating at once; ``max_queue``: more that may wait (then 429).
-        max_tokens: a request's token budget when it sets none.
+        config: the :class:`~syncheck.serve.config.ServerConfig` (default: its defaults); ``settings`` override
+            its fields (``create_app(scorer, model_id="m", max_concurrent=8)``).
         model_thread: run the model's turns on a thread of their own, started with the app. ``False``: the
             caller runs ``app.state.scheduler.run()`` itself, on the thread that loaded the model (what
             ``syncheck serve`` does; faster on CPU, see :mod:`syncheck.serve.scheduler`).
         decoders: decoder factories by ``syncheck.method`` besides ``monitor`` (default: the registered ones,
             FOD and abstention; :mod:`syncheck.serve.decoders`).
-        packing: how a round's forward carries the streams: ``auto`` (packed on CPU where the model allows it, else
-            padded), ``on`` or ``off`` (:mod:`syncheck.live.pool`).
-        ui: serve the live page at ``/`` (:mod:`syncheck.serve.page`).
     """
-    model_id = model_id or str(scorer.lm.name)
-    runner = ChatRunner(scorer, decoders, packing=packing)
-    scheduler = Scheduler(max_concurrent, max_queue, batch_step=runner.pool.step)
-    created = now()
+    config = (config or ServerConfig()).replace(**settings)
+    service = ChatService(scorer, config, decoders)
+    scheduler = service.scheduler
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -76,165 +59,87 @@ def create_app(scorer: Any, *, model_id: str | None = None, max_concurrent: int 
 
     app = FastAPI(title="syncheck", summary="OpenAI-compatible chat completions with live per-sentence faithfulness",
                   lifespan=lifespan)
-    app.state.scheduler, app.state.runner, app.state.model_id = scheduler, runner, model_id
-    if ui:
+    app.state.config, app.state.service = config, service
+    app.state.scheduler, app.state.runner, app.state.model_id = scheduler, service.runner, service.model_id
+    drain = Drain(config.drain_timeout)
+    observers = [HttpMetrics(service.registry), drain, *([RequestLog()] if config.log_format == "json" else [])]
+    app.state.observers, app.state.drain = observers, drain
+    app.add_middleware(ObservedRequests, observers=lambda: observers, refuse=drain.refuse)
+    if config.ui:
         add_page(app)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        return error_response(request, exc)
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "model": model_id, "aggregator": scorer.aggregator_source,
-                "running": scheduler.running, "queued": scheduler.queued, "cancelled": scheduler.cancelled}
+    async def health() -> JSONResponse:
+        if drain.draining:  # a load balancer's check sees it turn
+            return JSONResponse({**service.health(), "status": "draining"}, status_code=503)
+        return JSONResponse(service.health())
 
-    @app.get("/v1/models")
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(exposition(service.registry), media_type=CONTENT_TYPE_LATEST)
+
+    keys = ApiKeys(config.api_keys)
+
+    async def authorized(request: Request) -> None:
+        keys.check(request.headers.get("authorization"))
+
+    v1 = [Depends(authorized)]  # every /v1 route; /health stays open
+
+    @app.get("/v1/models", dependencies=v1)
     async def models() -> dict[str, Any]:
-        return model_list(model_id, created)
+        return service.models()
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", dependencies=v1)
     async def chat_completions(request: Request):
-        req = _validated(ChatRequest, await _json_body(request))
-        if req.model != model_id:
-            raise ApiError(404, f"model {req.model!r} is not served here; this server serves {model_id!r} "
-                                "(GET /v1/models lists it)", param="model", code="model_not_found")
-        question, documents = req.question(), req.documents_or_error()
-        method = req.syncheck.method
-        if method not in runner.methods:
-            raise ApiError(400, f"syncheck.method {method!r} is not served here: choose one of "
-                                f"{', '.join(runner.methods)}", param="syncheck.method")
-        samples = method != "monitor" and runner.decoders.samples(method)
-        if samples and req.temperature == 0:
-            raise ApiError(400, f"method {method!r} samples its candidate sentences: omit temperature (its default "
-                                "is 0.7) or give one above 0", param="temperature")
-        decoding = req.candidate_decoding(max_tokens) if samples else req.decoding(max_tokens)
-        chat = ChatJob(question, documents, decoding, req.syncheck, req.ignored_messages())
-        job = scheduler.submit(lambda j: runner.task(j, chat))
-        cid, stamp = completion_id(), now()
-        if req.stream:
-            # the status is decided by the task's first turn (413 when the documents do not fit), on the model thread
-            await _next_item(job, request, until=("ready",))
-            usage = bool((req.stream_options or {}).get("include_usage"))
-            return StreamingResponse(_events(job, cid, model_id, stamp, usage), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        done = await _collect(job, request)
-        summary = {k: v for k, v in done.items() if k not in ("text", "finish_reason", "usage")}
-        return guard_row(completion(cid, model_id, stamp, done["text"], done["finish_reason"], done["usage"], summary))
+        req = validated(ChatRequest, parse_body(await request.body()))
+        reply = await service.chat(req, request.is_disconnected)
+        return reply_response(reply, record_of(request))
 
-    @app.post("/v1/syncheck/score")
+    @app.post("/v1/syncheck/score", dependencies=v1)
     async def score(request: Request):
-        body = await _json_body(request)
-        objs = body["records"] if isinstance(body, dict) and "records" in body else [body]
-        if not isinstance(objs, list) or not objs:
-            raise ApiError(422, "records must be a non-empty list of {\"context\", \"response\", \"question\", \"id\"} "
-                                "objects, or send one such object", param="records")
-        if len(objs) > MAX_SCORE_RECORDS:
-            raise ApiError(413, f"{len(objs)} records in one request; send at most {MAX_SCORE_RECORDS} per request",
-                           param="records")
-        items = []
-        for i, obj in enumerate(objs):
-            try:
-                items.append(parse_record(obj, None))
-            except RecordError as exc:
-                items.append(RecordError(f"record {i}: {exc}", record_id=i if exc.record_id is None else exc.record_id))
-
-        def work(job: Job) -> None:  # one turn
-            rows = [guard_row(r.to_json()) for r in scorer.score_records(items)]
-            job.put("done", {"object": "list", "model": model_id, "results": rows})
-
-        return await _collect(scheduler.submit(work), request)
+        return await service.score(parse_body(await request.body()), request.is_disconnected)
 
     return app
 
 
-# ---------------------------------------------------------------------- request handling
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send fewer or "
-                            "shorter documents")
+def error_response(request: Request, exc: ApiError) -> JSONResponse:
+    """An :class:`ApiError` as its JSON response; the request's record keeps its kind for the metrics and logs."""
+    record = record_of(request)
+    if record is not None:
+        record.error = exc.code or exc.type
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def reply_response(reply: Reply, record: RequestRecord | None = None):
+    """A chat reply as HTTP: JSON, or server-sent events ending with ``[DONE]``. ``record`` (the request's) takes
+    the reply's stats, and the kind of an error event the stream carries."""
+    if record is not None:
+        record.stats = reply.stats
+    if not reply.stream:
+        return JSONResponse(reply.body)
+    return StreamingResponse(sse_lines(reply.events, record), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def sse_lines(events: AsyncIterator[dict[str, Any] | None],
+                    record: RequestRecord | None = None) -> AsyncIterator[str]:
+    """Chunk objects as server-sent events; ``None`` is the closing ``[DONE]``. A client that leaves first is
+    recorded as ``client_disconnected``."""
+    ended = False
     try:
-        return load_json(raw)
-    except ValueError as exc:
-        raise ApiError(400, f"the request body is not valid JSON ({exc}); send a JSON object with "
-                            "Content-Type: application/json") from None
-
-
-def _validated(model: type, body: Any):
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        param = ".".join(str(p) for p in err["loc"]) or None
-        hint = {"missing": "add it", "extra_forbidden": "remove it (see the README for the accepted fields)"}.get(
-            err["type"], "fix its value")
-        raise ApiError(422, f"{param}: {err['msg']}; {hint}", param=param,
-                       code=err["type"]) from None
-
-
-async def _next_item(job: Job, request: Request, until: tuple[str, ...]) -> tuple[str, Any]:
-    """The job's next item of a kind in ``until`` (others are skipped). An error item is raised as its HTTP error;
-    a client that disconnects meanwhile stops the job."""
-    while True:
-        try:
-            kind, value = await asyncio.wait_for(job.queue.get(), timeout=0.5)
-        except asyncio.TimeoutError:
-            if await request.is_disconnected():
-                job.cancelled.set()
-                raise ApiError(499, "client disconnected") from None
-            continue
-        if kind == "error":
-            raise _server_error(value)
-        if kind == "end":
-            raise ApiError(500, "generation ended without a result", type="server_error")
-        if kind in until:
-            return kind, value
-
-
-async def _collect(job: Job, request: Request) -> dict[str, Any]:
-    """Wait for the job's summary; stop the job if the client disconnects meanwhile."""
-    return (await _next_item(job, request, until=("done",)))[1]
-
-
-async def _events(job: Job, cid: str, model_id: str, created: int, usage: bool) -> AsyncIterator[str]:
-    """The SSE stream: a role chunk, content and sentence chunks as they come, the summary chunk, ``[DONE]``."""
-    def sse(obj: dict[str, Any]) -> str:
-        return f"data: {json.dumps(guard_row(obj), ensure_ascii=False)}\n\n"
-
-    try:
-        yield sse(chunk(cid, model_id, created, {"role": "assistant", "content": ""}))
-        done = None
-        while True:
-            kind, value = await job.queue.get()
-            if kind == "text":
-                yield sse(chunk(cid, model_id, created, {"content": value}))
-            elif kind == "sentence":
-                yield sse(chunk(cid, model_id, created, {}, syncheck={"sentence": value}))
-            elif kind == "done":
-                done = value
-            elif kind == "error":
-                yield sse(_server_error(value).body())
-            elif kind == "end":
-                break
-        if done is not None:
-            summary = {k: v for k, v in done.items() if k not in ("text", "sentences", "finish_reason", "usage")}
-            yield sse(chunk(cid, model_id, created, {}, done["finish_reason"], syncheck=summary))
-            if usage:
-                final = chunk(cid, model_id, created, {})
-                final["choices"], final["usage"] = [], done["usage"]
-                yield sse(final)
-        yield "data: [DONE]\n\n"
+        async with contextlib.aclosing(events) as events:  # a client that left stops its generation
+            async for event in events:
+                if event is not None and "error" in event and record is not None:
+                    record.error = event["error"].get("code") or event["error"].get("type")
+                ended = event is None
+                yield "data: [DONE]\n\n" if event is None else sse(event)
     finally:
-        job.cancelled.set()  # a client that left stops its generation at the next turn
+        if not ended and record is not None and record.error is None:
+            record.error = "client_disconnected"
 
 
-def _server_error(exc: BaseException) -> ApiError:
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, SettingsError):  # bad settings found by the decoders (they say how to fix them)
-        return ApiError(400, str(exc))
-    return ApiError(500, f"generation failed: {type(exc).__name__}: {exc}", type="server_error")
-
-
-__all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app", "error_response", "reply_response", "sse_lines"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib.resources import files
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import Response
 
 #: the page's files, served under ``/ui/`` (the HTML itself at ``/``), with their media types
 ASSETS = {"page.js": "text/javascript; charset=utf-8", "page.css": "text/css; charset=utf-8"}
@@ -28,25 +28,27 @@ def asset(name: str) -> str:
     return files("syncheck.serve").joinpath("static", name).read_text(encoding="utf-8")
 
 
+def page_files() -> dict[str, tuple[str, str]]:
+    """``{path: (text, media type)}`` of the page: ``/`` and its files under ``/ui/`` (read when called)."""
+    return {"/": (asset("index.html"), "text/html; charset=utf-8"),
+            **{f"/ui/{name}": (asset(name), media_type) for name, media_type in ASSETS.items()}}
+
+
+def page_response(text: str, media_type: str) -> Response:
+    """One of the page's files, with the page's security policy."""
+    return Response(text, media_type=media_type,
+                    headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY, "Cache-Control": "no-cache"})
+
+
 def add_page(app: FastAPI) -> None:
     """Serve the live page at ``GET /`` and its script and style under ``GET /ui/``; none needs a key."""
-    headers = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "Cache-Control": "no-cache"}
-    html = asset("index.html")  # read once, when the app is built
-
-    @app.get("/", include_in_schema=False)
-    async def page() -> HTMLResponse:
-        return HTMLResponse(html, headers=headers)
-
-    def serve(name: str, media_type: str) -> None:
-        text = asset(name)
-
+    def route(text: str, media_type: str):  # a handler with no parameters: nothing in the request reaches it
         async def send() -> Response:
-            return Response(text, media_type=media_type, headers=headers)
+            return page_response(text, media_type)
+        return send
 
-        app.add_api_route(f"/ui/{name}", send, methods=["GET"], include_in_schema=False)
-
-    for name, media_type in ASSETS.items():
-        serve(name, media_type)
+    for path, (text, media_type) in page_files().items():  # read once, when the app is built
+        app.add_api_route(path, route(text, media_type), methods=["GET"], include_in_schema=False)
 
 
-__all__ = ["ASSETS", "add_page", "asset"]
+__all__ = ["ASSETS", "add_page", "asset", "page_files", "page_response"]

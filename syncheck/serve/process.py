@@ -36,14 +36,20 @@ class ServerProcess:
         env: extra environment variables for the child.
         log: file for the child's output (default: discarded).
         timeout: seconds to wait for the model to load.
+        api_key: started with ``--api-key`` this key; :meth:`get` and :meth:`post` send it.
+        until_ready: wait until ``/health`` says ``ok`` (on Ray Serve: every replica can take requests); ``False``:
+            until it first answers at all (a Ray deployment answers 503 ``starting`` before that).
 
     Raises:
         RuntimeError: the child exited or did not answer in time (with the end of its log when there is one).
     """
 
     def __init__(self, model: str, *args: str, env: Mapping[str, str] | None = None, log: Path | None = None,
-                 timeout: float = 300) -> None:
+                 timeout: float = 300, api_key: str | None = None, until_ready: bool = True) -> None:
         self.port = free_port()
+        self.api_key = api_key
+        if api_key is not None:
+            args = (*args, "--api-key", api_key)
         self.url = f"http://127.0.0.1:{self.port}"
         self.base_url = f"{self.url}/v1"
         self._log_path = log
@@ -56,20 +62,33 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"syncheck serve exited with {self.proc.returncode}: {self._tail()}")
             try:
-                if self.get("/health").get("status") == "ok":
+                if self.get("/health").get("status") == "ok" or not until_ready:
+                    return
+            except urllib.error.HTTPError:
+                if not until_ready:
                     return
             except (OSError, json.JSONDecodeError):
-                time.sleep(0.3)
+                pass
+            time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"syncheck serve did not answer /health within {timeout} s: {self._tail()}")
 
-    def get(self, path: str) -> dict[str, Any]:
-        with urllib.request.urlopen(self.url + path, timeout=10) as r:
-            return json.loads(r.read())
+    def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The request headers: the API key (when there is one), then ``extra``."""
+        key = getattr(self, "api_key", None)
+        return {**({"Authorization": f"Bearer {key}"} if key else {}), **(extra or {})}
 
-    def post(self, path: str, body: bytes) -> tuple[int, dict[str, Any], Any]:
+    def get(self, path: str, headers: Mapping[str, str] | None = None) -> Any:
+        """The JSON body of a GET (``/metrics``: its text)."""
+        req = urllib.request.Request(self.url + path, headers=self.headers(headers))
+        with urllib.request.urlopen(req, timeout=10) as r:
+            raw = r.read()
+            return raw.decode() if r.headers.get_content_type() == "text/plain" else json.loads(raw)
+
+    def post(self, path: str, body: bytes, headers: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any], Any]:
         """``(status, JSON body, headers)`` of a POST, error statuses included."""
-        req = urllib.request.Request(self.url + path, data=body, headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(self.url + path, data=body,
+                                     headers=self.headers({"Content-Type": "application/json", **(headers or {})}))
         try:
             with urllib.request.urlopen(req, timeout=300) as r:
                 return r.status, json.loads(r.read()), r.headers

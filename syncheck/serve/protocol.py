@@ -6,14 +6,19 @@ OpenAI-style error object that names the field and says how to fix it.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from syncheck.decoding import REPAIR_SAMPLING, SEED_RANGE, Decoding
-from syncheck.records import lone_surrogate
+from syncheck.io import guard_row
+from syncheck.records import load_json, lone_surrogate
+
+#: request bodies above this many bytes get 413
+MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 class ApiError(Exception):
@@ -156,7 +161,38 @@ class ChatRequest(BaseModel):
         )
 
 
+# ---------------------------------------------------------------------- reading a request
+def parse_body(raw: bytes) -> Any:
+    """A request body as JSON, or the 413 / 400 error that says how to fix it."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiError(413, f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send fewer or "
+                            "shorter documents")
+    try:
+        return load_json(raw)
+    except ValueError as exc:
+        raise ApiError(400, f"the request body is not valid JSON ({exc}); send a JSON object with "
+                            "Content-Type: application/json") from None
+
+
+def validated(model: type, body: Any):
+    """``body`` as ``model`` (a pydantic model), or a 422 that names the field and the fix."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        param = ".".join(str(p) for p in err["loc"]) or None
+        hint = {"missing": "add it", "extra_forbidden": "remove it (see the README for the accepted fields)"}.get(
+            err["type"], "fix its value")
+        raise ApiError(422, f"{param}: {err['msg']}; {hint}", param=param,
+                       code=err["type"]) from None
+
+
 # ---------------------------------------------------------------------- responses
+def sse(obj: dict[str, Any]) -> str:
+    """One server-sent event carrying ``obj``."""
+    return f"data: {json.dumps(guard_row(obj), ensure_ascii=False)}\n\n"
+
+
 def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
@@ -189,5 +225,5 @@ def now() -> int:
     return int(time.time())
 
 
-__all__ = ["ApiError", "ChatRequest", "SyncheckOptions", "chunk", "completion", "completion_id",
-           "model_list", "now"]
+__all__ = ["MAX_BODY_BYTES", "ApiError", "ChatRequest", "SyncheckOptions", "chunk", "completion", "completion_id",
+           "model_list", "now", "parse_body", "sse", "validated"]

@@ -3,76 +3,101 @@
 
 Two deployments:
 
-- ``syncheck-replica`` (:class:`SyncheckReplica`): one model and the plain server's app
-  (:func:`syncheck.serve.app.create_app`), called in-process through ASGI; every endpoint, SSE sentence event,
-  error, mode (``monitor``, ``fod``, ``abstain``) and limit is the plain server's. Each replica admits what one plain
-  server admits (``max_concurrent`` generating, ``max_queue`` waiting), and says which replica it is in the
-  ``syncheck`` block of a completion (``"replica"``) and in ``GET /health``.
-- ``syncheck`` (:class:`Ingress`): the HTTP entry. It hashes the request's documents and calls the replicas with
-  that key; :class:`~syncheck.serve.ray_router.DocumentAffinityRouter` sends a key to one replica (its prefix cache
-  keeps hitting) and to the least-loaded other one when that replica is full. A request that finds every replica
-  full while ``max_queue`` others already wait at the router gets 429 with ``Retry-After``; a replica that dies
-  mid-stream ends the stream with an OpenAI-style error event.
+- ``syncheck-replica`` (:class:`SyncheckReplica`): one model and the plain server's
+  :class:`~syncheck.serve.chat.ChatService`, behind typed methods: ``chat`` takes the parsed
+  :class:`~syncheck.serve.protocol.ChatRequest` and yields the reply's head and chunk objects, ``score`` and
+  ``health`` answer theirs. Every SSE sentence event, error, mode (``monitor``, ``fod``, ``abstain``) and limit is
+  the plain server's. Each replica admits what one plain server admits (``max_concurrent`` generating,
+  ``max_queue`` waiting), and says which replica it is in the ``syncheck`` block of a completion (``"replica"``) and
+  in ``GET /health``.
+- ``syncheck`` (:class:`Ingress`): the HTTP entry. It parses and checks a request as the plain server does, hashes
+  its documents and calls the replicas with that key; :class:`~syncheck.serve.ray_router.DocumentAffinityRouter`
+  sends a key to one replica (its prefix cache keeps hitting) and to the least-loaded other one when that replica
+  is full. A request that finds every replica full while ``max_queue`` others already wait at the router gets 429
+  with ``Retry-After``; a replica that dies mid-stream ends the stream with an OpenAI-style error event.
 
 Three ways to run it:
 
 >>> # syncheck serve --model smollm2-135m --replicas 2            (a local Ray cluster, one command)
 >>> # serve run syncheck.serve.ray_app:build model=smollm2-135m num_replicas=2
 >>> from syncheck.serve.ray_app import build_app
->>> app = build_app("smollm2-135m", num_replicas=2, ray_actor_options={"num_cpus": 1})  # doctest: +SKIP
+>>> app = build_app(ServerConfig(model="smollm2-135m", replicas=2, replica_cpus=1))  # doctest: +SKIP
 >>> # serve.run(app, route_prefix="/")
 
 :func:`build` is the application builder for ``serve run`` and Ray Serve's YAML config (``import_path:
 syncheck.serve.ray_app:build`` with ``args``).
 """
 
-# no ``from __future__ import annotations``: FastAPI reads the ingress route's annotations through Ray Serve's
+# no ``from __future__ import annotations``: FastAPI reads the ingress routes' annotations through Ray Serve's
 # wrapper, which must see them as types
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
+import os
 import threading
 import time
-from typing import Any, AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Dict, Optional
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 
+from syncheck.serve.app import error_response, reply_response
+from syncheck.serve.auth import ApiKeys
+from syncheck.serve.chat import Reply
+from syncheck.serve.config import ServerConfig, ServerConfigError
+from syncheck.serve.logs import RequestLog, use_json_logging
+from syncheck.serve.metrics import CONTENT_TYPE_LATEST, CollectorRegistry, HttpMetrics, exposition, labelled
+from syncheck.serve.observe import ObservedRequests, RequestRecord, RequestStats, record_of
+from syncheck.serve.page import page_files, page_response
+from syncheck.serve.protocol import ApiError, ChatRequest, model_list, now, parse_body, validated
 from syncheck.serve.ray_router import DocumentAffinityRouter
+
+
+@dataclass
+class Answer:
+    """The head of a replica's answer: its status and, unless it streams, its whole body (an error's included) and
+    what the model did for it; which replica answered, and whether the router preferred another one (a spill)."""
+
+    status: int = 200
+    body: Optional[Dict[str, Any]] = None
+    headers: Dict[str, str] = field(default_factory=dict)
+    stream: bool = False
+    stats: Optional[RequestStats] = None
+    replica: Optional[str] = None
+    spilled: bool = False
 
 
 # ---------------------------------------------------------------------- the model replicas
 class SyncheckReplica:
-    """One model behind the plain server's app. The model is loaded, and its turns run, on a thread of this
-    replica's own (the thread that loaded the model is the fast one on CPU: :mod:`syncheck.serve.scheduler`)."""
+    """One model and its :class:`~syncheck.serve.chat.ChatService`. The model is loaded, and its turns run, on a
+    thread of this replica's own (the thread that loaded the model is the fast one on CPU:
+    :mod:`syncheck.serve.scheduler`)."""
 
-    def __init__(self, model: str, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
-                 max_tokens: int = 256, aggregator: str = "default", device: str | None = None,
-                 dtype: str | None = None, threads: int | None = None, packing: str = "auto", ui: bool = True) -> None:
+    def __init__(self, config: ServerConfig) -> None:
         ready, failed = threading.Event(), []
 
         def model_thread() -> None:
             try:
-                if threads:  # else torch uses what Ray sets: one thread per CPU the replica reserves
+                if config.replica_threads:  # else torch uses what Ray sets: one thread per CPU the replica reserves
                     import torch
 
-                    torch.set_num_threads(threads)
+                    torch.set_num_threads(config.replica_threads)
                 from syncheck.scorer import Scorer
-                from syncheck.serve.app import create_app
+                from syncheck.serve.chat import ChatService
 
-                scorer = Scorer(model, device=device, dtype=dtype, aggregator=aggregator)
-                self.app = create_app(scorer, model_id=model_id or model, max_concurrent=max_concurrent,
-                                      max_queue=max_queue, max_tokens=max_tokens, model_thread=False,
-                                      packing=packing, ui=ui)
+                scorer = Scorer(config.model, device=config.device, dtype=config.dtype, aggregator=config.aggregator)
+                self.service = ChatService(scorer, config)
             except BaseException as exc:  # raised by __init__: Ray Serve reports the replica as failed
                 failed.append(exc)
                 return
             finally:
                 ready.set()
-            self.app.state.scheduler.run()
+            self.service.scheduler.run()
 
         threading.Thread(target=model_thread, name="syncheck-model", daemon=True).start()
         ready.wait()
@@ -80,253 +105,312 @@ class SyncheckReplica:
             raise failed[0]
         self.replica = serve.get_replica_context().replica_id.unique_id
 
-    async def respond(self, method: str, path: str, query: bytes, headers: list, body: bytes,
-                     affinity: str | None = None) -> AsyncIterator[Any]:
-        """Run one HTTP request through the app: yields the response's start (``{"status", "headers"}``), then its
-        body pieces (one SSE event each when streamed). ``affinity`` is read by the router only."""
-        messages = asgi_call(self.app, method, path, query, headers, body)
-        start = await messages.__anext__()
-        head = dict(start["headers"])
-        if head.get(b"content-type", b"").startswith(b"text/event-stream"):
-            yield start
-            async for piece in messages:
-                yield tag_event(piece, self.replica)
+    def answer(self, preferred: Optional[str] = None, **fields: Any) -> Answer:
+        return Answer(replica=self.replica, spilled=preferred is not None and preferred != self.replica, **fields)
+
+    def error(self, exc: ApiError, preferred: Optional[str] = None) -> Answer:
+        return self.answer(preferred, status=exc.status, body=exc.body(), headers=exc.headers)
+
+    async def chat(self, request: ChatRequest, affinity: Optional[str] = None,
+                   preferred: Optional[str] = None) -> AsyncIterator[Any]:
+        """Answer a parsed chat request: yields its :class:`Answer`, then, when it streams, its chunk objects
+        (``None`` for ``[DONE]``) and last its :class:`~syncheck.serve.observe.RequestStats`. ``affinity`` is read
+        by the router, which sets ``preferred``. The ingress closing the stream (its client left) stops the
+        generation."""
+        try:
+            reply = await self.service.chat(request, extra={"replica": self.replica})
+        except ApiError as exc:
+            yield self.error(exc, preferred)
             return
-        whole = tag_json(b"".join([piece async for piece in messages]), self.replica, path)
-        start["headers"] = [(k, v) for k, v in start["headers"] if k != b"content-length"]
-        start["headers"].append((b"content-length", str(len(whole)).encode()))
-        yield start
-        yield whole
+        if not reply.stream:
+            yield self.answer(preferred, body=reply.body, stats=reply.stats)
+            return
+        yield self.answer(preferred, stream=True)
+        async with contextlib.aclosing(reply.events) as events:
+            async for event in events:
+                yield event
+        yield reply.stats
+
+    async def score(self, body: Any) -> Answer:
+        """``POST /v1/syncheck/score`` with a parsed body."""
+        try:
+            return self.answer(body=await self.service.score(body))
+        except ApiError as exc:
+            return self.error(exc)
+
+    async def health(self, to_replica: Optional[str] = None) -> Dict[str, Any]:
+        """This replica's ``GET /health`` (``to_replica`` is read by the router)."""
+        return {**self.service.health(), "replica": self.replica}
+
+    async def metrics(self, to_replica: Optional[str] = None) -> Dict[str, str]:
+        """This replica's metrics in Prometheus' text format, by its id (``to_replica`` is read by the router)."""
+        return {self.replica: exposition(self.service.registry).decode()}
 
     def __del__(self) -> None:
-        app = getattr(self, "app", None)
-        if app is not None:
-            app.state.scheduler.stop()
-
-
-async def asgi_call(app: Any, method: str, path: str, query: bytes, headers: list,
-                    body: bytes) -> AsyncIterator[Any]:
-    """One request through an ASGI app in this process: the start message, then the non-empty body pieces. The
-    app sees the client leave when this generator is closed or cancelled (a streamed completion then stops)."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
-             "headers": [(bytes(k), bytes(v)) for k, v in headers], "client": ("127.0.0.1", 0),
-             "server": ("127.0.0.1", 80)}
-    out: asyncio.Queue = asyncio.Queue()
-    gone = asyncio.Event()
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        await out.put(message)
-
-    task = asyncio.ensure_future(app(scope, receive, send))
-    task.add_done_callback(lambda _: out.put_nowait(None))
-    try:
-        while True:
-            message = await out.get()
-            if message is None:
-                if not task.cancelled() and task.exception() is not None:
-                    raise task.exception()
-                return
-            if message["type"] == "http.response.start":
-                yield {"status": message["status"], "headers": list(message.get("headers", []))}
-            elif message["type"] == "http.response.body":
-                if message.get("body"):
-                    yield message["body"]
-                if not message.get("more_body", False):
-                    return
-    finally:
-        gone.set()
-        if not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), timeout=2)
-            except BaseException:
-                task.cancel()
-
-
-def tag_event(piece: bytes, replica: str) -> bytes:
-    """An SSE event with ``"replica"`` added to its summary ``syncheck`` block (the other events as they are)."""
-    if not piece.startswith(b"data: {") or b'"syncheck"' not in piece:
-        return piece
-    obj = json.loads(piece[len(b"data: "):])
-    extra = obj.get("syncheck")
-    if not isinstance(extra, dict) or "sentence" in extra:
-        return piece
-    extra["replica"] = replica
-    return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
-
-
-def tag_json(body: bytes, replica: str, path: str) -> bytes:
-    """A JSON response with ``"replica"`` added to its ``syncheck`` block, or at the top of ``/health``."""
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        return body
-    if isinstance(obj, dict) and isinstance(obj.get("syncheck"), dict):
-        obj["syncheck"]["replica"] = replica
-    elif isinstance(obj, dict) and path == "/health":
-        obj["replica"] = replica
-    else:
-        return body
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        service = getattr(self, "service", None)
+        if service is not None:
+            service.scheduler.stop()
 
 
 # ---------------------------------------------------------------------- the HTTP entry
-def documents_key(method: str, path: str, body: bytes) -> str | None:
+def documents_key(documents: Any) -> Optional[str]:
     """The affinity key of a chat request: a hash of the documents it carries (``None`` without any)."""
-    if method != "POST" or path != "/v1/chat/completions":
+    if not isinstance(documents, list) or not documents:
         return None
-    try:
-        docs = json.loads(body).get("documents")
-    except (ValueError, AttributeError):
-        return None
-    if not isinstance(docs, list) or not docs:
-        return None
-    return hashlib.sha256(json.dumps(docs, ensure_ascii=False).encode()).hexdigest()[:32]
+    return hashlib.sha256(json.dumps(documents, ensure_ascii=False).encode()).hexdigest()[:32]
 
 
-def error_response(status: int, message: str, *, type: str = "server_error", code: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    from syncheck.serve.protocol import ApiError
-
-    return JSONResponse(ApiError(status, message, type=type, code=code).body(), status_code=status, headers=headers)
+def error_event(message: str) -> Dict[str, Any]:
+    return ApiError(503, message, type="server_error", code="replica_failed").body()
 
 
-def error_event(message: str) -> bytes:
-    from syncheck.serve.protocol import ApiError
+def live_replica_ids(app_name: str) -> list:
+    """The ids of application ``app_name``'s model replicas whose actors are alive (starting ones included), from
+    Ray Serve's actor names (``SERVE_REPLICA::APP#DEPLOYMENT#ID``)."""
+    import ray
 
-    body = ApiError(503, message, type="server_error", code="replica_failed").body()
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\ndata: [DONE]\n\n".encode()
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a.get("namespace") == "serve"]
+    return sorted(n.rsplit("#", 1)[1] for n in names if f"::{app_name}#syncheck-replica#" in n)
 
 
+# everything the ingress uses is defined above it: Ray Serve pickles the class as it is decorated
 ingress_app = FastAPI(title="syncheck on Ray Serve")
+#: what watches the ingress's requests (its metrics, its logs): set when the ingress is built, in its own process
+_observers: list = []
+ingress_app.add_middleware(ObservedRequests, observers=lambda: _observers)
+
+
+@ingress_app.exception_handler(ApiError)
+async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+    return error_response(request, exc)
 
 
 @serve.deployment(name="syncheck", max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
 @serve.ingress(ingress_app)
 class Ingress:
-    """Forwards every request to a replica, with its documents' key for the router."""
+    """Parses and checks each request, then calls a replica's typed method with it (a chat request with its
+    documents' key for the router)."""
 
-    def __init__(self, replicas: Any, slots: int = 20, waiting: int = 16) -> None:
-        self.replicas = replicas.options(stream=True)
-        self.slots, self.waiting = slots, waiting  # requests one replica admits, and more that wait at the router
+    def __init__(self, replicas: Any, config: ServerConfig) -> None:
+        self.replicas, self.streams = replicas, replicas.options(stream=True)
+        self.config, self.created, self.keys = config, now(), ApiKeys(config.api_keys)
+        self.page = page_files() if config.ui else {}
+        self.app_name = serve.get_replica_context().app_name
+        self.registry = CollectorRegistry()
+        self.seen: set = set()  # replicas reached by their own id: the router sees them
+        self.http = HttpMetrics(self.registry)
+        _observers[:] = [self.http]
+        if config.log_format == "json":
+            use_json_logging()
+            _observers.append(RequestLog())
+        # requests one replica admits, and more that wait at the router
+        self.slots, self.waiting = config.slots, max(config.max_queue, 1)
         self.mean_seconds = 5.0  # running mean of a request's duration
 
     def finished(self, started: float) -> None:
         self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * (time.perf_counter() - started)
 
-    @ingress_app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
-    async def forward(self, request: Request, path: str) -> Response:
+    def busy(self) -> ApiError:
+        wait = max(math.ceil(self.mean_seconds * (self.waiting + 1) / self.slots), 1)
+        return ApiError(
+            429, f"every replica is busy (each admits {self.slots} requests, and {self.waiting} more may wait "
+                 f"for a place); retry after {wait} s, or deploy more replicas (--replicas, --max-replicas) "
+                 "or a larger --max-queue", type="rate_limit_error", code="server_busy",
+            headers={"Retry-After": str(wait)})
+
+    async def call(self, pending: Any) -> Any:
+        """The first thing a replica's call gives, with Ray's failures as HTTP errors."""
         from ray.exceptions import RayActorError
         from ray.serve.exceptions import BackPressureError
 
-        method, path, body = request.method, request.scope["path"], await request.body()
-        started = time.perf_counter()
-        stream = self.replicas.respond.remote(method, path, request.scope.get("query_string", b""),
-                                             list(request.scope["headers"]), body,
-                                             affinity=documents_key(method, path, body))
         try:
-            start = await stream.__anext__()
+            return await (pending.__anext__() if hasattr(pending, "__anext__") else pending)
         except BackPressureError:
-            wait = max(math.ceil(self.mean_seconds * (self.waiting + 1) / self.slots), 1)
-            return error_response(
-                429, f"every replica is busy (each admits {self.slots} requests, and {self.waiting} more may wait "
-                     f"for a place); retry after {wait} s, or deploy more replicas (--replicas, --max-replicas) "
-                     "or a larger --max-queue", type="rate_limit_error", code="server_busy",
-                headers={"Retry-After": str(wait)})
+            raise self.busy() from None
         except (RayActorError, StopAsyncIteration) as exc:
-            return error_response(503, f"the replica taking this request stopped ({type(exc).__name__}); retry: "
-                                       "Ray Serve replaces it")
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in start["headers"]
-                   if k.lower() not in (b"content-length", b"content-type")}
-        media = dict(start["headers"]).get(b"content-type", b"application/json").decode("latin-1")
-        if not media.startswith("text/event-stream"):
-            try:
-                content = b"".join([piece async for piece in stream])
-            except RayActorError as exc:
-                return error_response(503, f"the replica taking this request stopped ({type(exc).__name__}); "
-                                           "retry: Ray Serve replaces it")
-            finally:
-                self.finished(started)
-            return Response(content, status_code=start["status"], headers=headers, media_type=media)
+            raise ApiError(503, f"the replica taking this request stopped ({type(exc).__name__}); retry: Ray "
+                                "Serve replaces it", type="server_error") from None
 
-        async def relay() -> AsyncIterator[bytes]:
-            try:
-                async for piece in stream:
-                    yield piece
-            except RayActorError as exc:
-                yield error_event(f"the replica serving this stream stopped ({type(exc).__name__}); the answer is "
-                                  "incomplete: retry, Ray Serve replaces the replica")
-            finally:
-                stream.cancel()  # a client that left stops its generation on the replica
-                self.finished(started)
+    async def live(self) -> list:
+        """The live replicas' ids (a call to Ray's control store, off the event loop)."""
+        return await asyncio.to_thread(live_replica_ids, self.app_name)
 
-        return StreamingResponse(relay(), status_code=start["status"], headers=headers, media_type=media)
+    async def each_replica(self, method: str, replicas: list) -> list:
+        """``method`` (``health``, ``metrics``) of every replica in ``replicas``, asked of each by its id, one at a
+        time (a burst would meet the router's ``max_queued_requests``); the answers of those that answered within
+        5 s (one the router does not see yet is answered by another, which names itself)."""
+        answers = []
+        for replica in replicas:
+            call = None
+            try:
+                call = getattr(self.replicas, method).remote(to_replica=replica)
+                answers.append(await asyncio.wait_for(self.call(call), 5))
+            except Exception:  # busy, gone or slow: this check goes without its answer
+                if call is not None:
+                    call.cancel()  # still waiting for its replica, it would hold a place in the router's queue
+        return [a for a in answers if isinstance(a, dict)]
+
+    @ingress_app.get("/health")
+    async def health(self) -> JSONResponse:
+        """200 ``"ok"`` once every live replica has answered a request routed to it by its own id (so the router
+        sees it, and a request for its documents reaches it), and there are at least ``replicas``; else 503
+        ``"starting"``. Each replica's own health is listed under ``replicas``."""
+        live = await self.live()
+        answers = {a["replica"]: a for a in await self.each_replica("health", live)}
+        self.seen.update(r for r in answers if r in live)
+        starting = [r for r in live if r not in self.seen]
+        ready = not starting and len(live) >= self.config.replicas
+        body = {"status": "ok" if ready else "starting", "model": self.config.served_id, "ready": ready,
+                "replicas": {r: answers.get(r) for r in live}, "starting": starting,
+                **{k: sum(a[k] for a in answers.values()) for k in ("running", "queued", "cancelled")}}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @ingress_app.get("/metrics", include_in_schema=False)
+    async def metrics(self) -> Response:
+        replicas: Dict[str, str] = {}
+        for answer in await self.each_replica("metrics", await self.live()):
+            replicas.update(answer)
+        return Response(labelled(self.registry, replicas), media_type=CONTENT_TYPE_LATEST)
+
+    @ingress_app.get("/", include_in_schema=False)
+    async def page(self) -> Response:
+        return self.page_file("/")
+
+    @ingress_app.get("/ui/{name}", include_in_schema=False)
+    async def page_asset(self, name: str) -> Response:
+        return self.page_file(f"/ui/{name}")
+
+    def page_file(self, path: str) -> Response:
+        """The live page's file at ``path`` (:mod:`syncheck.serve.page`), or 404 (``--no-ui``, or no such file)."""
+        if path not in self.page:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return page_response(*self.page[path])
+
+    @ingress_app.get("/v1/models")
+    async def models(self, request: Request) -> Dict[str, Any]:
+        self.keys.check(request.headers.get("authorization"))
+        return model_list(self.config.served_id, self.created)
+
+    @ingress_app.post("/v1/syncheck/score")
+    async def score(self, request: Request) -> JSONResponse:
+        self.keys.check(request.headers.get("authorization"))
+        started = time.perf_counter()
+        try:
+            answer = await self.call(self.replicas.score.remote(parse_body(await request.body())))
+        finally:
+            self.finished(started)
+        return self.respond(answer, record_of(request))
+
+    def note(self, answer: Answer, record: Optional[RequestRecord]) -> None:
+        """The request's record takes what the replica did; a spill is counted."""
+        if record is not None:
+            record.replica, record.stats = answer.replica, answer.stats
+            if answer.status >= 400:
+                record.error = answer.body["error"].get("code") or answer.body["error"].get("type")
+        if answer.spilled:
+            self.http.spills.inc()
+
+    def respond(self, answer: Answer, record: Optional[RequestRecord]) -> JSONResponse:
+        """A replica's whole answer as JSON."""
+        self.note(answer, record)
+        return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+    @ingress_app.post("/v1/chat/completions")
+    async def chat_completions(self, request: Request) -> Any:
+        self.keys.check(request.headers.get("authorization"))
+        req = validated(ChatRequest, parse_body(await request.body()))
+        started = time.perf_counter()
+        stream = self.streams.chat.remote(req, affinity=documents_key(req.documents))
+        try:
+            answer = await self.call(stream)
+        except BaseException:
+            self.finished(started)
+            raise
+        record = record_of(request)
+        if not answer.stream:
+            self.finished(started)
+            return self.respond(answer, record)
+        self.note(answer, record)
+        return reply_response(Reply(events=self.relay(stream, started, record)), record)
+
+    async def relay(self, stream: Any, started: float, record: Optional[RequestRecord]) -> AsyncIterator[Any]:
+        from ray.exceptions import RayActorError
+
+        try:
+            async for event in stream:
+                if isinstance(event, RequestStats):  # the replica's last word: what it did
+                    if record is not None:
+                        record.stats = event
+                    continue
+                yield event
+        except RayActorError as exc:
+            yield error_event(f"the replica serving this stream stopped ({type(exc).__name__}); the answer is "
+                              "incomplete: retry, Ray Serve replaces the replica")
+            yield None
+        finally:
+            stream.cancel()  # a client that left stops its generation on the replica
+            self.finished(started)
 
 
 # ---------------------------------------------------------------------- building the application
-def build_app(model: str, *, model_id: str | None = None, max_concurrent: int = 4, max_queue: int = 16,
-              max_tokens: int = 256, aggregator: str = "default", device: str | None = None,
-              dtype: str | None = None, num_replicas: int = 2, autoscaling_config: dict | None = None,
-              ray_actor_options: dict | None = None, threads: int | None = None, packing: str = "auto",
-              ui: bool = True) -> Any:
-    """The Ray Serve application: the ingress and ``num_replicas`` model replicas (or ``autoscaling_config``:
-    ``{"min_replicas", "max_replicas", "target_ongoing_requests"}``); ``ray_actor_options`` sets the CPUs and GPUs
-    of each replica (default one CPU). ``threads``: torch's CPU threads in each replica (default: Ray's, one per
-    reserved CPU); on a CPU machine where not every replica is busy, more threads than reserved CPUs let one stream
-    use the idle cores. ``packing``: each replica's rounds (``syncheck serve --packing``); ``ui``: the live page at
-    ``/`` (``syncheck serve --no-ui``: ``False``). The serving options are
-    those of ``syncheck serve``: each replica admits ``max_concurrent + max_queue`` requests, and ``max_queue`` more
-    (at least 1) wait at the router for a place.
-    Ray Serve counts a request as waiting until it reaches a replica, so a burst of more than ``max_queue``
-    simultaneous requests may see 429 while replicas have room: keep ``max_queue`` above the bursts clients send."""
-    from syncheck.live.pool import packing_choice
+def build_app(config: Any, **settings: Any) -> Any:
+    """The Ray Serve application of a :class:`~syncheck.serve.config.ServerConfig` (or of a model name, with
+    ``settings`` as its fields): the ingress and ``config.replicas`` model replicas (autoscaled up to
+    ``config.max_replicas`` when it is set), each reserving ``replica_cpus`` and ``replica_gpus``.
 
-    packing_choice(packing)  # a bad value fails here, not in every replica
-    options: dict[str, Any] = {
+    ``replica_threads``: torch's CPU threads in each replica (default: Ray's, one per reserved CPU); on a CPU machine
+    where not every replica is busy, more threads than reserved CPUs let one stream use the idle cores. Each replica
+    admits ``max_concurrent + max_queue`` requests, and ``max_queue`` more (at least 1) wait at the router for a
+    place. Ray Serve counts a request as waiting until it reaches a replica, so a burst of more than ``max_queue``
+    simultaneous requests may see 429 while replicas have room: keep ``max_queue`` above the bursts clients send.
+
+    >>> app = build_app(ServerConfig(model="smollm2-135m", replicas=2))     # doctest: +SKIP
+    >>> app = build_app("smollm2-135m", replicas=2, replica_cpus=1)        # doctest: +SKIP
+    """
+    config = ServerConfig(model=config, **settings) if isinstance(config, str) else config.replace(**settings)
+    if not config.model:
+        raise ServerConfigError("the syncheck application needs model=MODEL (a preset, a Hub id or a directory)")
+    options: Dict[str, Any] = {
         "name": "syncheck-replica",
-        "ray_actor_options": ray_actor_options or {"num_cpus": 1},
-        "max_ongoing_requests": max_concurrent + max_queue,
-        "max_queued_requests": max(max_queue, 1),
+        "ray_actor_options": {"num_cpus": config.replica_cpus, "num_gpus": config.replica_gpus},
+        "max_ongoing_requests": config.slots,
+        "max_queued_requests": max(config.max_queue, 1),
         "request_router_config": RequestRouterConfig(request_router_class=DocumentAffinityRouter),
+        # on shutdown (SIGTERM to syncheck serve) a replica lets its streams run this long
+        "graceful_shutdown_timeout_s": config.drain_timeout,
     }
-    if autoscaling_config:
-        options["autoscaling_config"] = {"target_ongoing_requests": max_concurrent, **autoscaling_config}
+    if config.autoscaling:
+        options["autoscaling_config"] = config.autoscaling
     else:
-        options["num_replicas"] = num_replicas
-    replicas = serve.deployment(SyncheckReplica).options(**options).bind(
-        model, model_id=model_id, max_concurrent=max_concurrent, max_queue=max_queue, max_tokens=max_tokens,
-        aggregator=aggregator, device=device, dtype=dtype, threads=threads, packing=packing, ui=ui)
-    return Ingress.bind(replicas, slots=max_concurrent + max_queue, waiting=max(max_queue, 1))
+        options["num_replicas"] = config.replicas
+    replicas = serve.deployment(SyncheckReplica).options(**options).bind(config)
+    return Ingress.options(graceful_shutdown_timeout_s=config.drain_timeout).bind(replicas, config)
 
 
-_INT_ARGS = ("max_concurrent", "max_queue", "max_tokens", "num_replicas", "min_replicas", "max_replicas", "threads")
+#: ``serve run`` argument names that differ from :class:`ServerConfig`'s
+_ARG_NAMES = {"num_replicas": "replicas", "min_replicas": "replicas", "num_cpus": "replica_cpus",
+              "num_gpus": "replica_gpus", "threads": "replica_threads", "api_key": "api_keys"}
+_INTS = ("max_concurrent", "max_queue", "max_tokens", "replicas", "max_replicas", "replica_threads")
+_FLOATS = ("target_ongoing_requests", "replica_cpus", "replica_gpus", "drain_timeout")
 
 
-def build(args: dict[str, Any]) -> Any:
+def build(args: Dict[str, Any]) -> Any:
     """The application builder for ``serve run syncheck.serve.ray_app:build model=... num_replicas=2`` and Ray
-    Serve's YAML config (``args``): :func:`build_app`'s arguments, plus ``min_replicas``, ``max_replicas`` and
-    ``target_ongoing_requests`` (autoscaling) and ``num_cpus``, ``num_gpus`` (per replica)."""
-    args = dict(args)
-    if "model" not in args:
-        raise ValueError("the syncheck application needs model=MODEL (a preset, a Hub id or a directory)")
-    for name in _INT_ARGS:
-        if name in args:
-            args[name] = int(args[name])
-    scaling = {k: args.pop(k) for k in ("min_replicas", "max_replicas", "target_ongoing_requests") if k in args}
-    if "target_ongoing_requests" in scaling:
-        scaling["target_ongoing_requests"] = float(scaling["target_ongoing_requests"])
-    actor = {k: float(args.pop(k)) for k in ("num_cpus", "num_gpus") if k in args}
-    return build_app(args.pop("model"), autoscaling_config=scaling or None, ray_actor_options=actor or None, **args)
+    Serve's YAML config (``args``): :class:`~syncheck.serve.config.ServerConfig`'s fields, also under Ray's names
+    (``num_replicas``, ``min_replicas``, ``num_cpus``, ``num_gpus``, ``threads``), and ``api_key`` (keys separated
+    by spaces; default: ``SYNCHECK_API_KEY``)."""
+    settings = {_ARG_NAMES.get(k, k): v for k, v in args.items()}
+    if "model" not in settings:
+        raise ServerConfigError("the syncheck application needs model=MODEL (a preset, a Hub id or a directory)")
+    for name in _INTS:
+        if name in settings:
+            settings[name] = int(settings[name])
+    for name in _FLOATS:
+        if name in settings:
+            settings[name] = float(settings[name])
+    keys = settings.pop("api_keys", None) or os.environ.get("SYNCHECK_API_KEY", "")
+    settings["api_keys"] = tuple(keys.split()) if isinstance(keys, str) else tuple(keys)
+    return build_app(ServerConfig(**settings))
 
 
-__all__ = ["DocumentAffinityRouter", "Ingress", "SyncheckReplica", "asgi_call", "build",
-           "build_app", "documents_key"]
+__all__ = ["Answer", "DocumentAffinityRouter", "Ingress", "SyncheckReplica", "build", "build_app", "documents_key"]

@@ -1,0 +1,91 @@
+"""Graceful drain: SIGTERM to ``syncheck serve`` with a stream in flight (the tiny model)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("fastapi")
+
+from conftest import DOCS, Server  # noqa: E402
+from test_serve import LONG, ask, read_stream  # noqa: E402
+
+
+class Streamer(threading.Thread):
+    """One streamed completion read on a thread: ``started`` once its first chunk came, then its result or error."""
+
+    def __init__(self, server: Server, max_tokens: int) -> None:
+        super().__init__(daemon=True)
+        self.server, self.max_tokens = server, max_tokens
+        self.started, self.result, self.error = threading.Event(), None, None
+        self.start()
+
+    def run(self) -> None:
+        def chunks():
+            for chunk in self.server.client(timeout=120).chat.completions.create(
+                    **ask("When was it completed?", max_tokens=self.max_tokens, stream=True)):
+                self.started.set()
+                yield chunk
+
+        try:
+            self.result = read_stream(chunks())
+        except openai.APIError as exc:
+            self.error = exc
+        finally:
+            self.started.set()
+
+
+def status_of(server: Server, method: str, path: str) -> tuple[int, dict, Any]:
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                       "max_tokens": 2}).encode() if method == "POST" else None
+    req = urllib.request.Request(server.url + path, data=body, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read()), r.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), exc.headers
+
+
+def test_sigterm_lets_the_stream_in_flight_finish_refuses_new_requests_and_exits_0(serve_dir, tmp_path):
+    srv = Server(str(serve_dir), "tiny", tmp_path, "--drain-timeout", "60")
+    try:
+        stream = Streamer(srv, max_tokens=400)
+        assert stream.started.wait(60) and stream.error is None
+        sent = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        health = status_of(srv, "GET", "/health")
+        refused = status_of(srv, "POST", "/v1/chat/completions")
+        stream.join(60)
+        assert health[0] == 503 and health[1]["status"] == "draining"
+        assert refused[0] == 503 and refused[1]["error"]["code"] == "server_draining"
+        assert int(refused[2]["Retry-After"]) >= 1
+        assert stream.error is None and stream.result is not None
+        text, sentences, summary, _ = stream.result
+        assert text and summary["trace"]["stop"] == "max_new_tokens"  # the whole answer, not cut by the drain
+        assert srv.proc.wait(30) == 0 and time.monotonic() - sent < 60
+    finally:
+        srv.stop()
+
+
+def test_a_stream_still_running_at_the_drain_timeout_ends_with_an_error_event(serve_dir, tmp_path):
+    srv = Server(str(serve_dir), "tiny", tmp_path, "--drain-timeout", "1")
+    try:
+        stream = Streamer(srv, max_tokens=LONG)
+        assert stream.started.wait(60) and stream.error is None
+        sent = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        stream.join(30)
+        assert stream.error is not None and "shutting down" in str(stream.error)
+        assert srv.proc.wait(30) == 0 and time.monotonic() - sent < 15
+    finally:
+        srv.stop()
