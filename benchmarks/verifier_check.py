@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["| set | answers | " + " | ".join(f"`--nli {b}`" for b in columns)
              + " | word overlap | length (shorter = faithful) | " + " | ".join(f"{b} − word overlap" for b in columns)
              + " |", "|" + " --- |" * (4 + 2 * len(columns))]
+    paired: list[str] = []  # each mean against each of its members, paired over the same answers
     for label, col in scored_sets(args, backends):
         y, groups = np.array(col["label"]), col["group"]
         overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
@@ -124,11 +125,14 @@ def main(argv: list[str] | None = None) -> int:
                                 + [cell(bootstrap_auroc_difference(y, scores[b], overlap, groups=groups), True)
                                    for b in columns]) + " |")
         print(lines[-1], flush=True)
+        paired += [f"- {label}: {m} − {part} " + cell(bootstrap_auroc_difference(y, scores[m], scores[part],
+                                                                                   groups=groups), True)
+                   for m in means for part in m.split("+")]
     cmd = "python -m benchmarks.verifier_check " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
-                      *lines])
+                      *lines, *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
     publish(body, args.results_md, SECTION + (", fresh records" if args.fresh else ""))
     return 0
 
