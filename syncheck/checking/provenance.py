@@ -239,9 +239,7 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     if spec.partition(":")[0] == "verifier":
         from syncheck.checking.support import VerifierSupport
 
-        support = VerifierSupport(spec=spec, device=device, dtype=dtype)
-        support.scorer  # a verifier named on purpose loads now, so a wrong directory fails before any row
-        return support
+        return VerifierSupport(spec=spec, device=device, dtype=dtype)
     kwargs = {"trust_remote_code": True} if trust_remote_code and spec.startswith("nli:") else {}
     return make_alignment_scorer(spec, device=device, dtype=dtype, **kwargs)
 
@@ -355,9 +353,8 @@ class ProvenanceChecker:
         self.premise, self.query, self.task = premise, query, task
         self.batch_size = batch_size
         if summary_nli is None and isinstance(nli, str) and nli == DEFAULT_NLI:
-            from syncheck.checking.support import VerifierSupport
-
-            summary_nli = VerifierSupport(spec=DEFAULT_SUMMARY_NLI, device=device, dtype=dtype)  # loads on first use
+            # the default's own verifier member checks summaries: one model, loaded once
+            summary_nli = next(m for m in self.nli.members if getattr(m, "name", None) == DEFAULT_SUMMARY_NLI)
         self._summary_nli = (summary_support(self.nli) if summary_nli is None else
                              make_support(summary_nli, device=device, dtype=dtype,
                                           trust_remote_code=trust_remote_code, claim=claim))

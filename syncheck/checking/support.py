@@ -196,16 +196,11 @@ class VerifierSupport:
     question_aware = True
 
     def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None) -> None:
-        self._scorer, self._spec, self._device, self._dtype = scorer, spec, device, dtype
-
-    @property
-    def scorer(self) -> Any:
-        """The verifier, loaded on first use (a check that meets no answer of this kind never loads it)."""
-        if self._scorer is None:
+        if scorer is None:
             from features.alignment import make_alignment_scorer
 
-            self._scorer = make_alignment_scorer(self._spec, device=self._device, dtype=self._dtype)
-        return self._scorer
+            scorer = make_alignment_scorer(spec, device=device, dtype=dtype)
+        self.scorer = scorer
 
     def claims(self, answer: str, question: str | None) -> list[str]:
         """The claims one answer is checked as (see the class docstring)."""
