@@ -21,7 +21,7 @@ from features.alignment.verifier import (
     shipped_verifier_dir,
 )
 from syncheck.verifier.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, rebalance
-from syncheck.verifier.dataset import first_records
+from syncheck.verifier.dataset import DataRecipe, first_records
 from syncheck.verifier.pairs import VerifierPair, best_window
 from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_HELD_OUT, HALUEVAL_TRAIN, in_ranges
 from syncheck.verifier.synthetic import distractor_pairs, document_sentence_pairs
@@ -133,6 +133,20 @@ def test_distractor_pairs_share_one_form_and_name_two_entities_of_the_passage():
     right, wrong = (p.claim for p in pairs)
     assert any(right.replace("1867", year) == wrong for year in ("1891", "1903", "1911"))  # one form, two years
     assert distractor_pairs(DOCUMENT, "Who?", "Albert Einstein", "g") == []
+
+
+def test_more_distractors_per_record_name_other_entities_each_in_its_own_form():
+    one = distractor_pairs(DOCUMENT, "When was Marie Curie born?", "1867", "g")
+    three = distractor_pairs(DOCUMENT, "When was Marie Curie born?", "1867", "g", per_record=3)
+    assert three[:2] == one  # the first pair does not depend on how many follow
+    assert [p.label for p in three] == [1, 0] * (len(three) // 2) and len(three) == 6
+    assert len({p.claim for p in three}) == 6  # no claim repeats: each distractor takes its own form
+    assert len({p.claim.rsplit("Answer: ", 1)[1].strip(".").replace("The answer is ", "") for p in three[1::2]}) == 3
+    with pytest.raises(ValueError, match="one answer form per distractor"):
+        distractor_pairs(DOCUMENT, "When?", "1867", "g", per_record=4)
+    with pytest.raises(ValueError, match="distractors_per_record"):
+        DataRecipe(distractors_per_record=0)
+    assert "distractors_per_record" not in DataRecipe().to_json()  # recipes built before the option read the same
 
 
 def test_document_sentences_come_with_an_edit_of_the_same_sentence():

@@ -43,6 +43,8 @@ def verifier() -> None:
                                              "(e.g. smollm2-135m); off by default")
 @click.option("--writer-records", default=0, show_default=True, help="QA records the writer answers")
 @click.option("--sentences-per-document", default=1, show_default=True)
+@click.option("--distractors", "distractors_per_record", type=click.IntRange(1, 3), default=1, show_default=True,
+              help="distractor answers per HaluEval QA record (another entity of the passage as the answer)")
 @click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
 @click.option("--max-length", default=256, show_default=True, help="tokens per (context window, claim) pair")
 @click.option("--epochs", default=1.0, show_default=True)
@@ -54,8 +56,8 @@ def verifier() -> None:
 @click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def train(out: Path, documents, labelled, halueval, halueval_records, writer, writer_records,
-          sentences_per_document, base, max_length, epochs, batch_size, learning_rate, max_steps, dev_share, seed,
-          device, progress) -> None:
+          sentences_per_document, distractors_per_record, base, max_length, epochs, batch_size, learning_rate,
+          max_steps, dev_share, seed, device, progress) -> None:
     """Fit a verifier into OUT from your documents and labelled records (and HaluEval's training ranges)."""
     from syncheck.verifier.build import build_verifier
     from syncheck.verifier.dataset import DataRecipe
@@ -68,7 +70,7 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
     recipe = DataRecipe(
         halueval=str(halueval) if halueval else None, halueval_records=counts, writer=writer,
         writer_records=writer_records, labelled=tuple(map(str, labelled)), documents=tuple(map(str, documents)),
-        sentences_per_document=sentences_per_document, seed=seed)
+        sentences_per_document=sentences_per_document, distractors_per_record=distractors_per_record, seed=seed)
     if not (recipe.halueval or recipe.labelled or recipe.documents):
         raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
     settings = TrainSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,

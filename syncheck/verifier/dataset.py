@@ -29,7 +29,7 @@ from syncheck.verifier.sources import (
     labelled_record_pairs,
     read_documents,
 )
-from syncheck.verifier.synthetic import distractor_pairs, document_sentence_pairs, summary_edit_pairs
+from syncheck.verifier.synthetic import ANSWER_FORMS, distractor_pairs, document_sentence_pairs, summary_edit_pairs
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class DataRecipe:
         labelled: a user's labelled record files (the ``syncheck score`` format with labels).
         documents: a user's documents (``.txt`` files, folders, or JSON lines with ``context``).
         sentences_per_document: document sentences (each with an edit) per document.
+        distractors_per_record: distractor answers per HaluEval QA record, each with the right answer in its own
+            answer form (at most :data:`~syncheck.verifier.synthetic.ANSWER_FORMS`' length).
         seed: every random choice.
     """
 
@@ -57,10 +59,18 @@ class DataRecipe:
     labelled: tuple[str, ...] = ()
     documents: tuple[str, ...] = ()
     sentences_per_document: int = 1
+    distractors_per_record: int = 1
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.distractors_per_record <= len(ANSWER_FORMS):
+            raise ValueError(f"distractors_per_record must be 1 to {len(ANSWER_FORMS)} (each distractor takes its "
+                             f"own answer form), got {self.distractors_per_record}")
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        if self.distractors_per_record == 1:  # the recipes built before the option existed read the same
+            del out["distractors_per_record"]
         out["halueval_train_ranges"] = {k: [list(r) for r in v] for k, v in HALUEVAL_TRAIN.items()}
         return out
 
@@ -84,7 +94,8 @@ def halueval_synthetic(recipe: DataRecipe, subset: str) -> Iterator[VerifierPair
     for i, row in halueval_records(recipe.halueval, subset, ranges):
         group = f"halueval-{subset}-{i}"
         if subset == "qa":
-            yield from distractor_pairs(row[ctx_f], row[q_f], row[good_f], group, recipe.seed)
+            yield from distractor_pairs(row[ctx_f], row[q_f], row[good_f], group, recipe.seed,
+                                        recipe.distractors_per_record)
         if subset == "summarization":
             yield from summary_edit_pairs(row[good_f], row[ctx_f], group, recipe.seed)
         if subset in ("qa", "summarization"):

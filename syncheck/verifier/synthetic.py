@@ -22,7 +22,7 @@ from features.sentences import split_sentences
 from syncheck.featurize import alignment_claim
 from syncheck.summary_edits import make_edits
 from syncheck.verifier.pairs import VerifierPair
-from syncheck.verifier.spans import closest_replacement
+from syncheck.verifier.spans import Span, closest_replacement, occurrences
 
 #: The forms a distractor pair's two answers share (one is drawn per record).
 ANSWER_FORMS = ("{}", "The answer is {}.", "{}.")
@@ -39,21 +39,36 @@ def _answer_form(answer: str, form: str) -> str:
     return form.format(answer)
 
 
-def distractor_pairs(context: str, question: str, answer: str, group: str, seed: int = 0) -> list[VerifierPair]:
-    """The right answer (1) and a same-shape distractor from the passage (0), in one form; ``[]`` when the answer is
-    not in the passage word for word or has no distractor."""
+def distractor_pairs(context: str, question: str, answer: str, group: str, seed: int = 0,
+                     per_record: int = 1) -> list[VerifierPair]:
+    """The right answer (1) and a same-shape distractor from the passage (0), in one form, for up to ``per_record``
+    distinct distractors; ``[]`` when the answer is not in the passage word for word or has no distractor.
+
+    Each distractor after the first takes an answer form not used yet, so no pair repeats the right answer's claim
+    (hence ``per_record`` is at most ``len(ANSWER_FORMS)``). The first pair is the same whatever ``per_record`` is.
+    """
+    if not 1 <= per_record <= len(ANSWER_FORMS):
+        raise ValueError(f"per_record must be 1 to {len(ANSWER_FORMS)} (one answer form per distractor), "
+                         f"got {per_record}")
     answer = answer.strip()
     if not answer or answer not in context:
         return []
     rng = random.Random(f"{seed}-distractor-{group}")
-    repl = closest_replacement(context, answer, rng)
-    if repl is None:
-        return []
-    form = rng.choice(ANSWER_FORMS)
-    return [
-        VerifierPair(context, alignment_claim(_answer_form(answer, form), question), 1, group, "distractor"),
-        VerifierPair(context, alignment_claim(_answer_form(repl.text, form), question), 0, group, "distractor"),
-    ]
+    pairs: list[VerifierPair] = []
+    avoid: list[Span] = []
+    forms_left = list(ANSWER_FORMS)
+    for _ in range(per_record):
+        repl = closest_replacement(context, answer, rng, avoid=avoid)
+        if repl is None:
+            break
+        form = rng.choice(forms_left)
+        forms_left.remove(form)
+        avoid += occurrences(context, repl.text)
+        pairs += [
+            VerifierPair(context, alignment_claim(_answer_form(answer, form), question), 1, group, "distractor"),
+            VerifierPair(context, alignment_claim(_answer_form(repl.text, form), question), 0, group, "distractor"),
+        ]
+    return pairs
 
 
 def summary_edit_pairs(summary: str, document: str, group: str, seed: int = 0,
