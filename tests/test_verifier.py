@@ -211,6 +211,9 @@ def test_the_training_command_builds_a_verifier_from_documents_and_labelled_rows
     assert 0.0 <= scores[0] <= 1.0
     again = CliRunner().invoke(main, args)  # finished directory: pairs reused, training resumes at its last step
     assert again.exit_code == 0 and "reusing" in again.output
+    rebuilt = tmp_path / "rebuilt"  # the same command into a new directory gives the same weights, bit for bit
+    assert CliRunner().invoke(main, [*args[:2], str(rebuilt), *args[3:]]).exit_code == 0
+    assert json.loads((rebuilt / MANIFEST).read_text())["weights_sha256"] == manifest["weights_sha256"]
 
 
 def test_a_verifier_whose_base_changed_is_refused(tmp_path):
