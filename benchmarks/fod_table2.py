@@ -41,6 +41,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -270,11 +271,12 @@ def judge_missing(spec: str, dtype: str | None, todo: dict[str, tuple[str, str]]
 
 
 def read_rows(path: str) -> list[dict]:
-    """The rows of a run file (none when it does not exist; a torn last line of an interrupted run is skipped)."""
+    """The rows of a run file, gzipped or not (none when it does not exist; a torn last line of an interrupted run is
+    skipped)."""
     rows = []
     if not path or not os.path.exists(path):
         return rows
-    with open(path, encoding="utf-8") as f:
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
         for line in f:
             try:
                 rows.append(json.loads(line))
