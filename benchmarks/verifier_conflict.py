@@ -48,6 +48,9 @@ def labelled_answers(paths: str, halueval: str) -> list[dict]:
     rows = [r for r in run_rows(paths.replace("+", ",")) if r["condition"] == "swapped"]
     if not rows:
         raise ValueError(f"{paths}: no swapped-condition rows; pass the files benchmarks.conflict_qa --out wrote")
+    if "run" not in rows[0]:
+        raise ValueError(f"{paths}: its rows do not name their run's records (written before run configs were "
+                         f"stored); pass a run file whose rows carry 'run'")
     config = rows[0]["run"]["config"]
     items = {it.id: it for it in build_conflict_set(halueval, config["start"], config["limit"], config["seed"])}
     out = []
