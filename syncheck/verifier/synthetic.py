@@ -24,7 +24,7 @@ from syncheck.summary_edits import make_edits
 from syncheck.verifier.pairs import VerifierPair
 from syncheck.verifier.spans import Span, closest_replacement, occurrences
 
-#: The forms a distractor pair's two answers share (one is drawn per record).
+#: The forms a distractor pair's two answers share (one is drawn per pair; the pairs of one record take different ones).
 ANSWER_FORMS = ("{}", "The answer is {}.", "{}.")
 #: Edits that keep a sentence's length and style: the negatives a claim-only model cannot tell by form.
 DOCUMENT_EDIT_KINDS = ("entity_swap", "negation", "subject_object_swap")
