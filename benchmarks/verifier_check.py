@@ -58,39 +58,29 @@ def cell(auc: tuple[float, float, float], signed: bool = False) -> str:
 
 
 def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple[str, dict]]:
-    """``(set label, columns)`` per set: ``label``, ``group``, ``overlap``, ``length`` and one column per backend.
-
-    Without ``--from-rows`` every backend is scored now. With it, the columns are read back, and only the backends
-    named in ``--rescore`` (or missing from the rows) are scored now, on the same answers. ``--rows-out`` writes the
-    columns either way."""
-    stored = ([json.loads(line) for line in Path(args.from_rows).read_text(encoding="utf-8").splitlines()]
-              if args.from_rows else [])
-    rescore = {b.strip() for b in args.rescore.split(",") if b.strip()}
-    checkers: dict[str, ProvenanceChecker] = {}
+    """``(set label, columns)`` per set: ``label``, ``group``, ``overlap``, ``length`` and one column per backend,
+    scored now (and written to ``--rows-out``) or read back from ``--from-rows``."""
+    if args.from_rows:
+        rows = [json.loads(line) for line in Path(args.from_rows).read_text(encoding="utf-8").splitlines()]
+        for name, start, limit in FRESH_SETS if args.fresh else SETS:
+            part = [r for r in rows if r["set"] == name]
+            if part:
+                yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
+        return
+    checkers = {b: ProvenanceChecker(nli=b) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
     for name, start, limit in FRESH_SETS if args.fresh else SETS:
-        part = [r for r in stored if r["set"] == name]
-        if args.from_rows and not part:
-            continue
-        columns: dict = {k: [r[k] for r in part] for k in part[0]} if part else {}
-        to_score = [b for b in backends if not part or b in rescore or b not in columns]
-        if to_score:
-            rows = examples(args.halueval, name, start, limit)
-            fresh = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
-                     "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
-            if part and (fresh["group"], fresh["label"]) != (columns["group"], columns["label"]):
-                raise ValueError(f"{args.from_rows} holds other {name} answers than these records give; score them "
-                                 f"again without --from-rows")
-            columns = {**fresh, **columns}
-            for b in to_score:
-                checker = checkers.setdefault(b, ProvenanceChecker(nli=b))
-                results = [checker.check(question=q, context=c, answer=a) for _, q, c, a, _ in rows]
-                errors = [r.error for r in results if r.error]
-                if errors:
-                    raise RuntimeError(f"{b} on {name}: {len(errors)} rows failed, e.g. {errors[0]}")
-                columns[b] = [r.factuality for r in results]
+        rows = examples(args.halueval, name, start, limit)
+        columns: dict = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
+                         "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
+        for b, checker in checkers.items():
+            results = [checker.check(question=q, context=c, answer=a) for _, q, c, a, _ in rows]
+            errors = [r.error for r in results if r.error]
+            if errors:
+                raise RuntimeError(f"{b} on {name}: {len(errors)} rows failed, e.g. {errors[0]}")
+            columns[b] = [r.factuality for r in results]
         if rows_out:
-            for i in range(len(columns["label"])):
+            for i in range(len(rows)):
                 rows_out.write(json.dumps({k: v[i] for k, v in columns.items()}) + "\n")
             rows_out.flush()
         yield f"{name} (records {start}-{start + limit - 1})", columns
@@ -109,9 +99,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
     ap.add_argument("--rows-out", default=None, help="also write each answer's label and supports to this JSONL")
     ap.add_argument("--from-rows", default=None, help="read the supports --rows-out wrote instead of scoring")
-    ap.add_argument("--rescore", default="",
-                    help="with --from-rows: score these backends again (comma-separated), e.g. after the verifier was "
-                         "rebuilt; backends of --nli missing from the rows are scored too")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()

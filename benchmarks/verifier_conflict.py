@@ -35,6 +35,7 @@ from benchmarks.conflict_qa import run_rows
 from benchmarks.conflict_set import build_conflict_set, contains_answer
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
+from benchmarks.verifier_check import cell
 from features.alignment import make_alignment_scorer
 from features.alignment.lexical import lexical_precision
 from syncheck.featurize import alignment_claim
@@ -67,13 +68,9 @@ def labelled_answers(paths: str, halueval: str) -> list[dict]:
     return out
 
 
-def cell(auc: tuple[float, float, float]) -> str:
-    return f"{auc[0]:.3f} [{auc[1]:.3f}, {auc[2]:.3f}]"
-
-
 def preferred_rates(answers: list[dict], column: str) -> tuple[int, dict[str, float], float]:
     """Questions answered by every method; each method's passage-answer rate on them; the rate when, per question,
-    the answer with the highest ``column`` is kept (ties: the first method in the run's order)."""
+    the answer with the highest ``column`` is kept (ties: the first method by name)."""
     by_q: dict[str, dict[str, dict]] = defaultdict(dict)
     for a in answers:
         by_q[a["id"]][a["method"]] = a
@@ -119,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
             cell(bootstrap_auroc(y, np.array([a[c] for a in answers], dtype=float), groups=groups)) for c in columns)
             + " |")
         print(lines[-1], flush=True)
-        n, rates, _ = preferred_rates(answers, "sentence score")
+        n, rates, by_sentence_score = preferred_rates(answers, "sentence score")
+        kept = [by_sentence_score] + [preferred_rates(answers, s)[2] for s in supports]
         own = ", ".join(f"{m} {v:.3f}" for m, v in rates.items())
-        prefer.append(f"| {name} | {n} | {own} | " + " | ".join(
-            f"{preferred_rates(answers, c)[2]:.3f}" for c in ["sentence score", *supports]) + " |")
+        prefer.append(f"| {name} | {n} | {own} | " + " | ".join(f"{k:.3f}" for k in kept) + " |")
         print(prefer[-1], flush=True)
     cmd = "python -m benchmarks.verifier_conflict " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([

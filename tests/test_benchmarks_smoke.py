@@ -301,3 +301,27 @@ def test_monitor_overhead_lockstep_and_forced_backtrack_on_the_mock_model():
     assert len(res.trace["backtracks"]) == 1 and res.trace["repairs"] == 1
     assert fod.generate(question="Q?", context=CONTEXT, tau1=0.0, decode="greedy",
                         decoding=cases.sampled(), stop_degenerate=False).trace["repairs"] == 0  # not flagged outside it
+
+
+def test_verifier_conflict_keeps_the_answer_a_score_rates_highest_per_question():
+    from benchmarks.verifier_conflict import preferred_rates
+
+    def answer(q, method, label, s):
+        return {"id": q, "method": method, "label": label, "s": s}
+
+    answers = [answer("q1", "fod", 1, 0.2), answer("q1", "greedy", 0, 0.9), answer("q2", "fod", 0, 0.5),
+               answer("q2", "greedy", 1, 0.5), answer("q3", "fod", 1, 0.1)]  # q3 lacks greedy's answer: left out
+    n, rates, kept = preferred_rates(answers, "s")
+    assert n == 2 and rates == {"fod": 0.5, "greedy": 0.5}
+    assert kept == 0.0  # q1 keeps greedy's wrong answer; q2 ties and keeps fod's (first by name), also wrong
+
+
+@pytest.mark.slow
+def test_verifier_conflict_benchmark_runs_on_a_stored_conflict_run(capsys):
+    from benchmarks.verifier_conflict import main
+
+    data = shared_data("halueval/qa.jsonl")
+    main(["--runs", "benchmarks/runs/conflict_qwen_fresh2.1.jsonl.gz", "--support", "verifier",
+          "--halueval", str(data / "halueval")])
+    out = capsys.readouterr().out
+    assert "| conflict_qwen_fresh2 |" in out and "keep the answer verifier rates highest" in out
