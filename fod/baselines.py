@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 from transformers import GenerationConfig
 
-from fod.config import DEFAULT_ALPHA, FODConfig
+from fod.config import FODConfig
 from fod.generator import FODGenerator, cut_at_stop
 from fod.results import ABSTAIN_TEXT, GenerationResult, SentenceEvent, StopReason
 from fod.steering import steered_logits
@@ -145,12 +145,16 @@ class CADGenerator(_WholeAnswer):
     steer = "cad"
     settings = ("alpha", "max_sentences", "decoding")
 
-    def __init__(self, *args: Any, alpha: float = DEFAULT_ALPHA, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, alpha: float | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.scorer.kl:
             raise ValueError("CAD needs the without-context pass: build the Scorer with kl=True")
-        self.config = self.config.replace(alpha=alpha)
-        self.alpha = alpha
+        if alpha is not None:  # else the config's (default DEFAULT_ALPHA)
+            self.config = self.config.replace(alpha=alpha)
+
+    @property
+    def alpha(self) -> float:
+        return self.config.alpha
 
     @torch.inference_mode()
     def answer(self, question: str | None, context, config: FODConfig) -> GenerationResult:

@@ -111,6 +111,11 @@ class Scorer:
         _check_batch_size(batch_size)
         if pipeline is None:
             pipeline = build_pipeline(model, tokenizer, **options)
+        elif options or tokenizer is not None or model != DEFAULT_MODEL:
+            given = sorted(options) + (["tokenizer"] if tokenizer is not None else []) + \
+                (["model"] if model != DEFAULT_MODEL else [])
+            raise TypeError(f"give either pipeline= or the model and feature arguments ({', '.join(given)}), not both: "
+                            f"pass those to build_pipeline(...) and the result as pipeline=")
         #: the model, featurizer and aggregator this scorer runs (:mod:`syncheck.pipeline`)
         self.pipeline = pipeline
         setup = pipeline.setup

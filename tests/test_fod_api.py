@@ -146,3 +146,11 @@ def test_the_monitor_returns_the_same_result_type(scorer):
     assert isinstance(result, GenerationResult) and result.method == "monitor"
     assert result.stop is result.stop_reason is StopReason.EOS and result.stop_reason == "eos"
     assert result.trace == {"stop": "eos", "tokens": len(result.token_ids)} and result.to_json()["stop"] == "eos"
+
+
+def test_cad_takes_alpha_from_its_config_unless_given_apart(scorer):
+    from fod.baselines import CADGenerator
+
+    assert CADGenerator(scorer, checker=None).alpha == FODConfig().alpha
+    assert CADGenerator(scorer, checker=None, config=FODConfig(alpha=0.9)).alpha == 0.9  # the config is not overridden
+    assert CADGenerator(scorer, checker=None, config=FODConfig(alpha=0.9), alpha=0.2).config.alpha == 0.2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from syncheck.pipeline import FeatureSetup, build_pipeline
 from syncheck.scorer import Scorer
@@ -38,3 +39,11 @@ def test_the_setup_names_the_features_it_switches_on(tiny_lm):
     names = setup.feature_names
     assert "mean_contrastive_kl" in names and "align_score" not in names  # no alignment backend given
     assert "mean_contrastive_kl" not in FeatureSetup(tiny_lm, kl=False).feature_names
+
+
+def test_a_pipeline_and_feature_arguments_together_are_refused(tiny_lm):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        pipeline = build_pipeline(tiny_lm, lid=None)
+    with pytest.raises(TypeError, match=r"not both: pass those to build_pipeline"):
+        Scorer(pipeline=pipeline, kl=False)

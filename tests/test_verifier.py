@@ -268,6 +268,13 @@ def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_
     assert [type(m) for m in qa.members] == [SynCheckSupport, VerifierSupport]
     assert default.support_for(None) is qa.members[1]  # one verifier serves both: the model is loaded once
     assert isinstance(default.support_for("Summarize the document."), VerifierSupport)
+    named = ProvenanceChecker(summary_nli="verifier")  # naming the default's summary backend loads no second copy
+    assert named.support_for(None) is named.nli.members[1]
+    from syncheck.cli.check import support_with_model
+
+    assert support_with_model("syncheck+verifier", "smollm2-135m") == "syncheck+verifier"  # --preset default
+    assert support_with_model("syncheck+verifier", "qwen2.5-coder-1.5b") == "syncheck:qwen2.5-coder-1.5b"
+    assert support_with_model("syncheck", "smollm2-135m") == "syncheck:smollm2-135m"
     chosen = ProvenanceChecker(nli="lexical")
     assert chosen.support_for(None) is chosen.nli
     scorer = RecordingScorer()

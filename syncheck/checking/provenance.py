@@ -353,8 +353,11 @@ class ProvenanceChecker:
         self.premise, self.query, self.task = premise, query, task
         self.batch_size = batch_size
         if summary_nli is None and isinstance(nli, str) and nli == DEFAULT_NLI:
-            # the default's own verifier member checks summaries: one model, loaded once
-            summary_nli = next(m for m in self.nli.members if getattr(m, "name", None) == DEFAULT_SUMMARY_NLI)
+            summary_nli = DEFAULT_SUMMARY_NLI
+        parts = [part.strip() for part in nli.split("+")] if isinstance(nli, str) else []
+        if isinstance(summary_nli, str) and summary_nli.strip() in parts:
+            # the support's own member of that spec checks summaries: one model, loaded once
+            summary_nli = getattr(self.nli, "members", [self.nli])[parts.index(summary_nli.strip())]
         self._summary_nli = (summary_support(self.nli) if summary_nli is None else
                              make_support(summary_nli, device=device, dtype=dtype,
                                           trust_remote_code=trust_remote_code, claim=claim))

@@ -81,7 +81,6 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
         DEFAULT_RELEVANCE,
         ProvenanceChecker,
     )
-
     total = count_lines(input_path)
     takes_model = nli is None or nli == "syncheck"
     nli = nli or DEFAULT_NLI
@@ -89,8 +88,8 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
     if model and from_command_line and not takes_model:  # a preset's model only applies where it can
         raise UserError(f"--model sets the model of the syncheck support, not of --nli {nli}; name the model in the "
                         "--nli spec instead (e.g. syncheck:<model>, llm-judge:<model>) and drop --model")
-    if model and takes_model:  # the verifier's share of the default is measured with the default model only
-        nli = f"syncheck:{model}"
+    if model and takes_model:
+        nli = support_with_model(nli, model)
     try:
         checker = ProvenanceChecker(
             relevance or DEFAULT_RELEVANCE, nli, top_k=top_k, top_p=top_p, aggregation=aggregation,
@@ -114,3 +113,13 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
         if output_path:
             out.close()
     click.echo(f"{total} rows, {failed} with errors" + (f"; wrote {output_path}" if output_path else ""), err=True)
+
+
+def support_with_model(nli: str, model: str) -> str:
+    """The support spec when ``--model`` names the scoring model: ``syncheck:<model>`` alone, since the verifier's share
+    of the default was measured with the default model only; the default itself when ``model`` is the default model
+    (``--preset default``), so naming it changes nothing."""
+    from syncheck.checking.provenance import DEFAULT_NLI
+    from syncheck.model.models import DEFAULT_MODEL
+
+    return nli if (nli, model) == (DEFAULT_NLI, DEFAULT_MODEL) else f"syncheck:{model}"
