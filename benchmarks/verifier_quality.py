@@ -13,6 +13,12 @@ sentences (one unsupported sentence makes it unfaithful; fixed before the first 
 AUROC counts faithful as the positive class, with 95% bootstrap intervals over records (RAGTruth: over source
 documents), and the paired difference against word overlap.
 
+``--against SPEC`` scores the same units with a second backend (the shipped verifier, when a rebuild is the
+candidate) and adds the paired difference against it, with the shipping rule's verdict (:func:`shipping_verdict`):
+a candidate ships when its paired interval against the shipped one is above 0 on the set it was built for and no
+set's interval lies wholly below 0. A point bound on each set's fall would stop a candidate for a fall smaller than
+that set's own interval.
+
 Run::
 
     HF_HUB_OFFLINE=1 python -m benchmarks.verifier_quality --halueval ../shared/data/halueval \\
@@ -54,6 +60,7 @@ class Unit:
     claims: list[str]
     label: int
     scores: list[float] = field(default_factory=list)
+    against: list[float] = field(default_factory=list)
 
 
 def halueval_units(data_dir: str) -> list[Unit]:
@@ -99,23 +106,41 @@ def first_per_set(units: list[Unit], limit: int) -> list[Unit]:
     return out
 
 
-def score_units(units: list[Unit], scorer, batch_size: int) -> None:
+def score_units(units: list[Unit], scorer, batch_size: int, attr: str = "scores") -> None:
+    """Score every claim of ``units`` with ``scorer`` into each unit's ``attr`` list."""
     premises = [u.premise for u in units for _ in u.claims]
     claims = [c for u in units for c in u.claims]
     flat = scorer.score(premises, claims, batch_size=batch_size)
     k = 0
     for u in units:
-        u.scores = [float(x) for x in flat[k : k + len(u.claims)]]
+        setattr(u, attr, [float(x) for x in flat[k : k + len(u.claims)]])
         k += len(u.claims)
+
+
+def shipping_verdict(diffs: dict[str, tuple[float, float, float]], target: str = "pairs") -> str:
+    """The shipping rule on paired differences ``{set: (candidate − shipped, lo, hi)}``: the candidate ships when
+    ``target``'s interval is above 0 and no set's interval lies wholly below 0."""
+    if target not in diffs:
+        return f"no verdict: the set the rule reads ({target}) was not measured"
+    worse = [name for name, (_, _, hi) in diffs.items() if hi < 0]
+    if diffs[target][1] <= 0:
+        return f"do not ship: the paired interval on {target} is not above 0"
+    if worse:
+        return "do not ship: the paired interval lies below 0 on " + ", ".join(worse)
+    return f"ship: better on {target} (paired interval above 0), and no set is worse beyond its interval"
 
 
 def fmt(auc: tuple[float, float, float]) -> str:
     return f"{auc[0]:.3f} [{auc[1]:.3f}, {auc[2]:.3f}]"
 
 
-def table(units: list[Unit], set_names: list[str]) -> str:
+def table(units: list[Unit], set_names: list[str], against: str | None = None,
+          diffs: dict[str, tuple[float, float, float]] | None = None) -> str:
+    """The table; with ``against``, a column of the paired difference against it (min over claims), which is also
+    put into ``diffs`` per set."""
     lines = ["| set | units | verifier (min) | verifier (mean) | word overlap | length (shorter = faithful) | "
-             "verifier − word overlap |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "verifier − word overlap |" + (f" `{against}` (min) | verifier − `{against}` |" if against else ""),
+             "| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if against else "")]
     for name in set_names:
         us = [u for u in units if u.set == name]
         if not us:
@@ -130,6 +155,12 @@ def table(units: list[Unit], set_names: list[str]) -> str:
                fmt(bootstrap_auroc(y, v_mean, groups=groups)), fmt(bootstrap_auroc(y, overlap, groups=groups)),
                fmt(bootstrap_auroc(y, length, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups))]
+        if against:
+            other = np.array([min(u.against) for u in us])
+            diff = bootstrap_auroc_difference(y, v_min, other, groups=groups)
+            if diffs is not None:
+                diffs[name] = diff
+            row += [fmt(bootstrap_auroc(y, other, groups=groups)), "{:+.3f} [{:+.3f}, {:+.3f}]".format(*diff)]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -139,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--halueval", help="HaluEval's directory")
     ap.add_argument("--ragtruth", help="RAGTruth JSON lines, comma-separated")
     ap.add_argument("--alignment", default="verifier", help="the backend to measure (default: the shipped verifier)")
+    ap.add_argument("--against", default=None,
+                    help="a second backend on the same units (e.g. verifier, when --alignment is a rebuild): adds the "
+                         "paired difference and the shipping rule's verdict")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
@@ -150,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         units = first_per_set(units, args.limit)
     score_units(units, scorer, args.batch_size)
+    if args.against:
+        score_units(units, make_alignment_scorer(args.against), args.batch_size, "against")
     sets = ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS]
+    diffs: dict[str, tuple[float, float, float]] = {}
     manifest = getattr(scorer, "manifest", {}) or {}
     cmd = "python -m benchmarks.verifier_quality " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([
@@ -162,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         "units are sentences. AUROC, faithful = positive, 95% bootstrap over records or source documents. "
         "Every range here is outside the verifier's training data.",
         "",
-        table(units, sets),
-    ])
+        table(units, sets, args.against, diffs),
+    ] + (["", f"Shipping rule (a paired interval against `{args.against}`): {shipping_verdict(diffs)}."]
+         if args.against else []))
     publish(body, args.results_md, SECTION)
     return 0
 

@@ -215,3 +215,48 @@ def test_unseen_scoring_resumes_past_a_half_written_line(tmp_path):
     rows = score_rows(recs, scorer, out)
     assert [r["id"] for r in rows] == ["0", "1"] and rows[0] == first[0]
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["0", "1"]
+
+
+def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trained_on_its_response(tmp_path, capsys):
+    from benchmarks.verifier_crossfit import FOLDS_FILE, crossfit_scores, main, sentence_units
+    from features.alignment.verifier import VerifierScorer
+    from syncheck.jsonl import iter_jsonl
+
+    data = tmp_path / "rt.jsonl"
+    synthetic_ragtruth(data, sources_per_task=2)
+    out, work = tmp_path / "folds", tmp_path / "work"
+    args = ["--ragtruth", str(data), "--out", str(out), "--work-dir", str(work), "--folds", "2", "--max-steps", "1",
+            "--batch-size", "4", "--max-length", "64", "--bootstrap", "20", "--no-progress"]
+    assert main(args) == 0
+    assert "| Summary (sentence) |" in capsys.readouterr().out
+    fold_of = json.loads((out / FOLDS_FILE).read_text())["fold_of"]
+    records = read_ragtruth(data)
+    assert set(fold_of) == {r.id for r in records}
+    for k in (0, 1):
+        trained_on = {row["id"] for row in iter_jsonl(out / f"fold-{k}" / "labelled.jsonl")}
+        assert trained_on and not any(fold_of[i] == k for i in trained_on)
+        sources = {r.source_id for r in records if r.id in trained_on}
+        assert not any(fold_of[r.id] == k for r in records if r.source_id in sources)  # grouped by source
+    units = sentence_units(records)
+    got = crossfit_scores(out, units["id"], units["premise"], units["text"], work)
+    first = [n for n, i in enumerate(units["id"]) if fold_of[i] == 0]
+    own = VerifierScorer(out / "fold-0", progress=False).score([units["premise"][n] for n in first],
+                                                                [units["text"][n] for n in first])
+    np.testing.assert_allclose(got[first], own, rtol=1e-5)
+    with pytest.raises(SystemExit, match="in none of the folds"):
+        crossfit_scores(out, ["no-such-record"], ["p"], ["c"], work)
+
+
+def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_path, capsys):
+    from benchmarks.verifier_quality import main, shipping_verdict
+
+    better = {"pairs": (0.07, 0.03, 0.11), "RAGTruth Summary": (-0.026, -0.09, 0.04)}
+    assert shipping_verdict(better).startswith("ship:")  # a fall inside its own interval does not stop it
+    assert shipping_verdict({**better, "qa": (-0.05, -0.08, -0.01)}) == "do not ship: the paired interval lies below 0 on qa"
+    assert shipping_verdict({"pairs": (0.02, -0.01, 0.05)}).startswith("do not ship: the paired interval on pairs")
+    assert shipping_verdict({"qa": (0.0, -0.1, 0.1)}).startswith("no verdict")
+    data = tmp_path / "rt.jsonl"
+    synthetic_ragtruth(data)
+    assert main(["--ragtruth", str(data), "--alignment", "lexical", "--against", "lexical"]) == 0
+    out = capsys.readouterr().out
+    assert "verifier − `lexical` |" in out and "+0.000 [+0.000, +0.000]" in out and "no verdict" in out

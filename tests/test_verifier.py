@@ -303,3 +303,24 @@ def test_a_mean_of_supports_on_the_joined_premise_is_the_mean_of_each_support_s_
         mean = ProvenanceChecker(nli=MeanSupport([support(), VerifierSupport(Halved())])).check(
             question=question, context=chunks, answer=answer).factuality
         assert mean == pytest.approx(np.mean(alone))
+
+
+def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(tmp_path):
+    from syncheck.cli import main
+    from syncheck.verifier.training import TrainSettings, base_model
+
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({"id": f"r{i}", "context": DOCUMENT, "question": "Where was she born?",
+                                            "response": ["She was born in Warsaw.", "She was born in Rome."][i % 2],
+                                            "label": 1 - i % 2}) + "\n" for i in range(8)), encoding="utf-8")
+    out = tmp_path / "domain"
+    result = CliRunner().invoke(main, ["verifier", "train", str(out), "--labelled", str(labelled), "--init",
+                                       "verifier", "--max-steps", "1", "--batch-size", "4", "--max-length", "64",
+                                       "--dev-share", "0", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / MANIFEST).read_text())
+    shipped = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
+    assert manifest["training"]["init"] == "verifier" and manifest["base"] == shipped["base"]
+    assert manifest["init_weights_sha256"] == shipped["weights_sha256"]
+    with pytest.raises(ValueError, match="--base"):
+        base_model(TrainSettings(base="another-encoder", init="verifier"))

@@ -4,8 +4,9 @@ The shipped scorer computes ``align_score`` with the lexical backend. To ask wha
 an NLI model) would add without a second model pass over every response, :func:`add_alignment_feature` scores
 each sentence of a :class:`benchmarks.ragtruth.scoring.SentenceTable` against its response's context with that
 backend, as :class:`syncheck.Scorer` would (the sentence alone as the claim, the formatted context as the
-premise), and stores it as ``align_score:<spec>``. Scores are cached per backend and sentence, so a rerun scores
-nothing.
+premise), and stores it as ``align_score:<spec>``; ``crossfit:<dir>`` takes each sentence's score from the fold
+verifier that never trained on its response (:mod:`benchmarks.verifier_crossfit`). Scores are cached per backend
+and sentence, so a rerun scores nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,32 +29,54 @@ def _key(premise: str, claim: str) -> str:
     return hashlib.sha256(f"{premise}\x00{claim}".encode()).hexdigest()[:24]
 
 
-def add_alignment_feature(table: SentenceTable, spec: str, work_dir: Path, batch: int = 64) -> str:
-    """Put ``align_score:<spec>`` into ``table.features`` and return its name."""
+def cached_scores(spec: str, work_dir: Path, premises: list[str], claims: list[str],
+                  make_scorer: Callable[[], Any] | None = None, batch: int = 64) -> np.ndarray:
+    """Scores of ``(premise, claim)`` pairs by the backend ``spec``, cached per pair in ``work_dir`` (a rerun
+    scores only the pairs not yet there). ``make_scorer`` builds the backend (default:
+    :func:`syncheck.alignment.make_alignment_scorer` of ``spec``), only when a pair is missing."""
     from tqdm import tqdm
 
-    from syncheck.alignment import make_alignment_scorer
-
-    name = PREFIX + spec
     cache = Path(work_dir) / f"align-{hashlib.sha256(spec.encode()).hexdigest()[:12]}.jsonl"
     done: dict[str, float] = {}
     if cache.exists():
         for line in cache.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             done[row["key"]] = row["score"]
-    pairs = [(format_context(table.records[r].context), text) for r, text in zip(table.response, table.texts)]
-    keys = [_key(p, c) for p, c in pairs]
+    keys = [_key(p, c) for p, c in zip(premises, claims)]
     todo = sorted({k: i for i, k in enumerate(keys) if k not in done}.values())
     if todo:
-        scorer = make_alignment_scorer(spec)
+        if make_scorer is None:
+            from syncheck.alignment import make_alignment_scorer
+
+            scorer = make_alignment_scorer(spec)
+        else:
+            scorer = make_scorer()
         cache.parent.mkdir(parents=True, exist_ok=True)
         with open(cache, "a", encoding="utf-8") as out:
             for at in tqdm(range(0, len(todo), batch), desc=f"align_score with {spec}", unit="batch"):
                 part = todo[at:at + batch]
-                scores = scorer.score([pairs[i][0] for i in part], [pairs[i][1] for i in part])
+                scores = scorer.score([premises[i] for i in part], [claims[i] for i in part])
                 for i, s in zip(part, scores):
                     done[keys[i]] = float(s)
                     out.write(json.dumps({"key": keys[i], "score": float(s)}) + "\n")
                 out.flush()
-    table.features[name] = np.asarray([done[k] for k in keys], dtype=np.float64)
+    return np.asarray([done[k] for k in keys], dtype=np.float64)
+
+
+def add_alignment_feature(table: SentenceTable, spec: str, work_dir: Path, batch: int = 64) -> str:
+    """Put ``align_score:<spec>`` into ``table.features`` and return its name.
+
+    ``spec`` is an alignment backend, or ``crossfit:<dir>``: each response scored by the fold verifier of
+    :mod:`benchmarks.verifier_crossfit` that never trained on it.
+    """
+    name = PREFIX + spec
+    premises = [format_context(table.records[r].context) for r in table.response]
+    if spec.startswith("crossfit:"):
+        from benchmarks.verifier_crossfit import crossfit_scores
+
+        ids = [table.records[r].id for r in table.response]
+        table.features[name] = crossfit_scores(Path(spec.split(":", 1)[1]), ids, premises, list(table.texts),
+                                               work_dir, batch)
+    else:
+        table.features[name] = cached_scores(spec, work_dir, premises, list(table.texts), batch=batch)
     return name

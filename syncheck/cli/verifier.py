@@ -46,6 +46,9 @@ def verifier() -> None:
 @click.option("--distractors", "distractors_per_record", type=click.IntRange(1, 3), default=1, show_default=True,
               help="distractor answers per HaluEval QA record (another entity of the passage as the answer)")
 @click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
+@click.option("--init", default=None,
+              help="go on training this verifier ('verifier': the shipped one, or a verifier directory) instead of "
+                   "a fresh head on the base; for a domain with few labelled rows")
 @click.option("--max-length", default=256, show_default=True, help="tokens per (context window, claim) pair")
 @click.option("--epochs", default=1.0, show_default=True)
 @click.option("--batch-size", default=16, show_default=True)
@@ -56,7 +59,7 @@ def verifier() -> None:
 @click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def train(out: Path, documents, labelled, halueval, halueval_records, writer, writer_records,
-          sentences_per_document, distractors_per_record, base, max_length, epochs, batch_size, learning_rate,
+          sentences_per_document, distractors_per_record, base, init, max_length, epochs, batch_size, learning_rate,
           max_steps, dev_share, seed, device, progress) -> None:
     """Fit a verifier into OUT from your documents and labelled records (and HaluEval's training ranges)."""
     from syncheck.verifier.build import build_verifier
@@ -73,7 +76,12 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         sentences_per_document=sentences_per_document, distractors_per_record=distractors_per_record, seed=seed)
     if not (recipe.halueval or recipe.labelled or recipe.documents):
         raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
-    settings = TrainSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
+    if init and not base:
+        from features.alignment.verifier import read_manifest
+        from syncheck.verifier.training import init_dir
+
+        base = read_manifest(init_dir(init))["base"]
+    settings = TrainSettings(**({"base": base} if base else {}), init=init, max_length=max_length, epochs=epochs,
                              batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
     command = given_command(click.get_current_context())
     manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,

@@ -25,7 +25,10 @@ from features.alignment.verifier import (
     PACKAGED_BASE,
     WEIGHTS,
     file_sha256,
+    load_verifier,
+    read_manifest,
     resolve_base,
+    shipped_verifier_dir,
     tensors_sha256,
 )
 from syncheck.verifier.pairs import VerifierPair
@@ -40,6 +43,9 @@ class TrainSettings:
 
     Attributes:
         base: the encoder to start from (:data:`~features.alignment.verifier.PACKAGED_BASE`, a hub id or a directory).
+        init: a verifier to go on training instead of a fresh head on ``base``: ``"verifier"`` (the shipped one) or
+            a verifier directory. Its manifest must name ``base``. Fits a verifier to a domain with few labelled
+            rows, starting from what the shipped one learnt.
         max_length: tokens per (premise window, claim) pair, in training and at scoring.
         epochs, batch_size, learning_rate, warmup_ratio, weight_decay: the optimiser's settings.
         attention_dropout: dropout on the attention probabilities (the base's is 0.1). Off by default: on a CPU its
@@ -55,6 +61,7 @@ class TrainSettings:
     """
 
     base: str = PACKAGED_BASE
+    init: str | None = None
     max_length: int = 256
     epochs: float = 1.0
     batch_size: int = 16
@@ -117,14 +124,29 @@ def frozen_names(model: Any) -> list[str]:
     return [name for name, _ in model.named_parameters() if name.endswith(FROZEN)]
 
 
+def init_dir(init: str) -> Path:
+    """The verifier directory ``init`` names (``"verifier"``: the shipped one)."""
+    return shipped_verifier_dir() if init == "verifier" else Path(init)
+
+
 def base_model(settings: TrainSettings) -> tuple[Any, Any]:
-    """The base encoder with a fresh one-logit head, and its tokenizer."""
+    """The base encoder with a fresh one-logit head (or the verifier ``settings.init``), and its tokenizer.
+
+    Raises:
+        ValueError: ``settings.init`` was trained on another base than ``settings.base``.
+    """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from features.alignment.hf_utils import hub_kwargs
 
-    path = resolve_base(settings.base)
     torch.manual_seed(settings.seed)
+    if settings.init is not None:
+        model, tokenizer, manifest = load_verifier(init_dir(settings.init), dtype=torch.float32)
+        if manifest.get("base", settings.base) != settings.base:
+            raise ValueError(f"the verifier {settings.init!r} was trained on the base {manifest['base']!r}, not "
+                             f"{settings.base!r}; pass --base {manifest['base']} (or leave --base out)")
+        return model, tokenizer  # with its own dropout settings
+    path = resolve_base(settings.base)
     model = AutoModelForSequenceClassification.from_pretrained(
         path, num_labels=1, problem_type="multi_label_classification", id2label={0: "supported"},
         label2id={"supported": 0}, attention_probs_dropout_prob=settings.attention_dropout, **hub_kwargs())
@@ -192,6 +214,7 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
         "weights_bytes": (out / WEIGHTS).stat().st_size,
         "max_length": settings.max_length,
         "training": asdict(settings),
+        **({"init_weights_sha256": read_manifest(init_dir(settings.init))["weights_sha256"]} if settings.init else {}),
         "data": without_machine_paths(data),
         "command": " ".join(shlex.quote(without_machine_paths(arg)) for arg in shlex.split(command)),
         "commit": source_commit(),
@@ -201,4 +224,4 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     return manifest
 
 
-__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "last_checkpoint"]
+__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "init_dir", "last_checkpoint"]

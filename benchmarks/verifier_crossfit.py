@@ -1,0 +1,238 @@
+"""Verifiers cross-fitted on RAGTruth: each sentence scored by a fold verifier that never trained on its response.
+
+The shipped verifier never saw RAGTruth. To ask what RAGTruth's own labels teach it, without ever scoring a row
+with a verifier that trained on it, the records are dealt into folds grouped by source document, and fold ``k``'s
+verifier goes on training the shipped verifier (``syncheck verifier train --init verifier``) on the labelled
+sentences of the other folds only. Every sentence's score then comes from the verifier of its own fold, so the
+aggregator in :mod:`benchmarks.ragtruth.feature_gain` (``--alignment crossfit:<dir>``) never sees a verifier score
+of a row that verifier trained on.
+
+Recipe, fixed before the first run (2026-11-28): 3 folds over ``dev`` + ``dev_extra``, grouped by ``source_id``
+(:func:`syncheck.fitting.grouped_folds`, seed 0); each fold's pairs as ``syncheck verifier train --labelled`` makes
+them (question-aware claims, the window that shares the claim's words, the artefact check's thinning, no dev
+share); 2 epochs, learning rate 3e-5, batch 16, 256 tokens, 30% mismatched negatives (the trainer's default).
+
+The table gives, per task, sentence AUROC (faithful = positive) of the cross-fitted verifiers and the shipped one,
+with the claim as :class:`syncheck.Scorer` forms it (the sentence alone), beside word overlap and length, with 95%
+bootstrap intervals over source documents and the paired differences. QA is given a second time with
+question-aware claims (``"Question: Q\\nAnswer: S"``), the form the verifiers trained on.
+
+    HF_HUB_OFFLINE=1 python -m benchmarks.verifier_crossfit --out ~/.cache/syncheck/verifier-crossfit \\
+        --results-md benchmarks/RESULTS.md
+
+Each fold's directory is a resumable ``syncheck verifier train`` output; a finished fold is not trained again, and
+scores are cached per verifier (by its weights' sha256) and pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.provenance_offline import publish
+from benchmarks.ragtruth.alignment_feature import cached_scores
+from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth_files
+from benchmarks.results_md import measured_line
+from features.alignment.lexical import lexical_precision
+from syncheck.featurize import alignment_claim
+from syncheck.fitting import grouped_folds
+from syncheck.jsonl import iter_jsonl
+from syncheck.model.prompts import format_context
+from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
+
+SECTION = "## Verifiers cross-fitted on RAGTruth: each sentence scored by a verifier that never trained on it"
+#: The fold of each record, and what the folds were dealt from.
+FOLDS_FILE = "folds.json"
+
+
+def assign_folds(records: Sequence[RAGTruthRecord], n_folds: int, seed: int) -> dict[str, int]:
+    """``{record id: fold}``, folds grouped by source document."""
+    folds = grouped_folds([r.source_id for r in records], n_folds, seed)
+    return {records[i].id: k for k, (_, test) in enumerate(folds) for i in test}
+
+
+def fold_dir(out: Path, k: int) -> Path:
+    return out / f"fold-{k}"
+
+
+def read_folds(out: Path) -> dict[str, Any]:
+    path = out / FOLDS_FILE
+    if not path.exists():
+        raise SystemExit(f"{path} is missing; train the folds first: "
+                         f"python -m benchmarks.verifier_crossfit --out {out}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_folds: int, seed: int, settings: Any,
+                progress: bool = True, echo=print) -> dict[str, int]:
+    """Train (or finish training) each fold's verifier into ``out/fold-<k>``; returns ``{record id: fold}``.
+
+    Raises:
+        SystemExit: ``out`` holds folds dealt from other records or with other settings (the message says what to do).
+    """
+    from features.alignment.verifier import MANIFEST
+    from syncheck.verifier.build import build_verifier
+    from syncheck.verifier.dataset import DataRecipe
+
+    fold_of = assign_folds(records, n_folds, seed)
+    spec = {"folds": n_folds, "seed": seed, "fold_of": fold_of}
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / FOLDS_FILE).exists():
+        if {k: v for k, v in read_folds(out).items() if k != "ragtruth"} != spec:
+            raise SystemExit(f"{out} holds folds of other records or settings; pass a new --out")
+    else:
+        (out / FOLDS_FILE).write_text(json.dumps({"ragtruth": paths, **spec}, indent=1) + "\n", encoding="utf-8")
+    raw = {str(row["id"]): row for path in paths.split(",") if path for row in iter_jsonl(path)}
+    for k in range(max(fold_of.values()) + 1):
+        d = fold_dir(out, k)
+        if (d / MANIFEST).exists():
+            echo(f"fold {k}: done ({d})")
+            continue
+        d.mkdir(exist_ok=True)
+        labelled = d / "labelled.jsonl"
+        with open(labelled, "w", encoding="utf-8") as f:
+            for rid, fold in fold_of.items():
+                if fold != k:
+                    f.write(json.dumps(raw[rid], ensure_ascii=False) + "\n")
+        echo(f"fold {k}: training on the {sum(v != k for v in fold_of.values())} records of the other folds")
+        command = (f"syncheck verifier train fold-{k} --labelled labelled.jsonl --init {settings.init} "
+                   f"--epochs {settings.epochs} --learning-rate {settings.learning_rate} --dev-share 0 --seed {seed}")
+        build_verifier(d, DataRecipe(labelled=(str(labelled),), seed=seed), settings, command=command,
+                       dev_share=0.0, progress=progress, echo=echo)
+    return fold_of
+
+
+def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], claims: Sequence[str], work_dir: Path,
+                    batch: int = 64) -> np.ndarray:
+    """Each pair scored by the verifier of its record's fold (cached per verifier and pair in ``work_dir``).
+
+    Raises:
+        SystemExit: a record that is in none of the folds (the folds were dealt from other files).
+    """
+    from features.alignment.verifier import VerifierScorer, read_manifest
+
+    fold_of = read_folds(out)["fold_of"]
+    missing = sorted({i for i in ids if i not in fold_of})
+    if missing:
+        raise SystemExit(f"{len(missing)} records (e.g. {missing[:3]}) are in none of the folds of {out}; deal the "
+                         "folds from the same RAGTruth files (--ragtruth)")
+    scores = np.full(len(ids), np.nan)
+    for k in sorted(set(fold_of[i] for i in ids)):
+        d = fold_dir(out, k)
+        rows = [n for n, i in enumerate(ids) if fold_of[i] == k]
+        spec = f"verifier-sha256:{read_manifest(d)['weights_sha256'][:16]}"
+        scores[rows] = cached_scores(spec, work_dir, [premises[n] for n in rows], [claims[n] for n in rows],
+                                     make_scorer=lambda d=d: VerifierScorer(d, progress=False), batch=batch)
+    return scores
+
+
+def sentence_units(records: Sequence[RAGTruthRecord]) -> dict[str, list]:
+    """Columns of the scored sentences: record id, task, source, premise, sentence, question-aware claim, label."""
+    cols: dict[str, list] = {k: [] for k in ("id", "task", "source", "premise", "text", "claim_q", "label")}
+    for r in records:
+        sentences = r.sentences()
+        for s, label in zip(sentences, r.sentence_labels(sentences)):
+            if s.text.strip():
+                for key, value in (("id", r.id), ("task", r.task), ("source", r.source_id),
+                                   ("premise", format_context(r.context)), ("text", s.text),
+                                   ("claim_q", alignment_claim(s.text, r.question)), ("label", label)):
+                    cols[key].append(value)
+    return cols
+
+
+def fmt(auc) -> str:
+    return "{:.3f} [{:.3f}, {:.3f}]".format(*auc)
+
+
+def fmt_diff(diff) -> str:
+    return "{:+.3f} [{:+.3f}, {:+.3f}]".format(*diff)
+
+
+def table(units: dict[str, list], crossfit: dict[str, np.ndarray], shipped: dict[str, np.ndarray],
+          n_boot: int) -> str:
+    lines = ["| task (claim) | sentences | unfaithful | cross-fitted | shipped | word overlap | length (shorter = "
+             "faithful) | cross-fitted − shipped | cross-fitted − word overlap |", "|" + " --- |" * 9]
+    task = np.array(units["task"])
+    y = np.array(units["label"])
+    groups = np.array(units["source"])
+    overlap = np.array([lexical_precision(p, t) for p, t in zip(units["premise"], units["text"])])
+    length = -np.array([len(t) for t in units["text"]], dtype=float)
+    rows = [(t, "sentence", "text") for t in TASKS] + [("QA", "question-aware", "claim_q")]
+    for t, form, key in rows:
+        m = task == t
+        if m.sum() == 0 or len(set(y[m])) < 2:
+            continue
+        kw = {"groups": groups[m], "n": n_boot}
+        c, s = crossfit[key][m], shipped[key][m]
+        lines.append("| " + " | ".join([
+            f"{t} ({form})", str(int(m.sum())), str(int((y[m] == 0).sum())), fmt(bootstrap_auroc(y[m], c, **kw)),
+            fmt(bootstrap_auroc(y[m], s, **kw)), fmt(bootstrap_auroc(y[m], overlap[m], **kw)),
+            fmt(bootstrap_auroc(y[m], length[m], **kw)), fmt_diff(bootstrap_auroc_difference(y[m], c, s, **kw)),
+            fmt_diff(bootstrap_auroc_difference(y[m], c, overlap[m], **kw))]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from syncheck.cache import cache_dir
+    from syncheck.verifier.training import TrainSettings
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.verifier_crossfit", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl,../shared/data/ragtruth/dev_extra.jsonl",
+                    help="RAGTruth JSON lines, comma-separated")
+    ap.add_argument("--out", required=True, type=Path, help="the folds' verifiers (resumable)")
+    ap.add_argument("--folds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--init", default="verifier", help="the verifier each fold goes on training")
+    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--learning-rate", type=float, default=3e-5)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--max-steps", type=int, default=-1, help="steps per fold (-1: the epochs decide); smoke runs")
+    ap.add_argument("--limit", type=int, default=None, help="records read per task (smoke runs)")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="score cache (default: <syncheck cache>/ragtruth-bench)")
+    ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
+    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    from features.alignment.verifier import read_manifest
+    from syncheck.verifier.training import init_dir
+
+    records = read_ragtruth_files(args.ragtruth, args.limit)
+    settings = TrainSettings(base=read_manifest(init_dir(args.init))["base"], init=args.init,
+                             max_length=args.max_length, epochs=args.epochs, batch_size=args.batch_size,
+                             learning_rate=args.learning_rate, max_steps=args.max_steps, seed=args.seed)
+    train_folds(args.out, args.ragtruth, records, args.folds, args.seed, settings, args.progress)
+    t_train = time.perf_counter() - t0
+    work_dir = args.work_dir or cache_dir() / "ragtruth-bench"
+    units = sentence_units(records)
+    crossfit, shipped = {}, {}
+    for key in ("text", "claim_q"):
+        crossfit[key] = crossfit_scores(args.out, units["id"], units["premise"], units[key], work_dir)
+        shipped[key] = cached_scores(args.init, work_dir, units["premise"], units[key])
+    fold_of = read_folds(args.out)["fold_of"]
+    cmd = "python -m benchmarks.verifier_crossfit " + " ".join(sys.argv[1:] if argv is None else argv)
+    body = "\n".join([
+        f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s, {t_train:.0f} s of it training). "
+        f"{len(records)} responses from {len(set(r.source_id for r in records))} source documents in "
+        f"{max(fold_of.values()) + 1} folds; each fold's verifier went on training `{args.init}` for {args.epochs:g} "
+        f"epochs on the other folds' labelled sentences.",
+        "",
+        "Sentence AUROC, faithful = positive, 95% bootstrap over source documents; the differences are paired on the "
+        "same sentences. No sentence is scored by a verifier that trained on its response.",
+        "",
+        table(units, crossfit, shipped, args.bootstrap),
+    ])
+    publish(body, args.results_md, SECTION)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
