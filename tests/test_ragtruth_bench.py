@@ -252,7 +252,8 @@ def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_p
 
     better = {"pairs": (0.07, 0.03, 0.11), "RAGTruth Summary": (-0.026, -0.09, 0.04)}
     assert shipping_verdict(better).startswith("ship:")  # a fall inside its own interval does not stop it
-    assert shipping_verdict({**better, "qa": (-0.05, -0.08, -0.01)}) == "do not ship: the paired interval lies below 0 on qa"
+    worse = shipping_verdict({**better, "qa": (-0.05, -0.08, -0.01)})
+    assert worse == "do not ship: the paired interval lies below 0 on qa"
     assert shipping_verdict({"pairs": (0.02, -0.01, 0.05)}).startswith("do not ship: the paired interval on pairs")
     assert shipping_verdict({"qa": (0.0, -0.1, 0.1)}).startswith("no verdict")
     data = tmp_path / "rt.jsonl"
@@ -260,3 +261,26 @@ def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_p
     assert main(["--ragtruth", str(data), "--alignment", "lexical", "--against", "lexical"]) == 0
     out = capsys.readouterr().out
     assert "verifier − `lexical` |" in out and "+0.000 [+0.000, +0.000]" in out and "no verdict" in out
+
+
+def test_alignment_scores_are_cached_per_pair_and_a_torn_last_line_is_scored_again(tmp_path):
+    from benchmarks.ragtruth.alignment_feature import cached_scores
+
+    class Counting:
+        calls: list = []
+
+        def score(self, premises, claims):
+            Counting.calls.append(len(claims))
+            return np.array([len(c) / 10 for c in claims])
+
+    premises, claims = ["p", "p", "q"], ["ab", "abc", "abcd"]
+    first = cached_scores("fake", tmp_path, premises, claims, make_scorer=Counting)
+    np.testing.assert_allclose(first, [0.2, 0.3, 0.4])
+    cache = next(tmp_path.glob("align-*.jsonl"))
+    lines = cache.read_text().splitlines()
+    cache.write_text("\n".join(lines[:2]) + "\n" + lines[2][:9])  # a run cut short mid-line
+    again = cached_scores("fake", tmp_path, premises, claims, make_scorer=Counting)
+    np.testing.assert_allclose(again, first)
+    assert Counting.calls == [3, 1]
+    assert cached_scores("fake", tmp_path, premises, claims, make_scorer=Counting).tolist() == first.tolist()
+    assert Counting.calls == [3, 1]

@@ -40,7 +40,10 @@ def cached_scores(spec: str, work_dir: Path, premises: list[str], claims: list[s
     done: dict[str, float] = {}
     if cache.exists():
         for line in cache.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # the torn last line of a run cut short: that pair is scored again
+                continue
             done[row["key"]] = row["score"]
     keys = [_key(p, c) for p, c in zip(premises, claims)]
     todo = sorted({k: i for i, k in enumerate(keys) if k not in done}.values())
@@ -52,6 +55,9 @@ def cached_scores(spec: str, work_dir: Path, premises: list[str], claims: list[s
         else:
             scorer = make_scorer()
         cache.parent.mkdir(parents=True, exist_ok=True)
+        if cache.exists() and cache.stat().st_size and not cache.read_bytes().endswith(b"\n"):
+            with open(cache, "a", encoding="utf-8") as out:
+                out.write("\n")  # end a torn line, so the next row starts on its own
         with open(cache, "a", encoding="utf-8") as out:
             for at in tqdm(range(0, len(todo), batch), desc=f"align_score with {spec}", unit="batch"):
                 part = todo[at:at + batch]
