@@ -156,8 +156,9 @@ def fmt_diff(diff) -> str:
 
 def table(units: dict[str, list], crossfit: dict[str, np.ndarray], shipped: dict[str, np.ndarray],
           n_boot: int) -> str:
-    lines = ["| task (claim) | sentences | unfaithful | cross-fitted | shipped | word overlap | length (shorter = "
-             "faithful) | cross-fitted − shipped | cross-fitted − word overlap |", "|" + " --- |" * 9]
+    lines = ["| task (claim) | sentences | unfaithful | cross-fitted | the verifier they started from | word overlap | "
+             "length (shorter = faithful) | cross-fitted − started from | cross-fitted − word overlap |",
+             "|" + " --- |" * 9]
     task = np.array(units["task"])
     y = np.array(units["label"])
     groups = np.array(units["source"])
@@ -214,9 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir = args.work_dir or cache_dir() / "ragtruth-bench"
     units = sentence_units(records)
     crossfit, shipped = {}, {}
+    start_spec = "verifier" if args.init == "verifier" else f"verifier:{args.init}"
     for key in ("text", "claim_q"):
         crossfit[key] = crossfit_scores(args.out, units["id"], units["premise"], units[key], work_dir)
-        shipped[key] = cached_scores(args.init, work_dir, units["premise"], units[key])
+        shipped[key] = cached_scores(start_spec, work_dir, units["premise"], units[key])
     fold_of = read_folds(args.out)["fold_of"]
     cmd = "python -m benchmarks.verifier_crossfit " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([

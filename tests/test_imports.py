@@ -144,6 +144,7 @@ FLOORS = {
     "syncheck.results": 1,
     "syncheck.stats": 1,
     "syncheck.summary_edits": 1,
+    "syncheck.user_warnings": 1,
     "syncheck": 2,  # the package: lazy names only
     "syncheck.calibration_registry": 2,
     "syncheck.model": 2,

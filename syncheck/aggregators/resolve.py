@@ -35,6 +35,7 @@ from syncheck.aggregators.apply import (
     positive_column,
 )
 from syncheck.build_info import without_machine_paths
+from syncheck.user_warnings import user_stacklevel, warn_user
 
 DEFAULT_SPEC = "default"
 #: Models already warned about (the portable fallback and stale calibrations warn once per process).
@@ -239,7 +240,7 @@ def _default_for(setup: Any) -> tuple[Any, list[Any], str] | None:
     warnings.warn(
         "no faithfulness score: " + ("; ".join(skipped) or "syncheck's shipped aggregators are not installed")
         + ", which this scorer does not produce. Pass aggregator=None (--aggregator none) to silence this, or "
-        f"calibrate one for this setup: {calibrate_hint(name)}.", UserWarning, stacklevel=5)
+        f"calibrate one for this setup: {calibrate_hint(name)}.", UserWarning, stacklevel=user_stacklevel())
     return None
 
 
@@ -255,7 +256,7 @@ def _load_for(path: Any, setup: Any) -> tuple[Any, list[Any], list[str]]:
 def _warn_once(model_name: str, what: str, message: str) -> None:
     if (model_name, what) not in _WARNED:
         _WARNED.add((model_name, what))
-        warnings.warn(message, UserWarning, stacklevel=6)
+        warn_user(message)
 
 
 def usable_probes(agg: Any, setup: Any) -> list[Any]:
@@ -293,7 +294,7 @@ def probe_vector_layers(probes: Sequence[Any], vector_layers: Sequence[int], kee
         if probe.input == HIDDEN_VECTOR:
             if keep_vectors and layers and layers != list(probe.layers):
                 warnings.warn(f"keeping hidden vectors of the probe's layers {list(probe.layers)}, not {layers}",
-                              UserWarning, stacklevel=5)
+                              UserWarning, stacklevel=user_stacklevel())
             layers = list(probe.layers)
     return layers
 
@@ -314,7 +315,7 @@ def _warn_on_config_drift(agg: Any, current: Mapping[str, Any]) -> None:
             "the aggregator was trained on features from a different scorer setup: " + ", ".join(drift)
             + "; its scores may be miscalibrated. Retrain with `syncheck train` on features from this setup.",
             UserWarning,
-            stacklevel=5,
+            stacklevel=user_stacklevel(),
         )
 
 
