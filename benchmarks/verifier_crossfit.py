@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -40,6 +41,7 @@ from benchmarks.ragtruth.alignment_feature import cached_scores
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth_files
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision
+from syncheck.build_info import without_machine_paths
 from syncheck.featurize import alignment_claim
 from syncheck.fitting import grouped_folds
 from syncheck.jsonl import iter_jsonl
@@ -70,7 +72,7 @@ def read_folds(out: Path) -> dict[str, Any]:
 
 
 def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_folds: int, seed: int, settings: Any,
-                progress: bool = True, echo=print) -> dict[str, int]:
+                progress: bool = True, echo=print, thinning: str = "balance") -> dict[str, int]:
     """Train (or finish training) each fold's verifier into ``out/fold-<k>``; returns ``{record id: fold}``.
 
     Raises:
@@ -84,7 +86,7 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
     spec = {"folds": n_folds, "seed": seed, "fold_of": fold_of}
     out.mkdir(parents=True, exist_ok=True)
     if (out / FOLDS_FILE).exists():
-        if {k: v for k, v in read_folds(out).items() if k != "ragtruth"} != spec:
+        if {k: v for k, v in read_folds(out).items() if k in spec} != spec:
             raise SystemExit(f"{out} holds folds of other records or settings; pass a new --out")
     else:
         (out / FOLDS_FILE).write_text(json.dumps({"ragtruth": paths, **spec}, indent=1) + "\n", encoding="utf-8")
@@ -101,11 +103,33 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
                 if fold != k:
                     f.write(json.dumps(raw[rid], ensure_ascii=False) + "\n")
         echo(f"fold {k}: training on the {sum(v != k for v in fold_of.values())} records of the other folds")
+        t0 = time.perf_counter()
         command = (f"syncheck verifier train fold-{k} --labelled labelled.jsonl --init {settings.init} "
-                   f"--epochs {settings.epochs} --learning-rate {settings.learning_rate} --dev-share 0 --seed {seed}")
-        build_verifier(d, DataRecipe(labelled=(str(labelled),), seed=seed), settings, command=command,
+                   f"--epochs {settings.epochs} --learning-rate {settings.learning_rate} --dev-share 0 --seed {seed}"
+                   + (f" --thinning {thinning}" if thinning != "balance" else ""))
+        build_verifier(d, DataRecipe(labelled=(str(labelled),), thinning=thinning, seed=seed), settings,
+                       command=command,
                        dev_share=0.0, progress=progress, echo=echo)
+        folds = read_folds(out)
+        folds.setdefault("train_seconds", {})[str(k)] = round(time.perf_counter() - t0)
+        (out / FOLDS_FILE).write_text(json.dumps(folds, indent=1) + "\n", encoding="utf-8")
     return fold_of
+
+
+def fold_lines(out: Path) -> list[str]:
+    """One line per fold: its pairs before and after the artefact check, and its training time."""
+    from features.alignment.verifier import read_manifest
+
+    folds = read_folds(out)
+    lines = []
+    for k in range(max(folds["fold_of"].values()) + 1):
+        check = read_manifest(fold_dir(out, k))["data"]["artefact_check"]
+        seconds = folds.get("train_seconds", {}).get(str(k))
+        lines.append(f"- fold {k}: {check['pairs_after']} of {check['pairs_before']} pairs kept by the artefact check "
+                     f"(claim-only AUROC {check['claim_only_auroc_before']:.3f} before, "
+                     f"{check['claim_only_auroc_after']:.3f} after)"
+                     + (f", {seconds} s of training" if seconds is not None else ""))
+    return lines
 
 
 def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], claims: Sequence[str], work_dir: Path,
@@ -194,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--learning-rate", type=float, default=3e-5)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--thinning", choices=["balance", "ratio"], default="balance",
+                    help="how the artefact check thins each fold's pairs (syncheck verifier train --thinning)")
     ap.add_argument("--max-steps", type=int, default=-1, help="steps per fold (-1: the epochs decide); smoke runs")
     ap.add_argument("--limit", type=int, default=None, help="records read per task (smoke runs)")
     ap.add_argument("--work-dir", type=Path, default=None,
@@ -210,8 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = TrainSettings(base=read_manifest(init_dir(args.init))["base"], init=args.init,
                              max_length=args.max_length, epochs=args.epochs, batch_size=args.batch_size,
                              learning_rate=args.learning_rate, max_steps=args.max_steps, seed=args.seed)
-    train_folds(args.out, args.ragtruth, records, args.folds, args.seed, settings, args.progress)
-    t_train = time.perf_counter() - t0
+    train_folds(args.out, args.ragtruth, records, args.folds, args.seed, settings, args.progress,
+                thinning=args.thinning)
     work_dir = args.work_dir or cache_dir() / "ragtruth-bench"
     units = sentence_units(records)
     crossfit, shipped = {}, {}
@@ -220,12 +246,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         crossfit[key] = crossfit_scores(args.out, units["id"], units["premise"], units[key], work_dir)
         shipped[key] = cached_scores(start_spec, work_dir, units["premise"], units[key])
     fold_of = read_folds(args.out)["fold_of"]
-    cmd = "python -m benchmarks.verifier_crossfit " + " ".join(sys.argv[1:] if argv is None else argv)
+    given = sys.argv[1:] if argv is None else argv
+    cmd = "python -m benchmarks.verifier_crossfit " + " ".join(shlex.quote(without_machine_paths(a)) for a in given)
     body = "\n".join([
-        f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s, {t_train:.0f} s of it training). "
+        f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s in this run). "
         f"{len(records)} responses from {len(set(r.source_id for r in records))} source documents in "
         f"{max(fold_of.values()) + 1} folds; each fold's verifier went on training `{args.init}` for {args.epochs:g} "
-        f"epochs on the other folds' labelled sentences.",
+        f"epochs on the other folds' labelled sentences (artefact check thinning: `{args.thinning}`).",
+        "",
+        *fold_lines(args.out),
         "",
         "Sentence AUROC, faithful = positive, 95% bootstrap over source documents; the differences are paired on the "
         "same sentences. No sentence is scored by a verifier that trained on its response.",

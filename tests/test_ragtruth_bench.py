@@ -228,7 +228,8 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
     args = ["--ragtruth", str(data), "--out", str(out), "--work-dir", str(work), "--folds", "2", "--max-steps", "1",
             "--batch-size", "4", "--max-length", "64", "--bootstrap", "20", "--no-progress"]
     assert main(args) == 0
-    assert "| Summary (sentence) |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| Summary (sentence) |" in printed and "- fold 1: " in printed and "s of training" in printed
     fold_of = json.loads((out / FOLDS_FILE).read_text())["fold_of"]
     records = read_ragtruth(data)
     assert set(fold_of) == {r.id for r in records}

@@ -181,6 +181,27 @@ def test_the_artefact_check_thins_pairs_until_claims_alone_carry_no_label():
     assert check.passed and check.auroc_before > check.auroc_after and len(kept) < len(pairs)
 
 
+def test_ratio_thinning_keeps_the_share_of_a_rare_label_and_most_pairs():
+    rng = random.Random(0)
+    pairs = []
+    for i in range(1200):
+        label = int(i % 10 != 0)  # 10% unsupported, as a real domain's labelled rows
+        words = " ".join(rng.choice(["red", "blue", "green", "cat", "dog"]) for _ in range(rng.randint(3, 12)))
+        claim = words + (" certainly" if label == 0 and rng.random() < 0.5 else "")
+        pairs.append(VerifierPair("premise", claim, label, f"g{i // 4}", "test"))
+    assert claim_only_auroc(pairs) > MAX_CLAIM_ONLY_AUROC
+    balanced, _ = rebalance(pairs)
+    kept, check = rebalance(pairs, thinning="ratio")
+    assert check.passed and len(kept) > 2 * len(balanced)
+    assert abs(np.mean([p.label for p in kept]) - 0.9) < 0.03  # the labels keep their shares
+    assert abs(np.mean([p.label for p in balanced]) - 0.5) < 0.03
+    with pytest.raises(ValueError, match="thinning"):
+        rebalance(pairs, thinning="drop")
+    with pytest.raises(ValueError, match="thinning"):
+        DataRecipe(thinning="drop")
+    assert "thinning" not in DataRecipe().to_json() and DataRecipe(thinning="ratio").to_json()["thinning"] == "ratio"
+
+
 def test_the_training_command_builds_a_verifier_from_documents_and_labelled_rows(tmp_path):
     from syncheck.cli import main
 

@@ -7,8 +7,15 @@ before training:
 
 - :func:`claim_only_auroc` fits a claim-only model (tf-idf of the claim's words and bigrams, plus its log length in
   characters and words; logistic regression) and scores it out of fold, the folds grouped by source document;
-- :func:`rebalance` drops pairs until that model cannot tell the labels apart: within each tenth of its
-  out-of-fold score, the majority label is thinned to the minority's count. Repeated until the check passes.
+- :func:`rebalance` drops pairs until that model cannot tell the labels apart, within each tenth of its out-of-fold
+  score. Repeated until the check passes. Two ways to thin (:data:`THINNING`):
+
+  - ``"balance"``: the majority label is thinned to the minority's count in each tenth. Right for pairs made in
+    supported/unsupported twins (HaluEval's), and what built the shipped verifier;
+  - ``"ratio"``: the label over-represented in a tenth is thinned until the tenth holds the labels in the ratio of
+    all the pairs. The score then says nothing of the label, as with ``"balance"``, but the labels keep their
+    shares: labelled rows of a real domain (RAGTruth has 7% unsupported sentences) keep most of their pairs, where
+    ``"balance"`` would cut them to twice the unsupported count.
 
 AUROC 0.5 means the claims carry no label; the bar is :data:`MAX_CLAIM_ONLY_AUROC`.
 """
@@ -29,6 +36,8 @@ MAX_CLAIM_ONLY_AUROC = 0.65
 FOLDS = 5
 #: Score bins within which labels are balanced.
 BINS = 10
+#: The ways :func:`rebalance` thins (see the module docstring).
+THINNING = ("balance", "ratio")
 
 
 @dataclass(frozen=True)
@@ -84,34 +93,43 @@ def _auroc(pairs: Sequence[VerifierPair], scores: np.ndarray) -> float:
     return float(roc_auc_score(y, scores)) if len(set(y)) > 1 else 0.5
 
 
-def _thinned(pairs: Sequence[VerifierPair], scores: np.ndarray, rng: random.Random) -> list[VerifierPair]:
+def _thinned(pairs: Sequence[VerifierPair], scores: np.ndarray, rng: random.Random,
+             thinning: str = "balance") -> list[VerifierPair]:
     edges = np.quantile(scores, np.linspace(0, 1, BINS + 1)[1:-1])
     bins = np.searchsorted(edges, scores, side="right")
+    ones = sum(p.label for p in pairs)
+    ratio = ones / max(len(pairs) - ones, 1) if thinning == "ratio" else 1.0  # label 1 per label 0 in every bin
     keep: list[int] = []
     for b in range(BINS):
         idx = np.flatnonzero(bins == b)
-        by_label = [[int(i) for i in idx if pairs[i].label == lab] for lab in (0, 1)]
-        n = min(len(by_label[0]), len(by_label[1]))
-        for members in by_label:
-            keep += rng.sample(members, n)
+        zeros_, ones_ = ([int(i) for i in idx if pairs[i].label == lab] for lab in (0, 1))
+        if thinning == "balance":
+            n0 = n1 = min(len(zeros_), len(ones_))
+        elif len(ones_) > ratio * len(zeros_):
+            n0, n1 = len(zeros_), int(round(ratio * len(zeros_)))
+        else:
+            n0, n1 = int(round(len(ones_) / ratio)) if ratio else 0, len(ones_)
+        keep += rng.sample(zeros_, min(n0, len(zeros_))) + rng.sample(ones_, min(n1, len(ones_)))
     return [pairs[i] for i in sorted(keep)]
 
 
-def rebalance(pairs: Sequence[VerifierPair], seed: int = 0, max_rounds: int = 3) -> tuple[list[VerifierPair],
-                                                                                            ArtefactCheck]:
-    """``pairs`` thinned until the claim-only model scores at most :data:`MAX_CLAIM_ONLY_AUROC` (at most
-    ``max_rounds`` rounds), and the check's figures."""
+def rebalance(pairs: Sequence[VerifierPair], seed: int = 0, max_rounds: int = 3, thinning: str = "balance"
+              ) -> tuple[list[VerifierPair], ArtefactCheck]:
+    """``pairs`` thinned (the ``thinning`` way, :data:`THINNING`) until the claim-only model scores at most
+    :data:`MAX_CLAIM_ONLY_AUROC` (at most ``max_rounds`` rounds), and the check's figures."""
+    if thinning not in THINNING:
+        raise ValueError(f"thinning must be one of {THINNING}, got {thinning!r}")
     rng = random.Random(f"{seed}-rebalance")
     pairs = list(pairs)
     scores = claim_only_scores(pairs, seed)
     before = _auroc(pairs, scores)
     n_before, auroc, rounds = len(pairs), before, 0
     while auroc > MAX_CLAIM_ONLY_AUROC and rounds < max_rounds:
-        pairs = _thinned(pairs, scores, rng)
+        pairs = _thinned(pairs, scores, rng, thinning)
         rounds += 1
         scores = claim_only_scores(pairs, seed + rounds)
         auroc = _auroc(pairs, scores)
     return pairs, ArtefactCheck(before, auroc, n_before, len(pairs), rounds)
 
 
-__all__ = ["ArtefactCheck", "MAX_CLAIM_ONLY_AUROC", "claim_only_auroc", "claim_only_scores", "rebalance"]
+__all__ = ["ArtefactCheck", "MAX_CLAIM_ONLY_AUROC", "THINNING", "claim_only_auroc", "claim_only_scores", "rebalance"]

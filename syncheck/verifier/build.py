@@ -55,7 +55,7 @@ def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_sh
         echo(f"skipped: {reason}")
     _, tokenizer = base_model(settings)
     pairs = list(fitted(pairs, tokenizer, settings.max_length))
-    kept, check = rebalance(pairs, recipe.seed)
+    kept, check = rebalance(pairs, recipe.seed, thinning=recipe.thinning)
     echo(f"claim-only artefact check: AUROC {check.auroc_before:.3f} on {check.n_before} pairs, "
          f"{check.auroc_after:.3f} on the {check.n_after} kept")
     train, dev = split_groups(kept, dev_share, recipe.seed)

@@ -48,6 +48,10 @@ class DataRecipe:
         sentences_per_document: document sentences (each with an edit) per document.
         distractors_per_record: distractor answers per HaluEval QA record, each with the right answer in its own
             answer form (at most :data:`~syncheck.verifier.synthetic.ANSWER_FORMS`' length).
+        thinning: how the claim-only artefact check thins the pairs
+            (:data:`~syncheck.verifier.artefacts.THINNING`): ``"balance"`` (the labels made even in each score
+            tenth; what built the shipped verifier) or ``"ratio"`` (each tenth in the labels' overall ratio, for
+            labelled rows with few unsupported ones).
         seed: every random choice.
     """
 
@@ -60,17 +64,24 @@ class DataRecipe:
     documents: tuple[str, ...] = ()
     sentences_per_document: int = 1
     distractors_per_record: int = 1
+    thinning: str = "balance"
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.distractors_per_record <= len(ANSWER_FORMS):
             raise ValueError(f"distractors_per_record must be 1 to {len(ANSWER_FORMS)} (each distractor takes its "
                              f"own answer form), got {self.distractors_per_record}")
+        from syncheck.verifier.artefacts import THINNING
+
+        if self.thinning not in THINNING:
+            raise ValueError(f"thinning must be one of {THINNING}, got {self.thinning!r}")
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         if self.distractors_per_record == 1:  # the recipes built before the option existed read the same
             del out["distractors_per_record"]
+        if self.thinning == "balance":
+            del out["thinning"]
         out["halueval_train_ranges"] = {k: [list(r) for r in v] for k, v in HALUEVAL_TRAIN.items()}
         return out
 
