@@ -49,6 +49,8 @@ from syncheck.model.prompts import format_context
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 
 SECTION = "## Verifiers cross-fitted on RAGTruth: each sentence scored by a verifier that never trained on it"
+#: The section of a run whose artefact check thins to the labels' ratio (``--thinning ratio``).
+SECTION_RATIO = "## Verifiers cross-fitted on RAGTruth, the artefact check thinning to the labels' ratio"
 #: The fold of each record, and what the folds were dealt from.
 FOLDS_FILE = "folds.json"
 
@@ -123,12 +125,14 @@ def fold_lines(out: Path) -> list[str]:
     folds = read_folds(out)
     lines = []
     for k in range(max(folds["fold_of"].values()) + 1):
-        check = read_manifest(fold_dir(out, k))["data"]["artefact_check"]
+        manifest = read_manifest(fold_dir(out, k))
+        check = manifest["data"]["artefact_check"]
         seconds = folds.get("train_seconds", {}).get(str(k))
         lines.append(f"- fold {k}: {check['pairs_after']} of {check['pairs_before']} pairs kept by the artefact check "
                      f"(claim-only AUROC {check['claim_only_auroc_before']:.3f} before, "
                      f"{check['claim_only_auroc_after']:.3f} after)"
-                     + (f", {seconds} s of training" if seconds is not None else ""))
+                     + (f", {seconds} s of training" if seconds is not None else "")
+                     + (f", built at {manifest['commit'][:7]}" if manifest.get("commit") else ""))
     return lines
 
 
@@ -261,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         table(units, crossfit, shipped, args.bootstrap),
     ])
-    publish(body, args.results_md, SECTION)
+    publish(body, args.results_md, SECTION_RATIO if args.thinning == "ratio" else SECTION)
     return 0
 
 
