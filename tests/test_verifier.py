@@ -345,3 +345,8 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
     assert manifest["init_weights_sha256"] == shipped["weights_sha256"]
     with pytest.raises(ValueError, match="--base"):
         base_model(TrainSettings(base="another-encoder", init="verifier"))
+    wrong_inits = ((["--init", str(tmp_path / "none")], "--init"), (["--init", "verifier", "--base", "x"], "--base"))
+    for wrong, hint in wrong_inits:
+        refused = CliRunner().invoke(main, ["verifier", "train", str(tmp_path / "n"), "--labelled", str(labelled),
+                                            *wrong])
+        assert refused.exit_code == 2 and f"Invalid value for {hint}" in refused.output
