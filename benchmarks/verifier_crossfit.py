@@ -47,12 +47,15 @@ from syncheck.fitting import grouped_folds
 from syncheck.jsonl import iter_jsonl
 from syncheck.model.prompts import format_context
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
+from syncheck.verifier.artefacts import THINNING
 
 SECTION = "## Verifiers cross-fitted on RAGTruth: each sentence scored by a verifier that never trained on it"
 #: The section of a run whose artefact check thins to the labels' ratio (``--thinning ratio``).
 SECTION_RATIO = "## Verifiers cross-fitted on RAGTruth, the artefact check thinning to the labels' ratio"
-#: The fold of each record, and what the folds were dealt from.
+#: The fold of each record, what the folds were dealt from and how they were trained.
 FOLDS_FILE = "folds.json"
+#: The training settings a finished fold is reused for only when they are the same.
+TRAINING_KEYS = ("init", "epochs", "learning_rate", "batch_size", "max_length", "max_steps")
 
 
 def assign_folds(records: Sequence[RAGTruthRecord], n_folds: int, seed: int) -> dict[str, int]:
@@ -85,11 +88,15 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
     from syncheck.verifier.dataset import DataRecipe
 
     fold_of = assign_folds(records, n_folds, seed)
-    spec = {"folds": n_folds, "seed": seed, "fold_of": fold_of}
+    spec = {"folds": n_folds, "seed": seed, "thinning": thinning, "fold_of": fold_of,
+            "training": {k: getattr(settings, k) for k in TRAINING_KEYS}}
     out.mkdir(parents=True, exist_ok=True)
     if (out / FOLDS_FILE).exists():
-        if {k: v for k, v in read_folds(out).items() if k in spec} != spec:
-            raise SystemExit(f"{out} holds folds of other records or settings; pass a new --out")
+        held = read_folds(out)
+        changed = sorted(k for k in spec if held.get(k) != spec[k])
+        if changed:
+            raise SystemExit(f"{out} holds folds dealt or trained otherwise ({', '.join(changed)} differ); pass a new "
+                             "--out, or the options that built it")
     else:
         (out / FOLDS_FILE).write_text(json.dumps({"ragtruth": paths, **spec}, indent=1) + "\n", encoding="utf-8")
     raw = {str(row["id"]): row for path in paths.split(",") if path for row in iter_jsonl(path)}
@@ -222,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--learning-rate", type=float, default=3e-5)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--max-length", type=int, default=256)
-    ap.add_argument("--thinning", choices=["balance", "ratio"], default="balance",
+    ap.add_argument("--thinning", choices=THINNING, default="balance",
                     help="how the artefact check thins each fold's pairs (syncheck verifier train --thinning)")
     ap.add_argument("--max-steps", type=int, default=-1, help="steps per fold (-1: the epochs decide); smoke runs")
     ap.add_argument("--limit", type=int, default=None, help="records read per task (smoke runs)")
@@ -233,11 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    from features.alignment.verifier import read_manifest
-    from syncheck.verifier.training import init_dir
+    from syncheck.verifier.training import init_base
 
     records = read_ragtruth_files(args.ragtruth, args.limit)
-    settings = TrainSettings(base=read_manifest(init_dir(args.init))["base"], init=args.init,
+    settings = TrainSettings(base=init_base(args.init), init=args.init,
                              max_length=args.max_length, epochs=args.epochs, batch_size=args.batch_size,
                              learning_rate=args.learning_rate, max_steps=args.max_steps, seed=args.seed)
     train_folds(args.out, args.ragtruth, records, args.folds, args.seed, settings, args.progress,

@@ -246,6 +246,8 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
     np.testing.assert_allclose(got[first], own, rtol=1e-5)
     with pytest.raises(SystemExit, match="in none of the folds"):
         crossfit_scores(out, ["no-such-record"], ["p"], ["c"], work)
+    with pytest.raises(SystemExit, match=r"\(thinning differ\)"):  # finished folds are not reused for another recipe
+        main([*args, "--thinning", "ratio"])
 
 
 def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_path, capsys):

@@ -55,9 +55,11 @@ def cached_scores(spec: str, work_dir: Path, premises: list[str], claims: list[s
         else:
             scorer = make_scorer()
         cache.parent.mkdir(parents=True, exist_ok=True)
-        if cache.exists() and cache.stat().st_size and not cache.read_bytes().endswith(b"\n"):
-            with open(cache, "a", encoding="utf-8") as out:
-                out.write("\n")  # end a torn line, so the next row starts on its own
+        if cache.exists() and cache.stat().st_size:
+            with open(cache, "rb+") as f:
+                f.seek(-1, 2)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")  # end a torn line, so the next row starts on its own
         with open(cache, "a", encoding="utf-8") as out:
             for at in tqdm(range(0, len(todo), batch), desc=f"align_score with {spec}", unit="batch"):
                 part = todo[at:at + batch]

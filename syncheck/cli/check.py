@@ -81,6 +81,7 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
         DEFAULT_RELEVANCE,
         ProvenanceChecker,
     )
+
     total = count_lines(input_path)
     takes_model = nli is None or nli == "syncheck"
     nli = nli or DEFAULT_NLI

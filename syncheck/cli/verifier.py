@@ -81,18 +81,17 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
     if not (recipe.halueval or recipe.labelled or recipe.documents):
         raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
     if init:
-        from features.alignment.verifier import read_manifest
-        from syncheck.verifier.training import init_dir
+        from syncheck.verifier.training import init_base
 
         try:
-            init_base = read_manifest(init_dir(init))["base"]
+            start_base = init_base(init)
         except (OSError, ValueError) as exc:
             raise click.BadParameter(f"{exc} (or pass 'verifier' for the shipped one)", param_hint="--init")
-        if base and base != init_base:
-            raise click.BadParameter(f"{init} was trained on the base {init_base!r}; leave --base out to go on "
+        if base and base != start_base:
+            raise click.BadParameter(f"{init} was trained on the base {start_base!r}; leave --base out to go on "
                                      "training it, or drop --init to start a fresh head on another base",
                                      param_hint="--base")
-        base = init_base
+        base = start_base
     settings = TrainSettings(**({"base": base} if base else {}), init=init, max_length=max_length, epochs=epochs,
                              batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
     command = given_command(click.get_current_context())

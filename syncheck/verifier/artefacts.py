@@ -98,14 +98,13 @@ def _thinned(pairs: Sequence[VerifierPair], scores: np.ndarray, rng: random.Rand
     edges = np.quantile(scores, np.linspace(0, 1, BINS + 1)[1:-1])
     bins = np.searchsorted(edges, scores, side="right")
     ones = sum(p.label for p in pairs)
-    ratio = ones / max(len(pairs) - ones, 1) if thinning == "ratio" else 1.0  # label 1 per label 0 in every bin
+    # label 1 per label 0 kept in every bin ("balance": 1, so the bin keeps the smaller label's count of each)
+    ratio = ones / max(len(pairs) - ones, 1) if thinning == "ratio" else 1.0
     keep: list[int] = []
     for b in range(BINS):
         idx = np.flatnonzero(bins == b)
         zeros_, ones_ = ([int(i) for i in idx if pairs[i].label == lab] for lab in (0, 1))
-        if thinning == "balance":
-            n0 = n1 = min(len(zeros_), len(ones_))
-        elif len(ones_) > ratio * len(zeros_):
+        if len(ones_) > ratio * len(zeros_):
             n0, n1 = len(zeros_), int(round(ratio * len(zeros_)))
         else:
             n0, n1 = int(round(len(ones_) / ratio)) if ratio else 0, len(ones_)

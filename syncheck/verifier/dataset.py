@@ -20,6 +20,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
 
+from syncheck.verifier.artefacts import THINNING
 from syncheck.verifier.pairs import VerifierPair
 from syncheck.verifier.sources import (
     HALUEVAL_FIELDS,
@@ -71,8 +72,6 @@ class DataRecipe:
         if not 1 <= self.distractors_per_record <= len(ANSWER_FORMS):
             raise ValueError(f"distractors_per_record must be 1 to {len(ANSWER_FORMS)} (each distractor takes its "
                              f"own answer form), got {self.distractors_per_record}")
-        from syncheck.verifier.artefacts import THINNING
-
         if self.thinning not in THINNING:
             raise ValueError(f"thinning must be one of {THINNING}, got {self.thinning!r}")
 

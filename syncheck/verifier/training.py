@@ -129,6 +129,15 @@ def init_dir(init: str) -> Path:
     return shipped_verifier_dir() if init == "verifier" else Path(init)
 
 
+def init_base(init: str) -> str:
+    """The base encoder the verifier ``init`` was trained on (its manifest's ``base``).
+
+    Raises:
+        OSError, ValueError: ``init`` is not a verifier directory (the message says how to get one).
+    """
+    return read_manifest(init_dir(init))["base"]
+
+
 def base_model(settings: TrainSettings) -> tuple[Any, Any]:
     """The base encoder with a fresh one-logit head (or the verifier ``settings.init``), and its tokenizer.
 
@@ -224,4 +233,4 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     return manifest
 
 
-__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "init_dir", "last_checkpoint"]
+__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "init_base", "init_dir", "last_checkpoint"]
