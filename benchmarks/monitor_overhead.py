@@ -145,6 +145,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--prompts", type=int, default=2)
     ap.add_argument("--fod", action="store_true", help="also time FOD (S=6, K=2) against greedy")
     ap.add_argument("--lookback", action="store_true", help="also time the monitor recording lookback ratios")
+    ap.add_argument("--alignment", action="append", default=[],
+                    help="also time the monitor with this align_score backend, question-aware (repeatable; e.g. "
+                         "verifier)")
     ap.add_argument("--shape", default=None, help="random weights of a real shape instead of --model "
                                                    "(benchmarks/random_shape.py: llama2-7b, llama3-8b, qwen2.5-7b)")
     ap.add_argument("--tokenizer", default=None, help="with --shape: a saved tokenizer's folder "
@@ -192,6 +195,17 @@ def main(argv: list[str] | None = None) -> dict:
                                        vectors=True))
         times["monitor + lookback (deferred KL)"] = []
         _ENGINES.append(with_lookback.engine)
+    aligned = {}
+    for spec in args.alignment:
+        with warnings.catch_warnings():  # trained on lexical align_score: the drift warning is expected here
+            warnings.filterwarnings("ignore", message="the aggregator was trained on features from a different")
+            warnings.filterwarnings("ignore", message="no aggregator is calibrated")
+            aligned[f"monitor (deferred KL), align_score by {spec}"] = Monitor(
+                Scorer(lm, alignment=spec, align_with_question=True, device=args.device, dtype=args.dtype))
+    for name, mon in aligned.items():
+        times[name] = []
+        _ENGINES.append(mon.engine)
+    sentences = []
     if args.fod:
         from fod.baselines import GreedyGenerator
         from fod.generator import FODGenerator
@@ -225,6 +239,10 @@ def main(argv: list[str] | None = None) -> dict:
         if args.lookback:
             t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
             run["monitor + lookback (deferred KL)"] = t_lb
+        aligned_ids = []
+        for name, mon in aligned.items():
+            run[name], gen5 = _timed(lambda: mon.generate(question=q, context=CONTEXT, decoding=budget))
+            aligned_ids.append(gen5.token_ids)
         if args.fod:
             t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
             t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
@@ -240,6 +258,8 @@ def main(argv: list[str] | None = None) -> dict:
         if not keep:
             return
         tokens.append(n)
+        sentences.append(len(gen.sentences))
+        agree.extend(ids5 == gen.token_ids for ids5 in aligned_ids)
         agree.append(gen2.token_ids == gen.token_ids)
         agree.append(gen4.token_ids == gen.token_ids)
         if args.lookback:
@@ -282,6 +302,15 @@ def main(argv: list[str] | None = None) -> dict:
         per = [t / g for t, g in zip(ts, times["generate"])]
         spread = f"{min(per):.2f}-{max(per):.2f}x" if ratio is not None else ""
         print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} | {spread} |")
+    if aligned:
+        print("\n| align_score backend in the monitor | ms per sentence over the default (lexical) | vs the default |")
+        print("| --- | --- | --- |")
+        default = sum(times["monitor (deferred KL)"])
+        for name in aligned:
+            extra = (sum(times[name]) - default) / max(sum(sentences), 1)
+            summary[name].update(extra_s_per_sentence=extra, vs_default_monitor=sum(times[name]) / default)
+            print(f"| {name.rsplit(' ', 1)[-1]} | {1000 * extra:.1f} | {sum(times[name]) / default:.2f}x |")
+        print(f"\n({sum(sentences)} sentences in the timed runs)")
     # how late each design hands a sentence over: untimed runs, every event's lag in tokens after its sentence's
     # last token (at least one: a sentence is complete when the next one begins)
     lags = {name: _event_lags(mon, QUESTIONS[: args.prompts], budget)

@@ -5,7 +5,10 @@ Runs, side by side in one process and interleaved round by round, on the same re
 - ``one pass``: the with-context forward only (``kl=False``): likelihood and entropy features;
 - ``two passes``: with- and without-context forwards (the KL features added);
 - ``full``: as ``syncheck score`` runs by default (two passes, the string checks, lexical alignment, the
-  hidden states the default aggregator's probe reads, and its scores), plus LID when ``--lid``.
+  hidden states the default aggregator's probe reads, and its scores), plus LID when ``--lid``;
+- ``full, align_score by SPEC``, for each ``--alignment SPEC`` (e.g. ``verifier``): ``full`` with that alignment
+  backend, question-aware (``--align-with-question``), as ``syncheck score --alignment SPEC`` runs. The table then
+  gives its cost per sentence over ``full``'s.
 
 Usage::
 
@@ -37,6 +40,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--lid", action="store_true", help="add LID to the full configuration")
+    ap.add_argument("--alignment", action="append", default=[],
+                    help="also time `full` with this align_score backend, question-aware (repeatable; e.g. verifier)")
     ap.add_argument("--shape", default=None, help="random weights of a real shape instead of --model "
                                                    "(benchmarks/random_shape.py)")
     ap.add_argument("--tokenizer", default=None, help="with --shape: a saved tokenizer's folder "
@@ -61,19 +66,28 @@ def main(argv: list[str] | None = None) -> dict:
             "two passes": Scorer(lm, lid=None, alignment=None, kl=True, batch_size=args.batch_size, aggregator=None),
             "full": Scorer(lm, lid=lid, alignment="lexical", kl=True, batch_size=args.batch_size),
         }
+        # the aggregator was trained on lexical align_score: its drift warning is expected, its cost is what counts
+        warnings.filterwarnings("ignore", message="the aggregator was trained on features from a different")
+        for spec in args.alignment:
+            configs[f"full, align_score by {spec}"] = Scorer(lm, lid=lid, alignment=spec, align_with_question=True,
+                                                             kl=True, batch_size=args.batch_size)
     resp_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).response) for r in records)
     prompt_tokens = sum(len(encode_record(lm, r.context, r.response, r.question).with_context) for r in records)
     times: dict[str, list[float]] = {k: [] for k in configs}
-    for name, scorer in configs.items():  # warm-up
-        list(scorer.score_records(records[:2]))
-    for _ in range(args.rounds):
-        for name, scorer in configs.items():
-            synchronize(lm.device)
-            t = time.perf_counter()
-            rows = list(scorer.score_records(records))
-            synchronize(lm.device)
-            times[name].append(time.perf_counter() - t)
-            assert all(r.error is None for r in rows)
+    sentences = 0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="the aggregator was trained on features from a different")
+        for name, scorer in configs.items():  # warm-up
+            list(scorer.score_records(records[:2]))
+        for _ in range(args.rounds):
+            for name, scorer in configs.items():
+                synchronize(lm.device)
+                t = time.perf_counter()
+                rows = list(scorer.score_records(records))
+                synchronize(lm.device)
+                times[name].append(time.perf_counter() - t)
+                assert all(r.error is None for r in rows)
+                sentences = sum(len(r.sentences) for r in rows)
 
     n = len(records)
     base = statistics.median(times["one pass"])
@@ -92,6 +106,16 @@ def main(argv: list[str] | None = None) -> dict:
             "seconds": med, "responses_per_s": n / med, "tokens_per_s": resp_tokens / med, "ratio": med / base,
         }
         print(f"| {name} | {med:.2f} | {n / med:.2f} | {resp_tokens / med:.0f} | {med / base:.2f}x |")
+    if args.alignment:
+        full = statistics.median(times["full"])
+        print("\n| align_score backend | ms per sentence over `full` (lexical) | vs `full` |")
+        print("| --- | --- | --- |")
+        for spec in args.alignment:
+            med = statistics.median(times[f"full, align_score by {spec}"])
+            extra = (med - full) / max(sentences, 1)
+            summary[f"full, align_score by {spec}"].update(extra_s_per_sentence=extra, vs_full=med / full)
+            print(f"| {spec} | {1000 * extra:.1f} | {med / full:.2f}x |")
+        print(f"\n({sentences} sentences per round)")
     return summary
 
 

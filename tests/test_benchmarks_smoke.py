@@ -10,17 +10,20 @@ from conftest import shared_data
 def test_offline_throughput_benchmark_runs(capsys):
     from benchmarks.offline_throughput import main
 
-    summary = main(["--limit", "2", "--rounds", "1", "--batch-size", "2"])
-    assert set(summary) == {"one pass", "two passes", "full"}
+    summary = main(["--limit", "2", "--rounds", "1", "--batch-size", "2", "--alignment", "verifier"])
+    assert set(summary) == {"one pass", "two passes", "full", "full, align_score by verifier"}
     assert all(v["responses_per_s"] > 0 for v in summary.values())
-    assert "| two passes |" in capsys.readouterr().out
+    assert summary["full, align_score by verifier"]["vs_full"] > 0
+    out = capsys.readouterr().out
+    assert "| two passes |" in out
+    assert "| verifier |" in out  # its cost per sentence over the lexical default
 
 
 @pytest.mark.slow
 def test_monitor_overhead_benchmark_runs(capsys):
     from benchmarks.monitor_overhead import main
 
-    summary = main(["--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod"])
+    summary = main(["--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod", "--alignment", "verifier"])
     monitor = summary["monitor (deferred KL)"]
     assert monitor["ratio_vs_generate"] == pytest.approx(monitor["seconds"] / summary["generate"]["seconds"])
     assert summary["fod_forced_backtrack_vs_greedy"] > 0 and 0 < summary["tau1"] <= summary["tau2"] <= 1
@@ -31,6 +34,8 @@ def test_monitor_overhead_benchmark_runs(capsys):
     assert "| monitor (deferred KL), prompt prefix cached |" in out  # the warm run is its own row
     assert "| monitor (deferred KL, flushed between steps) |" in out  # on CPU the default flushes on a worker
     assert "tokens after the sentence's end" in out  # and how late each design hands a sentence over
+    assert summary["monitor (deferred KL), align_score by verifier"]["vs_default_monitor"] > 0
+    assert "| verifier |" in out
 
 
 def test_monitor_overhead_times_every_run_with_a_cold_prompt_prefix_cache(monkeypatch):
