@@ -147,7 +147,23 @@ class SentenceFeaturizer:
         lid_layers = self.lid.layers if self.lid is not None else []
         return sorted(set(lid_layers) | set(self.vector_layers))
 
-    def featurize(self, items: Sequence[SentenceItem]) -> list[ScoredSentence]:
+    def alignment_scores(self, premises: Sequence[Premise], texts: Sequence[str]) -> list[float] | None:
+        """``align_score`` of each sentence text against its premise (``None`` without an alignment backend).
+
+        The monitor runs this on its background worker while decoding goes on, and hands the result to
+        :meth:`featurize`; offline it runs inside :meth:`featurize`. Either way the claims are the same.
+        """
+        if self.alignment is None:
+            return None
+        if not texts:
+            return []
+        claims = [alignment_claim(t, p.question) if self.align_with_question else t for p, t in zip(premises, texts)]
+        return [float(a) for a in self.alignment.score([p.context for p in premises], claims)]
+
+    def featurize(self, items: Sequence[SentenceItem], alignment: Sequence[float] | None = None
+                  ) -> list[ScoredSentence]:
+        """The sentences' features (and scores). ``alignment``: their ``align_score`` values, already computed by
+        :meth:`alignment_scores` (one per item); ``None`` computes them here."""
         out: list[ScoredSentence] = []
         for it in items:
             feats = sentence_features(
@@ -165,10 +181,11 @@ class SentenceFeaturizer:
                 sent.vectors = sentence_vectors(it.stats, it.t0, it.t1, self.vector_layers)
             out.append(sent)
         if self.alignment is not None and items:
-            claims = [alignment_claim(s.text, it.premise.question) if self.align_with_question else s.text
-                      for it, s in zip(items, out)]
-            scores = self.alignment.score([it.premise.context for it in items], claims)
-            for s, a in zip(out, scores):
+            if alignment is None:
+                alignment = self.alignment_scores([it.premise for it in items], [s.text for s in out])
+            elif len(alignment) != len(items):
+                raise ValueError(f"{len(alignment)} alignment scores for {len(items)} sentences: give one per item")
+            for s, a in zip(out, alignment):
                 s.features["align_score"] = float(a)
         for probe in self.probes:
             for s, p in zip(out, probe.score_vectors([s.vectors for s in out])):

@@ -87,6 +87,36 @@ def test_background_flush_with_free_generation_and_sampling(scorer, slow_worker)
     assert_same_generation(sync, bg)
 
 
+class ThreadNoting:
+    """An alignment backend that notes which thread scored, slowly (as a model backend would)."""
+
+    name = "thread-noting"
+
+    def __init__(self):
+        self.threads: list[str] = []
+
+    def score(self, premises, claims, batch_size: int = 16):
+        self.threads.append(threading.current_thread().name)
+        time.sleep(0.02)
+        return np.array([min(1.0, len(c) / 100) for c in claims])
+
+
+@pytest.mark.filterwarnings("ignore:the aggregator was trained on features from a different")
+def test_background_worker_scores_alignment_with_the_same_values(tiny_lm, slow_worker):
+    """With a background worker the sentences' align_score is scored there, after the flush; features unchanged."""
+    ids, _ = response_ids_and_offsets(tiny_lm.tokenizer, RESPONSE)
+    sync_aligner, bg_aligner = ThreadNoting(), ThreadNoting()
+    _, sync = _steps(Monitor(Scorer(tiny_lm, alignment=sync_aligner, align_with_question=True), background_kl=False),
+                     forced_ids=ids)
+    _, bg = _steps(Monitor(Scorer(tiny_lm, alignment=bg_aligner, align_with_question=True), background_kl=True),
+                   forced_ids=ids)
+    assert_same_generation(sync, bg)
+    assert all("align_score" in s.features for s in bg.sentences)
+    assert set(sync_aligner.threads) == {threading.current_thread().name}
+    # every sentence finished before the end was scored on the worker; the last one, at the end, on this thread
+    assert bg_aligner.threads[:-1] and all(t.startswith("syncheck-without-context") for t in bg_aligner.threads[:-1])
+
+
 def test_background_is_the_default_on_cpu(scorer):
     assert Monitor(scorer).background is not None
     assert Monitor(scorer, background_kl=False).background is None

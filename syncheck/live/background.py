@@ -12,12 +12,15 @@ Planning (:func:`~syncheck.live.deferred_kl.plan_flush`) and applying (:meth:`Fl
 <syncheck.live.deferred_kl.Flush.apply>`) stay on the decoding thread; only the forward and the KL run on the worker,
 one flush at a time. The decode loop never reads the without-context cache and only appends to the rows, so the
 features are the ones the synchronous flush gives (tested).
+
+The same worker then scores the finished sentences' ``align_score`` (:meth:`BackgroundFlusher.call`), so a model
+alignment backend (the verifier) runs beside decoding too rather than between two steps.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from syncheck.live.deferred_kl import Flush, FlushEngine, plan_flush, run_flush
 from syncheck.live.state import Batch
@@ -55,9 +58,13 @@ class BackgroundFlusher:
         Until its :meth:`FlushInFlight.apply`, the batch may be stepped but not flushed, cut or selected.
         """
         flush = plan_flush(self.engine, batch, ends)
+        return FlushInFlight(flush, self.call(run_flush, self.engine, flush))
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run ``fn(*args)`` on the worker, after the work already queued there."""
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="syncheck-without-context")
-        return FlushInFlight(flush, self._worker.submit(run_flush, self.engine, flush))
+        return self._worker.submit(fn, *args)
 
 
 __all__ = ["BackgroundFlusher", "FlushInFlight"]

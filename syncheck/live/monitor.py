@@ -20,6 +20,7 @@ forward over the sentence on the without-context cache (see
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Generator, Iterator, Sequence
 
@@ -108,18 +109,24 @@ class Monitor:
         pending, ends = _pending(batch, finals, False)
         if not any(pending):
             return None
-        return ScoringInFlight(self, batch, premise, pending, ends, self.background.submit(batch, ends))
+        flush = self.background.submit(batch, ends)
+        # the sentences' align_score too: a model backend (the verifier) then runs beside decoding, not between steps
+        texts = [span.text for done in pending for span, _, _ in done]
+        alignment = (self.background.call(self.scorer.featurizer.alignment_scores, [premise] * len(texts), texts)
+                     if self.scorer.featurizer.alignment is not None else None)
+        return ScoringInFlight(self, batch, premise, pending, ends, flush, alignment)
 
-    def featurize_pending(self, batch: Batch, premise: Premise, pending, ends: Sequence[int], finals: Sequence[bool]
-                   ) -> list[list[SentenceEvent]]:
-        """Featurize and emit each row's flushed ``pending`` sentences (see :meth:`score_finished`)."""
+    def featurize_pending(self, batch: Batch, premise: Premise, pending, ends: Sequence[int], finals: Sequence[bool],
+                          alignment: Sequence[float] | None = None) -> list[list[SentenceEvent]]:
+        """Featurize and emit each row's flushed ``pending`` sentences (see :meth:`score_finished`); ``alignment``:
+        their ``align_score`` values when already computed, in order."""
         items, owners = [], []
         for i, (row, done) in enumerate(zip(batch.rows, pending)):
             stats = row.stats(ends[i]) if done else None
             for span, t0, t1 in done:
                 items.append(SentenceItem(premise, span, stats, t0, t1))
                 owners.append((i, t0, t1))
-        scored = self.scorer.featurizer.featurize(items)
+        scored = self.scorer.featurizer.featurize(items, alignment)
         events: list[list[SentenceEvent]] = [[] for _ in batch.rows]
         for (i, t0, t1), sent, fin in zip(owners, scored, [finals[o[0]] for o in owners]):
             row = batch.rows[i]
@@ -345,22 +352,23 @@ class MonitorRun:
 
 
 class ScoringInFlight:
-    """Finished sentences whose without-context forward runs on the background worker
-    (:meth:`Monitor.start_scoring`)."""
+    """Finished sentences whose without-context forward, and then their ``align_score``, run on the background
+    worker (:meth:`Monitor.start_scoring`)."""
 
     def __init__(self, monitor: Monitor, batch: Batch, premise: Premise, pending, ends: Sequence[int],
-                 flush: FlushInFlight) -> None:
+                 flush: FlushInFlight, alignment: Future | None = None) -> None:
         self.monitor, self.batch, self.premise, self.pending, self.ends = monitor, batch, premise, pending, ends
-        self.flush = flush
+        self.flush, self.alignment = flush, alignment
 
     def done(self) -> bool:
-        return self.flush.done()
+        return self.flush.done() and (self.alignment is None or self.alignment.done())
 
     def finish(self) -> list[list[SentenceEvent]]:
-        """Wait for the forward, then featurize and emit the sentences: per row, their events."""
+        """Wait for the worker, then featurize and emit the sentences: per row, their events."""
         self.flush.apply()
+        alignment = self.alignment.result() if self.alignment is not None else None
         finals = [False] * len(self.batch)
-        return self.monitor.featurize_pending(self.batch, self.premise, self.pending, self.ends, finals)
+        return self.monitor.featurize_pending(self.batch, self.premise, self.pending, self.ends, finals, alignment)
 
 
 def _pending(batch: Batch, finals: Sequence[bool], first_only: bool) -> tuple[list, list[int]]:
