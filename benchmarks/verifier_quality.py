@@ -173,12 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--against", default=None,
                     help="a second backend on the same units (e.g. verifier, when --alignment is a rebuild): adds the "
                          "paired difference and the shipping rule's verdict")
+    ap.add_argument("--max-length", type=int, default=None,
+                    help="tokens per (window, claim) pair for a verifier backend (default: what it was trained at)")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    scorer = make_alignment_scorer(args.alignment)
+    scorer = make_alignment_scorer(args.alignment, **({"max_length": args.max_length} if args.max_length else {}))
     units = (halueval_units(args.halueval) if args.halueval else []) + (
         ragtruth_units(args.ragtruth) if args.ragtruth else [])
     if args.limit:
