@@ -215,6 +215,20 @@ def test_benchmark_smoke_writes_its_section_plot_and_response_json(tmp_path):
     assert "rel:pmi_mean" in list(final.feature_names_in_) and text.count("| bin | mean predicted |") == 2
 
 
+def test_benchmark_reads_another_alignment_backend_in_two_more_rows(tmp_path):
+    """--alignment SPEC: the verdict beside the response's mean and least score by SPEC, and the verdict over sentence
+    scores whose recipe reads it; the scores are cached in the work dir."""
+    from benchmarks.ragtruth import response_verdict as rv
+
+    args = rv.parse_args(["--folds", "3", "--bootstrap", "20", "--alignment", "lexical", "--work-dir", str(tmp_path)])
+    out = rv.report(synthetic_table(), args, command="python -m benchmarks.ragtruth.response_verdict")
+    extra = [n for n in out["rows"] if "align_score:lexical" in n]
+    assert len(extra) == 2 and all(set(out["rows"][n]) == {"QA", "Summary", "Data2txt"} for n in extra)
+    assert list(tmp_path.glob("align-*.jsonl"))
+    resp = rv.Responses.of(synthetic_table(), ["pmi_mean"])
+    assert resp.aligned.shape == (len(resp), 2) and (resp.aligned[:, 1] <= resp.aligned[:, 0]).all()
+
+
 def test_scorer_uses_the_verdict_stored_beside_its_aggregator_and_keeps_min(tiny_lm, tmp_path):
     from syncheck.aggregators import make_aggregator, save_aggregator
     from syncheck.records import Record

@@ -19,7 +19,10 @@ response length and word overlap on the same responses; then the reliability tab
 ``--relative`` adds the verdict over the final (whole-answer) sentence scores, from a recipe that also reads each
 feature minus its response's mean (:mod:`features.relative`; a live monitor can compute them only once the answer is
 complete, :mod:`syncheck.aggregators.final`); with ``--save DIR`` it also writes that final model and its verdict to
-``DIR/final``. Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
+``DIR/final``. ``--alignment SPEC`` (e.g. ``verifier``) asks what another ``align_score`` backend adds to the verdict
+(:mod:`benchmarks.ragtruth.alignment_feature`): one row reads the response's mean and least score by it beside the
+verdict's statistics, another is the verdict over sentence scores whose recipe also reads it (a second nesting).
+Features come from the same cache as :mod:`benchmarks.ragtruth.run` (run with ``--no-lid --no-lookback
 --no-embedding``: the default needs none of them).
 """
 
@@ -80,7 +83,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--relative", action="store_true",
                    help="add a row: the verdict over final sentence scores, whose recipe also reads each feature minus "
                         "its response's mean (syncheck.aggregators.final); with --save, write that model to DIR/final")
-    p.add_argument("--results-md", default=None, help="write the tables into this file's section " + repr(SECTION))
+    p.add_argument("--results-md", default=None, help="write the tables into this file's section (--results-section)")
+    p.add_argument("--results-section", default=SECTION, help="the heading of that section (default: %(default)r)")
+    p.add_argument("--alignment", default=None,
+                   help="an align_score backend (e.g. verifier) whose scores the verdict reads in two more rows")
     p.add_argument("--plot", default=None, help="write a reliability plot (PNG) of the learned verdict here")
     p.add_argument("--save", default=None,
                    help="fit the verdict on every response's out-of-fold sentence scores and write response.json into "
@@ -101,9 +107,11 @@ class Responses:
     overlap: np.ndarray  # share of the response's content words found in the context
     #: ``(n, k)`` response means of the sentence features in :data:`MEAN_FEATURES` (NaN-free; see :meth:`of`)
     means: np.ndarray | None = None
+    #: ``(n, 2k)`` the response's mean and least value of each feature named to :meth:`of` as ``aligned``
+    aligned: np.ndarray | None = None
 
     @classmethod
-    def of(cls, table: SentenceTable) -> "Responses":
+    def of(cls, table: SentenceTable, aligned: Sequence[str] = ()) -> "Responses":
         from features.alignment.lexical import lexical_precision
 
         order = np.argsort(table.response, kind="stable")
@@ -113,9 +121,11 @@ class Responses:
         names = [n for n in MEAN_FEATURES if n in table.features]
         means = np.asarray([[np.nanmean(table.features[n][r]) if np.isfinite(table.features[n][r]).any() else 0.0
                              for n in names] for r in rows]).reshape(len(rows), len(names))
+        extra = np.asarray([[f(table.features[n][r]) for n in aligned for f in (np.mean, np.min)] for r in rows],
+                           dtype=float).reshape(len(rows), 2 * len(aligned))
         return cls(rows, np.asarray([r.label for r in recs], dtype=np.int64), np.asarray([r.task for r in recs]),
                    np.asarray([r.source_id for r in recs]), np.asarray([len(r.response.split()) for r in recs], float),
-                   np.asarray([lexical_precision(r.context, r.response) for r in recs], float), means)
+                   np.asarray([lexical_precision(r.context, r.response) for r in recs], float), means, extra)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -123,7 +133,7 @@ class Responses:
     def side(self, which: np.ndarray) -> dict[str, np.ndarray]:
         """Response-level columns of the responses ``which`` that an extended verdict may read."""
         return {"task": self.task[which], "words": self.words[which], "overlap": self.overlap[which],
-                "means": self.means[which]}
+                "means": self.means[which], "aligned": self.aligned[which]}
 
     def scores(self, sentence_scores: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
         """NaN-padded sentence scores of the responses ``which`` (default all), for :class:`ResponseVerdict`."""
@@ -164,7 +174,8 @@ def verdict_fitter(tau: float, **params: Any) -> Fitter:
 
 def extended_fitter(tau: float, extra: Sequence[str], boosted: bool = False) -> Fitter:
     """The verdict's statistics plus response-level columns (``task`` one-hot, ``words``, word ``overlap`` with the
-    context), LR or small boosting."""
+    context, ``means`` of the support features, the ``aligned`` columns of :class:`Responses`), LR or small
+    boosting."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -180,6 +191,8 @@ def extended_fitter(tau: float, extra: Sequence[str], boosted: bool = False) -> 
             cols.append(side["overlap"][:, None])
         if "means" in extra:
             cols.append(side["means"])
+        if "aligned" in extra:
+            cols.append(side["aligned"])
         return np.hstack(cols)
 
     def fit(X, y, side, X_test, test_side):
@@ -313,7 +326,12 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
     """Every figure of the module on a scored table: prints the markdown, writes the section / plot / response.json."""
     t0 = time.perf_counter()
     tau = args.tau if args.tau is not None else default_tau(args.save)
-    resp = Responses.of(table)
+    aligned = []
+    if args.alignment:
+        from benchmarks.ragtruth.alignment_feature import add_alignment_feature
+
+        aligned = [add_alignment_feature(table, args.alignment, Path(args.work_dir or default_work_dir()))]
+    resp = Responses.of(table, aligned)
     fitters = {LEARNED: verdict_fitter(tau=tau),
                "learned verdict, identity link": verdict_fitter(tau=tau, link="identity"),
                "learned verdict + task (one-hot)": extended_fitter(tau, ["task"]),
@@ -321,7 +339,13 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
                "learned verdict + the response's word overlap": extended_fitter(tau, ["overlap"]),
                "learned verdict + the response's mean support features": extended_fitter(tau, ["means"]),
                "small boosting (depth 2) on the statistics + task": extended_fitter(tau, ["task"], boosted=True)}
+    if aligned:
+        fitters[f"learned verdict + the response's mean and least `{aligned[0]}`"] = extended_fitter(tau, ["aligned"])
     outer, fold, learned = nested_scores(table, resp, args.folds, args.seed, fitters)
+    if aligned:  # the sentence recipe reads the backend's score too: a second nesting
+        learned.update(nested_scores(table, resp, args.folds, args.seed, {
+            f"learned verdict over sentence scores whose recipe also reads `{aligned[0]}`": verdict_fitter(tau=tau)},
+            aligned)[2])
     final = None
     if args.relative:  # the same verdict over final sentence scores, which also read each feature against its response
         final, _, got = nested_scores(
@@ -387,7 +411,7 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
     if args.results_md:
         from benchmarks.results_md import write_section
 
-        write_section(Path(args.results_md), SECTION, md)
+        write_section(Path(args.results_md), args.results_section, md)
     if args.plot:
         plot_reliability(Path(args.plot), resp.label, {LEARNED: learned[LEARNED], MIN: low, MEAN: mean})
     return {"rows": {n: {t: {"auroc": list(c.auroc), "brier": c.brier, "f1": c.f1} for t, c in cells.items()}
@@ -489,7 +513,6 @@ def cached_table(args: argparse.Namespace) -> SentenceTable:
     cache (scored now when missing)."""
     from benchmarks.ragtruth.data import read_ragtruth_files
     from benchmarks.ragtruth.scoring import ScoringConfig, score_ragtruth, sentence_table
-    from syncheck.cache import cache_dir
 
     if args.threads:
         import torch
@@ -498,9 +521,14 @@ def cached_table(args: argparse.Namespace) -> SentenceTable:
     records = read_ragtruth_files(args.data, limit=args.limit)
     config = ScoringConfig(model=args.model, lid=False, lookback=False, embedding=False, batch_size=args.batch_size,
                            dtype=args.dtype)
-    return sentence_table(
-        records, score_ragtruth(records, config, Path(args.work_dir or cache_dir() / "ragtruth-bench"))
-    )
+    return sentence_table(records, score_ragtruth(records, config, Path(args.work_dir or default_work_dir())))
+
+
+def default_work_dir() -> Path:
+    """run.py's feature cache, where the alignment scores are cached too."""
+    from syncheck.cache import cache_dir
+
+    return cache_dir() / "ragtruth-bench"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
