@@ -330,3 +330,12 @@ def test_verifier_conflict_benchmark_runs_on_a_stored_conflict_run(capsys):
           "--halueval", str(data / "halueval")])
     out = capsys.readouterr().out
     assert "| conflict_qwen_fresh2 |" in out and "keep the answer verifier rates highest" in out
+
+
+def test_verifier_base_speed_times_training_and_scoring(capsys):
+    from benchmarks.verifier_base_speed import main
+
+    out = main(["--bases", "minilm", "--length", "16", "--batch-size", "2", "--steps", "1"])
+    assert out["minilm"]["train_examples_per_s"] > 0 and out["minilm"]["score_examples_per_s"] > 0
+    assert out["minilm"]["trainable_parameters"] > 2e7  # every parameter of MiniLM trains
+    assert "| minilm | float32 | all |" in capsys.readouterr().out
