@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import shared_data
 
@@ -339,3 +340,17 @@ def test_verifier_base_speed_times_training_and_scoring(capsys):
     assert out["minilm"]["train_examples_per_s"] > 0 and out["minilm"]["score_examples_per_s"] > 0
     assert out["minilm"]["trainable_parameters"] > 2e7  # every parameter of MiniLM trains
     assert "| minilm | float32 | all |" in capsys.readouterr().out
+
+
+def test_verifier_probe_reads_the_last_prompt_tokens_states(tiny_lm):
+    from benchmarks.verifier_probe import ProbeUnit, fit_probe, probe_inputs, span
+
+    units = [ProbeUnit(i // 2, "The tower was completed in 1889 in Paris.", f"Question: When?\nAnswer: {a}", a, lab)
+             for i, (a, lab) in enumerate([("The answer is 1889.", 1), ("The answer is Paris.", 0)] * 4)]
+    x, margin = probe_inputs(tiny_lm, units, [-1, -2])
+    width = tiny_lm.model.config.hidden_size
+    assert x.shape == (8, 2 * width) and margin.shape == (8,) and np.isfinite(x).all()
+    assert np.allclose(x[0], x[2])  # the same prompt, the same states
+    probe = fit_probe(x, np.array([u.label for u in units]), 1.0)
+    assert probe.predict_proba(x)[:, 1][0] > probe.predict_proba(x)[:, 1][1]  # it separates what it was fitted on
+    assert span("0-200") == (0, 200)
