@@ -90,8 +90,11 @@ def fit_probe(x: np.ndarray, y: np.ndarray, c: float) -> Any:
     return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000)).fit(x, y)
 
 
-def span(text: str) -> tuple[int, int]:
+def record_range(text: str) -> tuple[int, int]:
+    """``"START-END"`` -> ``(START, END)``: HaluEval QA records START to END - 1 (argparse reports a bad one)."""
     start, end = (int(v) for v in text.split("-"))
+    if not 0 <= start < end:
+        raise ValueError(f"{text!r}: give START-END with START < END, e.g. 0-200")
     return start, end
 
 
@@ -104,8 +107,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--data", default="../shared/data/halueval", help="HaluEval's directory")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--dtype", default="bfloat16")
-    ap.add_argument("--train", type=span, default=(0, 200), help="records START-END the probe is fitted on")
-    ap.add_argument("--test", type=span, default=(2000, 2250), help="records START-END it is scored on")
+    ap.add_argument("--train", type=record_range, default=(0, 200), help="records START-END the probe is fitted on")
+    ap.add_argument("--test", type=record_range, default=(2000, 2250), help="records START-END it is scored on")
     ap.add_argument("--layers", default="-1,-8", help="hidden-state layers the probe reads (comma-separated)")
     ap.add_argument("--c", type=float, default=0.05, help="the logistic regression's inverse regularisation")
     ap.add_argument("--verifier", action="store_true", help="score the shipped verifier on the test units too")

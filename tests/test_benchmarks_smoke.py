@@ -343,7 +343,7 @@ def test_verifier_base_speed_times_training_and_scoring(capsys):
 
 
 def test_verifier_probe_reads_the_last_prompt_tokens_states(tiny_lm):
-    from benchmarks.verifier_probe import ProbeUnit, fit_probe, probe_inputs, span
+    from benchmarks.verifier_probe import ProbeUnit, fit_probe, probe_inputs, record_range
 
     units = [ProbeUnit(i // 2, "The tower was completed in 1889 in Paris.", f"Question: When?\nAnswer: {a}", a, lab)
              for i, (a, lab) in enumerate([("The answer is 1889.", 1), ("The answer is Paris.", 0)] * 4)]
@@ -353,4 +353,4 @@ def test_verifier_probe_reads_the_last_prompt_tokens_states(tiny_lm):
     assert np.allclose(x[0], x[2])  # the same prompt, the same states
     probe = fit_probe(x, np.array([u.label for u in units]), 1.0)
     assert probe.predict_proba(x)[:, 1][0] > probe.predict_proba(x)[:, 1][1]  # it separates what it was fitted on
-    assert span("0-200") == (0, 200)
+    assert record_range("0-200") == (0, 200)
