@@ -35,8 +35,7 @@ import numpy as np
 import torch
 
 from benchmarks.run_stamp import machine
-
-PROMPT = "Premise: {premise}\n\n{claim}\n\nIs the answer supported by the premise? Answer Yes or No.\nAnswer:"
+from syncheck.model.probe_scorer import PROBE_PROMPT as PROMPT  # the prompt the probe backend reads
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,9 @@ from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
 from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
 from benchmarks.results_md import measured_line
-from features.alignment import make_alignment_scorer
 from features.alignment.lexical import lexical_precision
 from features.sentences import split_sentences
+from syncheck.alignment import make_alignment_scorer
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, halueval_records
@@ -165,6 +165,14 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
     return "\n".join(lines)
 
 
+def built_from(manifest: dict) -> str:
+    """A verifier's or a probe's weights hash and the commit that built it, from its manifest."""
+    digest = manifest.get("weights_sha256") or manifest.get("head_sha256") or "?"
+    commit = (manifest.get("commit") or "?")[:7]
+    kind = "weights" if "weights_sha256" in manifest else "head"
+    return f"{kind} sha256 {digest[:12]} (built at {commit})"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--halueval", help="HaluEval's directory")
@@ -178,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
+    ap.add_argument("--results-section", default=SECTION, help="the heading of the section it writes")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     scorer = make_alignment_scorer(args.alignment, **({"max_length": args.max_length} if args.max_length else {}))
@@ -194,8 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python -m benchmarks.verifier_quality " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([
         f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s). Backend `{args.alignment}`"
-        + (f", weights sha256 {manifest['weights_sha256'][:12]} (built at {manifest['commit'][:7]})."
-           if manifest else "."),
+        + (f", {built_from(manifest)}." if manifest else "."),
         "",
         "HaluEval units are responses (a summary's score is the min over its sentences, the mean beside it); RAGTruth "
         "units are sentences. AUROC, faithful = positive, 95% bootstrap over records or source documents. "
@@ -204,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         table(units, sets, args.against, diffs),
     ] + (["", f"Shipping rule (a paired interval against `{args.against}`): {shipping_verdict(diffs)}."]
          if args.against else []))
-    publish(body, args.results_md, SECTION)
+    publish(body, args.results_md, args.results_section)
     return 0
 
 

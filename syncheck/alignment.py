@@ -1,8 +1,10 @@
-"""Alignment backends by spec: the LLM judge here, every other one by :func:`features.alignment.make_alignment_scorer`.
+"""Alignment backends by spec: those that run a causal LM here, every other one by
+:func:`features.alignment.make_alignment_scorer`.
 
 ``features/`` runs no causal LM (it is the bottom layer and never imports ``syncheck``): ``llm-judge[:MODEL]`` is
-:class:`syncheck.model.llm_judge.LLMJudgeScorer`, loaded by :func:`syncheck.model.models.load_model` (aliases, GGUF
-files, the cache, ``HF_HUB_OFFLINE``).
+:class:`syncheck.model.llm_judge.LLMJudgeScorer` and ``probe[:DIR]`` is :class:`syncheck.model.probe_scorer.
+ProbeScorer`, each LM loaded by :func:`syncheck.model.models.load_model` (aliases, GGUF files, the cache,
+``HF_HUB_OFFLINE``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ from features.alignment import make_alignment_scorer as _make
 
 
 def make_alignment_scorer(spec: AlignmentScorer | str, **kwargs: Any) -> AlignmentScorer:
-    """:func:`features.alignment.make_alignment_scorer`, and ``llm-judge[:MODEL]`` (default ``smollm2-135m``) as
-    :class:`~syncheck.model.llm_judge.LLMJudgeScorer` loaded by :func:`~syncheck.model.models.load_model`."""
-    if isinstance(spec, str) and parse_alignment_spec(spec)[0] == "llm-judge":
+    """:func:`features.alignment.make_alignment_scorer`, and the backends that run a causal LM: ``llm-judge[:MODEL]``
+    (default ``smollm2-135m``) as :class:`~syncheck.model.llm_judge.LLMJudgeScorer` loaded by
+    :func:`~syncheck.model.models.load_model`, and ``probe[:DIR]`` (default: the shipped head, on the LM it names) as
+    :class:`~syncheck.model.probe_scorer.ProbeScorer` (``model=`` passes its LM already loaded)."""
+    kind, arg = parse_alignment_spec(spec) if isinstance(spec, str) else ("", "")
+    if kind == "llm-judge":
         from syncheck.model.llm_judge import LLMJudgeScorer
 
-        return LLMJudgeScorer(parse_alignment_spec(spec)[1] or "smollm2-135m", **kwargs)
+        return LLMJudgeScorer(arg or "smollm2-135m", **kwargs)
+    if kind == "probe":
+        from syncheck.model.probe_scorer import ProbeScorer
+
+        return ProbeScorer(arg or None, **kwargs)
     return _make(spec, **kwargs)
 
 

@@ -11,7 +11,9 @@ higher = better supported). One backend per module:
 - ``nli:<model>`` (:mod:`.nli`): P(entailment) of any sequence-classification NLI cross-encoder;
 - ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``);
 - ``verifier[:<dir>]`` (:mod:`.verifier`): syncheck's own cross-encoder, shipped in the package (no hub needed), or
-  one trained by ``syncheck verifier train``.
+  one trained by ``syncheck verifier train``;
+- ``probe[:<dir>]``: a logistic head on a frozen causal LM's hidden states (Qwen2.5-Coder-1.5B for the shipped
+  head; it runs a causal LM, so syncheck builds it: ``syncheck.model.probe_scorer``).
 
 Model backends split long premises into overlapping windows (:mod:`.windows`)
 and keep the max over windows. Build one with :func:`make_alignment_scorer`;
@@ -46,6 +48,7 @@ ALIGNMENT_SPECS = (
     "nli:<hub id or dir>",
     "alignscore[:<.ckpt path, dir or hub id>]",
     "verifier[:<dir>]",
+    "probe[:<dir>]",
 )
 
 
@@ -56,7 +59,8 @@ def parse_alignment_spec(spec: str) -> tuple[str, str]:
         ValueError: an unknown or malformed spec (the message lists the forms).
     """
     kind, _, arg = spec.strip().partition(":")
-    ok = (kind == "lexical" and not arg) or kind in ("embedding", "llm-judge", "alignscore", "verifier") or (
+    ok = (kind == "lexical" and not arg) or kind in (
+        "embedding", "llm-judge", "alignscore", "verifier", "probe") or (
         kind == "nli" and arg)
     if not ok:
         raise ValueError(f"unknown alignment backend {spec!r}; use one of: " + ", ".join(ALIGNMENT_SPECS))
@@ -80,7 +84,8 @@ def make_alignment_scorer(
         model; pass ``trust_remote_code=True`` for Vectara's HHEM);
         ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)
         or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``; ``"verifier"`` (the shipped verifier) or
-        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote).
+        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote); ``"probe[:<dir>]"`` (built by
+        :func:`syncheck.alignment.make_alignment_scorer`).
 
     Args:
         device, dtype: for model backends.
@@ -99,7 +104,7 @@ def make_alignment_scorer(
         from features.alignment.embedding import EmbeddingScorer
 
         return EmbeddingScorer(arg or None, **model_kw)
-    if kind == "llm-judge":  # a causal LM run by syncheck (syncheck.model.llm_judge): features/ imports no syncheck
+    if kind in ("llm-judge", "probe"):  # a causal LM run by syncheck (syncheck.model): features/ imports no syncheck
         raise ValueError(f"{spec!r} runs a causal LM: build it with syncheck.alignment.make_alignment_scorer({spec!r})")
     if kind == "nli":
         from features.alignment.nli import NLIScorer

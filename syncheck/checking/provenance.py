@@ -221,10 +221,10 @@ def combine(
 
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
                  trust_remote_code: bool = False, claim: str = "paper") -> Any:
-    """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]`` (question-aware:
-    :class:`syncheck.checking.support.VerifierSupport`), any :func:`make_alignment_scorer` spec, or several
-    joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that read no
-    question checking the claim form ``claim``); an object passes through."""
+    """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]`` and ``probe[:<dir>]``
+    (question-aware: :class:`syncheck.checking.support.VerifierSupport`), any :func:`make_alignment_scorer` spec, or
+    several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that
+    read no question checking the claim form ``claim``); an object passes through."""
     if not isinstance(spec, str):
         return spec
     if "+" in spec:
@@ -236,7 +236,7 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
         from syncheck.checking.support import SynCheckSupport
 
         return SynCheckSupport(model=spec.partition(":")[2] or None, device=device, dtype=dtype)
-    if spec.partition(":")[0] == "verifier":
+    if spec.partition(":")[0] in ("verifier", "probe"):
         from syncheck.checking.support import VerifierSupport
 
         return VerifierSupport(spec=spec, device=device, dtype=dtype)

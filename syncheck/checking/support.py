@@ -180,15 +180,15 @@ class SynCheckSupport:
 
 
 class VerifierSupport:
-    """The verifier (:mod:`features.alignment.verifier`) as Provenance's support model, reading each answer as it
-    was trained to: a QA answer whole and question-aware (``"Question: Q\nAnswer: A"``), a summary (by
-    :func:`answer_task`) sentence by sentence, its support being its least supported sentence's. The premise's
-    windows and the max over them are the verifier's own.
+    """The verifier (:mod:`features.alignment.verifier`), or the probe (:mod:`syncheck.model.probe_scorer`), as
+    Provenance's support model, reading each answer as it was trained to: a QA answer whole and question-aware
+    (``"Question: Q\nAnswer: A"``), a summary (by :func:`answer_task`) sentence by sentence, its support being its
+    least supported sentence's. The premise's windows and the max over them are the backend's own.
 
     Args:
         scorer: a :class:`~features.alignment.verifier.VerifierScorer` (or any alignment scorer of that claim form);
             built from ``spec`` when ``None``.
-        spec: ``"verifier"`` (the shipped one) or ``"verifier:<dir>"``.
+        spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"probe"`` or ``"probe:<dir>"``.
     """
 
     name = "verifier"
@@ -197,10 +197,11 @@ class VerifierSupport:
 
     def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None) -> None:
         if scorer is None:
-            from features.alignment import make_alignment_scorer
+            from syncheck.alignment import make_alignment_scorer
 
             scorer = make_alignment_scorer(spec, device=device, dtype=dtype)
         self.scorer = scorer
+        self.name = getattr(scorer, "name", "verifier")
 
     def claims(self, answer: str, question: str | None) -> list[str]:
         """The claims one answer is checked as (see the class docstring)."""

@@ -10,6 +10,9 @@ same recipe, so an interrupted run picks up where it stopped):
 2. ``checkpoints/``: transformers ``Trainer`` checkpoints (a run resumes from the last one);
 3. ``verifier.safetensors``, ``config.json``, ``manifest.json``: the verifier
    (``--alignment verifier:<dir>`` in ``syncheck score``, ``calibrate`` and ``check``).
+
+With ``--probe MODEL`` it fits a probe instead (:mod:`syncheck.verifier.probe_build`): step 2 caches the frozen LM's
+hidden states under ``states/``, and step 3 writes ``head.json`` and ``manifest.json`` (``--alignment probe:<dir>``).
 """
 
 from __future__ import annotations
@@ -52,7 +55,15 @@ def verifier() -> None:
 @click.option("--init", default=None,
               help="go on training this verifier ('verifier': the shipped one, or a verifier directory) instead of "
                    "a fresh head on the base; for a domain with few labelled rows")
-@click.option("--max-length", default=256, show_default=True, help="tokens per (context window, claim) pair")
+@click.option("--max-length", default=None, type=int,
+              help="tokens per (context window, claim) pair [default: 256; with --probe, 1536]")
+@click.option("--probe", "probe_model", default=None,
+              help="fit a probe on this frozen causal LM's hidden states instead of training a cross-encoder (e.g. "
+                   "qwen2.5-coder-1.5b); --epochs, --learning-rate, --max-steps, --base and --init do not apply")
+@click.option("--layers", default="-1,-8", show_default=True, help="with --probe: the hidden states it reads")
+@click.option("--c", "probe_c", default=0.05, show_default=True,
+              help="with --probe: the logistic regression's inverse regularisation")
+@click.option("--dtype", default="bfloat16", show_default=True, help="with --probe: the LM's dtype")
 @click.option("--epochs", default=1.0, show_default=True)
 @click.option("--batch-size", default=16, show_default=True)
 @click.option("--learning-rate", default=5e-5, show_default=True)
@@ -62,8 +73,8 @@ def verifier() -> None:
 @click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def train(out: Path, documents, labelled, halueval, halueval_records, writer, writer_records,
-          sentences_per_document, distractors_per_record, thinning, base, init, max_length, epochs, batch_size,
-          learning_rate, max_steps, dev_share, seed, device, progress) -> None:
+          sentences_per_document, distractors_per_record, thinning, base, init, max_length, probe_model, layers,
+          probe_c, dtype, epochs, batch_size, learning_rate, max_steps, dev_share, seed, device, progress) -> None:
     """Fit a verifier into OUT from your documents and labelled records (and HaluEval's training ranges)."""
     from syncheck.verifier.build import build_verifier
     from syncheck.verifier.dataset import DataRecipe
@@ -80,6 +91,22 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         thinning=thinning, seed=seed)
     if not (recipe.halueval or recipe.labelled or recipe.documents):
         raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
+    command = given_command(click.get_current_context())
+    if probe_model:
+        if base or init:
+            raise click.UsageError("--probe reads a frozen LM: drop --base and --init")
+        from syncheck.verifier.probe_build import build_probe
+
+        try:
+            layer_ids = [int(v) for v in layers.split(",")]
+        except ValueError:
+            raise click.BadParameter("give hidden-state indices joined by commas, e.g. -1,-8", param_hint="--layers")
+        manifest = build_probe(out, recipe, probe_model, dtype=dtype, layers=layer_ids, c=probe_c,
+                               max_premise_tokens=max_length or 1536, batch_size=batch_size, command=command,
+                               dev_share=dev_share, device=device, progress=progress, echo=click.echo)
+        click.echo(f"probe written to {out} ({manifest['head_bytes'] / 1e3:.0f} KB); use it with "
+                   f"--alignment probe:{out}")
+        return
     if init:
         from syncheck.verifier.training import init_base
 
@@ -92,9 +119,9 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
                                      "training it, or drop --init to start a fresh head on another base",
                                      param_hint="--base")
         base = start_base
-    settings = TrainSettings(**({"base": base} if base else {}), init=init, max_length=max_length, epochs=epochs,
-                             batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
-    command = given_command(click.get_current_context())
+    settings = TrainSettings(**({"base": base} if base else {}), init=init, max_length=max_length or 256,
+                             epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps,
+                             seed=seed)
     manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,
                               progress=progress, echo=click.echo)
     click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "

@@ -126,7 +126,7 @@ class LLMJudgeScorer:
         self.max_premise_tokens = max_premise_tokens
         self.overlap = overlap
         self.progress = progress
-        self._templated = bool(getattr(tokenizer, "chat_template", None))
+        self._templated = self._uses_chat_template()
         self._overhead = len(self._prompt_ids("", ""))
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._pad_id = 0 if pad is None else int(pad)
@@ -134,6 +134,9 @@ class LLMJudgeScorer:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    def _uses_chat_template(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
 
     def prompt(self, premise: str, claim: str) -> str:
         """The full prompt text, ending where the judge's answer begins."""
@@ -160,21 +163,40 @@ class LLMJudgeScorer:
 
     @torch.no_grad()
     def _score_pairs(self, premises: list[str], claims: list[str]) -> np.ndarray:
+        return self._by_premise(premises, claims, self._score_ids)
+
+    def _by_premise(self, premises: list[str], claims: list[str],
+                    run: Callable[[list[list[int]], bool], np.ndarray]) -> np.ndarray:
+        """``run(prompt token ids, shared_prefix)`` over the pairs, the claims of one premise together (their prompts
+        share its prefix, which then runs once); returns ``run``'s rows in the pairs' order."""
         seqs = [self._prompt_ids(p, c) for p, c in zip(premises, claims)]
         groups: dict[str, list[int]] = {}
         for i, p in enumerate(premises):
             groups.setdefault(p, []).append(i)
-        out = np.empty(len(seqs), dtype=np.float64)
         alone = [i for rows in groups.values() if len(rows) == 1 for i in rows]
+        parts: list[tuple[list[int], np.ndarray]] = []
         if alone:
-            out[alone] = self._score_ids([seqs[i] for i in alone])
+            parts.append((alone, run([seqs[i] for i in alone], False)))
         for rows in groups.values():
             if len(rows) > 1:
-                out[rows] = self._score_ids([seqs[i] for i in rows], shared_prefix=True)
+                parts.append((rows, run([seqs[i] for i in rows], True)))
+        first = parts[0][1]
+        out = np.empty((len(seqs),) + first.shape[1:], dtype=np.float64)
+        for rows, values in parts:
+            out[rows] = values
         return out
 
     def _score_ids(self, seqs: list[list[int]], shared_prefix: bool = False) -> np.ndarray:
         """P(Yes) vs No after each prompt; with ``shared_prefix``, the rows' common leading tokens run once."""
+        nxt = self._next_token_logits(*self._batch(seqs, shared_prefix))
+        yes = torch.logsumexp(nxt[:, self.yes_ids], dim=-1)
+        no = torch.logsumexp(nxt[:, self.no_ids], dim=-1)
+        return torch.sigmoid(yes - no).cpu().numpy()
+
+    def _batch(self, seqs: list[list[int]], shared_prefix: bool) -> tuple[torch.Tensor, torch.Tensor, list[int], Any]:
+        """``(ids, mask, last, cache)`` of the prompts, right-padded: ``cache`` holds the rows' common leading tokens
+        (with ``shared_prefix``, when they are worth a pass of their own), ``ids`` the rest, and ``last[b]`` is the
+        position of row ``b``'s last token in ``ids``."""
         start = _common_prefix_length(seqs) if shared_prefix else 0
         start = min(start, min(len(s) for s in seqs) - 1)  # every row keeps at least one token of its own
         cache = None
@@ -191,17 +213,15 @@ class LLMJudgeScorer:
         for i, t in enumerate(tails):  # right padding: real tokens keep positions start..start+len-1
             ids[i, : len(t)] = torch.tensor(t)
             mask[i, : start + len(t)] = 1
-        nxt = self._next_token_logits(ids.to(self.device), mask.to(self.device), [len(t) - 1 for t in tails], cache)
-        yes = torch.logsumexp(nxt[:, self.yes_ids], dim=-1)
-        no = torch.logsumexp(nxt[:, self.no_ids], dim=-1)
-        return torch.sigmoid(yes - no).cpu().numpy()
+        return ids.to(self.device), mask.to(self.device), [len(t) - 1 for t in tails], cache
 
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, cache: Any, keep: bool = False) -> Any:
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, cache: Any, keep: bool = False,
+                 **kwargs: Any) -> Any:
         """The decoder body (or the whole model, if it has no separable body) on ``ids`` after ``cache``; ``keep``
         returns the key/value cache of ``ids`` too."""
         body = self._body()
         model = body if body is not None else self.model
-        return model(input_ids=ids, attention_mask=mask, use_cache=keep, **cache_kwargs(model, cache))
+        return model(input_ids=ids, attention_mask=mask, use_cache=keep, **cache_kwargs(model, cache), **kwargs)
 
     def _body(self) -> Any:
         body, head = getattr(self.model, "base_model", None), self.model.get_output_embeddings()

@@ -32,8 +32,9 @@ def _counts(pairs) -> dict[str, dict[str, int]]:
 
 
 def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_share: float, device: Any,
-                  progress: bool, echo: Callable[[str], None]) -> dict[str, Any]:
-    """Step 1 (skipped when ``data.json`` holds the same recipe); returns ``data.json``'s content."""
+                  progress: bool, echo: Callable[[str], None], tokenizer: Any = None) -> dict[str, Any]:
+    """Step 1 (skipped when ``data.json`` holds the same recipe); returns ``data.json``'s content. Premises are cut
+    to ``settings.max_length`` tokens of ``tokenizer`` (default: the base's)."""
     key = json.loads(json.dumps({"recipe": recipe.to_json(), "base": settings.base,
                                  "max_length": settings.max_length, "dev_share": dev_share}))  # as data.json reads back
     data_path = out / DATA
@@ -53,7 +54,8 @@ def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_sh
     pairs, skipped = build_pairs(recipe, load_writer, progress)
     for reason in skipped[:5]:
         echo(f"skipped: {reason}")
-    _, tokenizer = base_model(settings)
+    if tokenizer is None:
+        _, tokenizer = base_model(settings)
     pairs = list(fitted(pairs, tokenizer, settings.max_length))
     kept, check = rebalance(pairs, recipe.seed, thinning=recipe.thinning)
     echo(f"claim-only artefact check: AUROC {check.auroc_before:.3f} on {check.n_before} pairs, "

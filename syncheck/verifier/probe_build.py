@@ -1,0 +1,117 @@
+"""The build of a probe directory (:mod:`syncheck.model.probe_scorer`), step by step, each resumable.
+
+1. pairs: the verifier's step (:func:`syncheck.verifier.build.prepare_pairs`): the same recipe, the claim-only
+   artefact check and the split by source document, with premises cut to the probe's window in the LM's tokens;
+2. states: the LM's hidden states of every pair, in chunks of :data:`CHUNK` pairs under ``states/`` (a run cut short
+   resumes at the first missing chunk); the pairs run in premise order, so the claims of one premise share its
+   prompt prefix;
+3. the head: scikit-learn's logistic regression on the standardised states (:meth:`ProbeHead.fit`), written as
+   ``head.json`` with ``manifest.json``, and its AUROC on the dev pairs beside the claim-only model's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from datetime import date
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from syncheck.model.probe_scorer import FORMAT, MANIFEST, ProbeHead, ProbeStates, write_head
+from syncheck.verifier.artefacts import claim_only_auroc
+from syncheck.verifier.build import DEV_PAIRS, PAIRS, prepare_pairs
+from syncheck.verifier.dataset import DataRecipe
+from syncheck.verifier.pairs import VerifierPair, read_pairs
+from syncheck.verifier.training import TrainSettings
+
+#: Pairs per cached states file.
+CHUNK = 64
+STATES = "states"
+
+
+def cached_states(reader: ProbeStates, pairs: Sequence[VerifierPair], directory: Path, key: dict[str, Any],
+                  batch_size: int = 8, progress: bool = True) -> np.ndarray:
+    """``(n, d)`` states of ``pairs`` (in their order), computed chunk by chunk into ``directory`` or read from it.
+
+    Raises:
+        FileExistsError: ``directory`` holds states of another model, layers or pairs.
+    """
+    from tqdm import tqdm
+
+    directory.mkdir(parents=True, exist_ok=True)
+    key_path = directory / "key.json"
+    key = json.loads(json.dumps({**key, "pairs": len(pairs)}))
+    if key_path.exists() and json.loads(key_path.read_text(encoding="utf-8")) != key:
+        raise FileExistsError(f"{directory} holds states of another model, layers or pairs; delete it to recompute")
+    key_path.write_text(json.dumps(key) + "\n", encoding="utf-8")
+    parts = []
+    for start in tqdm(range(0, len(pairs), CHUNK), disable=not progress, desc=f"states ({directory.name})",
+                      unit="chunk"):
+        path = directory / f"{start:06d}.npy"
+        if not path.exists():
+            chunk = pairs[start: start + CHUNK]
+            got = reader.states([p.premise for p in chunk], [p.claim for p in chunk], batch_size)
+            tmp = directory / f".{start:06d}.tmp.npy"
+            np.save(tmp, got)
+            os.replace(tmp, path)
+        parts.append(np.load(path))
+    return np.vstack(parts) if parts else np.empty((0, 0))
+
+
+def in_premise_order(pairs: Sequence[VerifierPair]) -> list[VerifierPair]:
+    """The pairs sorted by premise (then claim), so a premise's claims share a batch and its prompt prefix."""
+    return sorted(pairs, key=lambda p: (p.premise, p.claim, p.label))
+
+
+def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str = "bfloat16",
+                layers: Sequence[int] = (-1, -8), c: float = 0.05, max_premise_tokens: int = 1536,
+                batch_size: int = 8, command: str, dev_share: float = 0.05, device: Any = None,
+                progress: bool = True, echo: Callable[[str], None] = print, loaded: Any = None) -> dict[str, Any]:
+    """Build (or finish building) the probe directory ``out`` on the LM ``model``; returns its manifest.
+
+    ``loaded`` passes the LM already loaded (``model`` is then only its name in the head).
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from syncheck.build_info import source_commit, without_machine_paths
+    from syncheck.model.models import load_model
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lm = loaded if loaded is not None else load_model(model, device=device, dtype=dtype)
+    reader = ProbeStates(lm, layers=layers, max_premise_tokens=max_premise_tokens, progress=False)
+    settings = TrainSettings(base=f"probe:{model}", max_length=max_premise_tokens)
+    data = prepare_pairs(out, recipe, settings, dev_share, device, progress, echo, tokenizer=reader.tokenizer)
+    key = {"model": model, "dtype": dtype, "layers": list(reader.layers), "max_premise_tokens": max_premise_tokens}
+    train, dev = in_premise_order(read_pairs(str(out / PAIRS))), in_premise_order(read_pairs(str(out / DEV_PAIRS)))
+    echo(f"states of {len(train)} training and {len(dev)} dev pairs ({model}, layers {list(reader.layers)})")
+    x_train = cached_states(reader, train, out / STATES / "train", key, batch_size, progress)
+    y_train = np.array([p.label for p in train])
+    if len(set(y_train)) < 2:
+        raise ValueError(f"the training pairs have one label only ({len(train)} pairs); give more data")
+    head = ProbeHead.fit(x_train, y_train, c=c, model=model, dtype=dtype, layers=reader.layers)
+    dev_fig: dict[str, Any] = {"dev_pairs": len(dev)}
+    y_dev = np.array([p.label for p in dev])
+    if len(set(y_dev)) == 2:
+        x_dev = cached_states(reader, dev, out / STATES / "dev", key, batch_size, progress)
+        dev_fig.update(probe_auroc=round(float(roc_auc_score(y_dev, head.predict(x_dev))), 4),
+                       claim_only_auroc=round(claim_only_auroc(dev), 4))
+    public = {k: v for k, v in data.items() if k != "key"}
+    public["recipe"] = data["key"]["recipe"]
+    public["dev"] = dev_fig
+    manifest = {
+        "format": FORMAT, "model": model, "dtype": dtype, "layers": list(reader.layers), "c": c,
+        "max_premise_tokens": max_premise_tokens, "head_sha256": write_head(head, out),
+        "head_bytes": (out / "head.json").stat().st_size, "data": without_machine_paths(public),
+        "command": " ".join(shlex.quote(without_machine_paths(arg)) for arg in shlex.split(command)),
+        "commit": source_commit(), "date": date.today().isoformat(),
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    echo(f"dev: {dev_fig}")
+    return manifest
+
+
+__all__ = ["CHUNK", "build_probe", "cached_states", "in_premise_order"]
