@@ -36,8 +36,8 @@ from benchmarks.conflict_set import build_conflict_set, contains_answer
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
 from benchmarks.verifier_check import cell
-from features.alignment import make_alignment_scorer
 from features.alignment.lexical import lexical_precision
+from syncheck.alignment import make_alignment_scorer
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", required=True,
                     help="run files, comma-separated; the shards of one run joined by '+'")
-    ap.add_argument("--support", default="verifier", help="alignment specs, comma-separated (verifier, verifier:DIR)")
+    ap.add_argument("--support", default="verifier", help="alignment specs, comma-separated (verifier, verifier:DIR, probe:DIR)")
     ap.add_argument("--halueval", default="../shared/data/halueval")
     ap.add_argument("--results-md", default=None)
     args = ap.parse_args(argv)
