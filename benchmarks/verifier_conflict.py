@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", required=True,
                     help="run files, comma-separated; the shards of one run joined by '+'")
-    ap.add_argument("--support", default="verifier", help="alignment specs, comma-separated (verifier, verifier:DIR, probe:DIR)")
+    ap.add_argument("--support", default="verifier",
+                    help="alignment specs, comma-separated (verifier, verifier:DIR, probe:DIR)")
     ap.add_argument("--halueval", default="../shared/data/halueval")
     ap.add_argument("--results-md", default=None)
     args = ap.parse_args(argv)

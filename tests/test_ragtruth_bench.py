@@ -287,3 +287,23 @@ def test_alignment_scores_are_cached_per_pair_and_a_torn_last_line_is_scored_aga
     assert Counting.calls == [3, 1]
     assert cached_scores("fake", tmp_path, premises, claims, make_scorer=Counting).tolist() == first.tolist()
     assert Counting.calls == [3, 1]
+
+
+def test_the_probe_s_claim_only_check_fits_a_head_without_premises_and_scores_each_set(tmp_path, tiny_dir, capsys):
+    from benchmarks.probe_claim_only import main
+    from syncheck.model.probe_scorer import ProbeHead, write_head
+    from syncheck.verifier.build import PAIRS
+    from syncheck.verifier.pairs import VerifierPair, write_pairs
+
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    write_pairs([VerifierPair("", f"She was born in {1850 + i}.", i % 2, f"g{i}", "test") for i in range(12)],
+                str(probe / PAIRS))
+    width = 2 * 32
+    write_head(ProbeHead(str(tiny_dir), "float32", (-1, -2), np.zeros(width), np.ones(width), np.zeros(width), 0.0),
+               probe)
+    data = tmp_path / "rt.jsonl"
+    synthetic_ragtruth(data)
+    out = main(["--probe", str(probe), "--ragtruth", str(data), "--limit", "20"])
+    assert set(out) <= {"RAGTruth QA", "RAGTruth Summary", "RAGTruth Data2txt"} and out
+    assert "claim-only probe (min over claims)" in capsys.readouterr().out
