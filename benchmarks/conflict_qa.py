@@ -87,7 +87,7 @@ def run(args, items: list[ConflictItem], plan: list[tuple[str, str]]) -> None:
     if not todo:
         return
     scorer = Scorer(args.model, dtype=args.dtype, aggregator=args.aggregator)
-    gens = build(scorer, sorted({m for _, m in plan}))
+    gens = build(scorer, sorted({m for _, m in plan}), support=args.support)
     from syncheck.aggregators.thresholds import resolve_threshold
 
     tau1 = resolve_threshold(scorer, "tau1", args.tau1)[0]
@@ -341,6 +341,8 @@ def _command(args) -> str:
         parts += ["--title", args.title]
     if args.dtype:
         parts += ["--dtype", args.dtype]
+    if "fod-support" in [*args.methods, *args.control, *args.ablations]:
+        parts += ["--support", args.support]
     return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
 
 
@@ -375,6 +377,8 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--temperature", type=float, default=None,
                     help="the candidates' temperature (default: each method's own: FOD 0.7, reranking 1.0)")
     ap.add_argument("--tau1", type=float, default=None, help="the abstention baseline's threshold (default: tuned)")
+    ap.add_argument("--support", default="probe",
+                    help="the support model of the fod-support method (an alignment spec, e.g. probe or probe:DIR)")
     ap.add_argument("--out", required=True,
                     help="JSON lines, one per answer (resumed); for --report, several files comma-separated")
     ap.add_argument("--shard", default="1/1",

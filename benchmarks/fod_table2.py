@@ -85,7 +85,10 @@ FOD_VARIANTS = {
     "fod-adacad-decode": {"decode": "adacad"},
     "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
     "fod-a1": {"alpha": 1.0},
+    "fod-support": {},  # FOD with a support model (its generator is built with one: build(..., support=SPEC))
 }
+#: The variants whose generator reads a support model.
+SUPPORTED_VARIANTS = ("fod-support",)
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
 
@@ -114,16 +117,20 @@ def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> 
     return out
 
 
-def build(scorer, methods):
+def build(scorer, methods, support: str = "probe"):
+    """A generator per method; the :data:`SUPPORTED_VARIANTS` share one that reads the support model ``support``."""
     from fod.baselines import METHODS as BASELINES
     from fod.generator import FODGenerator
 
     kw = {"checker": None}
     base = {m: g for m, g in BASELINES.items() if m != "fod"}
     gens = {m: base[m](scorer, **kw) for m in methods if m in base}
-    if any(m in FOD_VARIANTS for m in methods):
+    if any(m in FOD_VARIANTS and m not in SUPPORTED_VARIANTS for m in methods):
         fod = FODGenerator(scorer, **kw)
-        gens.update({m: fod for m in methods if m in FOD_VARIANTS})
+        gens.update({m: fod for m in methods if m in FOD_VARIANTS and m not in SUPPORTED_VARIANTS})
+    if any(m in SUPPORTED_VARIANTS for m in methods):
+        steered = FODGenerator(scorer, support=support, **kw)
+        gens.update({m: steered for m in methods if m in SUPPORTED_VARIANTS})
     return gens
 
 

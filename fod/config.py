@@ -67,6 +67,8 @@ class FODConfig:
             without-context pass (``kl=True``).
         alpha: CAD's contrast weight, wherever the contrast is computed (FOD's ``decode="cad"`` and
             ``steer="cad"``, the CAD baseline); default :data:`DEFAULT_ALPHA`.
+        tau_support: with a support model (``FODGenerator(support=...)``): a sentence it scores below this is
+            flagged whatever its faithfulness score, and no candidate below it is chosen.
     """
 
     tau1: float | None = None
@@ -85,8 +87,12 @@ class FODConfig:
     flag_specifics: bool = False
     decode: str = "cad"
     alpha: float = DEFAULT_ALPHA
+    tau_support: float = 0.5
 
     def __post_init__(self) -> None:
+        if isinstance(self.tau_support, bool) or not isinstance(self.tau_support, (int, float)) \
+                or not 0 <= self.tau_support <= 1:
+            raise SettingsError(f"tau_support must be a support probability in [0, 1], got {self.tau_support!r}")
         for name in ("tau1", "tau2"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 <= value <= 1):

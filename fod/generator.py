@@ -60,6 +60,7 @@ from fod.config import CUTS, DECODES, FALLBACKS, NAMES, SEARCHES, FODConfig, res
 from fod.results import ABSTAIN_TEXT, GenerationResult, Repair, SentenceEvent, StopReason
 from fod.steering import first_disagreement
 from fod.streaming import calls_back_as_stream
+from fod.support import SupportCache
 from fod.trace import FODTrace
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.checking.provenance import FINAL_CHECK_TOP_K
@@ -122,6 +123,11 @@ class FODGenerator:
         max_sentence_tokens: cap on one sampled sentence.
         config: the decoder's default settings (:class:`~fod.config.FODConfig`), which a call's ``config=`` replaces
             and its keywords override.
+        support: a support model that also judges each finished sentence and each candidate, question-aware
+            (``"Question: Q\nAnswer: S"`` against the context): an alignment scorer or its spec (``"probe"``,
+            ``"verifier"``, ...; a probe on the scorer's own model shares it). A sentence it scores below
+            ``tau_support`` is flagged, and no candidate below it is chosen. ``None`` (default): the sentence score
+            alone.
         scorer_kwargs: passed to :class:`Scorer` when one is built here.
 
     Decoding settings (token budget, the candidates' temperature / top-p / top-k, seed, stop strings) are
@@ -144,6 +150,7 @@ class FODGenerator:
         checker: Any = "auto",
         max_sentence_tokens: int = 96,
         config: FODConfig | None = None,
+        support: Any = None,
         **scorer_kwargs: Any,
     ) -> None:
         if isinstance(model, Scorer) and (scorer_kwargs or tokenizer is not None):
@@ -160,7 +167,16 @@ class FODGenerator:
         self.max_sentence_tokens = max_sentence_tokens
         #: the default settings of :meth:`generate` and :meth:`stream`
         self.config = config if config is not None else FODConfig()
+        self.support = support
         self._label_tokens: dict[str, list[int]] = {}
+
+    def support_model(self) -> Any:
+        """The support model (built from its spec on first use), or ``None``."""
+        if isinstance(self.support, str):
+            from fod.support import build_support
+
+            self.support = build_support(self.support, self.scorer.lm)
+        return self.support
 
     def label_tokens(self, word: str) -> list[int]:
         """The first token of ``word`` in each case, with and without a leading space ("Passage", " passage", ...):
@@ -299,6 +315,11 @@ class _Run:
         self.steered_upto = 0  # tokens before it were taken from the contrast: not checked again
         #: what an answer may name: the context, and the question it restates
         self.known = f"{premise.context}\n{premise.question or ''}"
+        self.support = SupportCache(fod.support_model(), premise) if fod.support is not None else None
+
+    def unsupported_by_support(self, text: str) -> bool:
+        """Whether the support model scores ``text`` below ``tau_support`` (never, without one)."""
+        return self.support is not None and self.support.of(text) < self.config.tau_support
 
     def unsupported(self, text: str) -> bool:
         """Whether ``text`` names a specific the context lacks (only looked at with ``flag_specifics``)."""
@@ -309,7 +330,8 @@ class _Run:
         naming a specific the context lacks; ``None`` when there is none."""
         _require_scores(events)
         return next((ev for ev in events if ev.sentence.score < self.tau1
-                     or ev.sentence.degenerate in self.degenerate_kinds or self.unsupported(ev.sentence.text)), None)
+                     or ev.sentence.degenerate in self.degenerate_kinds or self.unsupported(ev.sentence.text)
+                     or self.unsupported_by_support(ev.sentence.text)), None)
 
     def greedy(self, beam: _Beam) -> tuple[_Beam, SentenceEvent | None]:
         """Greedy decoding (on the ``decode`` contrast) from ``beam`` until a sentence is flagged (returned) or the
@@ -370,6 +392,8 @@ class _Run:
     def record_backtrack(self, beam: _Beam, ev: SentenceEvent) -> None:
         entry = {"sentence_index": ev.index, "token": ev.tokens[0], "char": ev.sentence.start,
                  "text": ev.sentence.text, "score": ev.sentence.score, "degenerate": ev.sentence.degenerate}
+        if self.support is not None:
+            entry["support"] = self.support.of(ev.sentence.text)
         self.trace.backtracks.append(entry)
         if self.trace.backtrack is None:
             self.trace.backtrack = entry
@@ -415,22 +439,32 @@ class _Run:
         batch, cands = sample_candidates(self.monitor, [base], [self.config.num_samples], self.premise, self.dec,
                                          self.generator, max_tokens=budget, steer=self.config.steer,
                                          alpha=self.config.alpha, ban=ban, redo=redo)
+        self.prefetch_support(cands)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
         self.trace.skipped_non_answers += sum(c.degenerate in NON_ANSWERS for c in cands)
         return batch, cands, step
 
+    def prefetch_support(self, cands: list[Candidate]) -> None:
+        """Score the candidates' sentences with the support model in one batch (their premise runs once)."""
+        if self.support is not None:
+            self.support.prefetch([c.text for c in cands if c.events])
+
     def _describe(self, c: Candidate) -> dict:
-        return {"beam": c.beam, "text": c.text, "score": c.score, "ended": c.ended, "capped": c.capped,
-                "degenerate": c.degenerate, "unsupported": self.unsupported(c.text),
-                "pruned": not self._passes(c, self.tau2)}
+        out = {"beam": c.beam, "text": c.text, "score": c.score, "ended": c.ended, "capped": c.capped,
+               "degenerate": c.degenerate, "unsupported": self.unsupported(c.text),
+               "pruned": not self._passes(c, self.tau2)}
+        if self.support is not None and c.events:
+            out["support"] = self.support.of(c.text)
+        return out
 
     def _usable(self, c: Candidate) -> bool:
         """A candidate that finished a sentence (or ended the answer), scored, answers (not a question, an echo of
-        it or off the subject), is not degenerate, and (``flag_specifics``) names no specific the context lacks."""
+        it or off the subject), is not degenerate, (``flag_specifics``) names no specific the context lacks, and
+        (with a support model) clears ``tau_support``."""
         at_budget = len(c.events) > 0 and c.end >= self.dec.max_new_tokens
         return bool(c.events) and (not c.capped or at_budget) and c.score is not None \
             and c.degenerate not in self.degenerate_kinds and c.degenerate not in NON_ANSWERS \
-            and not self.unsupported(c.text)
+            and not self.unsupported(c.text) and not self.unsupported_by_support(c.text)
 
     def _passes(self, c: Candidate, threshold: float) -> bool:
         return self._usable(c) and c.score >= threshold
@@ -521,6 +555,7 @@ class _Run:
                 self.monitor, [b.batch for b in beams], _spread(self.config.num_samples, len(beams)), self.premise,
                 self.dec, self.generator, max_tokens=budget, steer=self.config.steer, alpha=self.config.alpha,
             )
+            self.prefetch_support(cands)
             step["candidates"] = [self._describe(c) for c in cands]
 
 

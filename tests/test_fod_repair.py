@@ -557,3 +557,45 @@ def test_judge_accuracy_says_what_seed_takes():
     assert seed_list("0") == [0] and seed_list("0,1") == [0, 1]
     with pytest.raises(argparse.ArgumentTypeError, match="integers, comma-separated"):
         seed_list("one")
+
+
+class TextSupport:
+    """A support model scripted by the answer sentence inside the question-aware claim; records its calls."""
+
+    name = "scripted-support"
+
+    def __init__(self, low: set[str]) -> None:
+        self.low, self.calls = low, []
+
+    def score(self, premises, claims, batch_size: int = 16):
+        import numpy as np
+
+        self.calls.append(list(claims))
+        return np.array([0.1 if c.rsplit("Answer: ", 1)[-1] in self.low else 0.9 for c in claims])
+
+
+def test_a_support_model_flags_a_sentence_the_score_passes_and_chooses_a_candidate_it_supports():
+    from mock_lm import CONTEXT, score_by_text
+    from test_fod import make_fod, sampled
+
+    rules = {"": {"Good": 1.0}, "Good.": {" Paris": 0.6, " Fine": 0.4}}
+    plain = make_fod(rules).generate(question="Q?", context=CONTEXT, decoding=sampled(1), tau1=0.7, tau2=0.85)
+    assert plain.text == "Good. Paris." and score_by_text("Paris.", {}) >= 0.85  # the score alone keeps it
+    support = TextSupport({"Paris."})
+    res = make_fod(rules, support=support).generate(question="Q?", context=CONTEXT, decoding=sampled(1), tau1=0.7,
+                                                    tau2=0.85, num_samples=6, steer="none")
+    assert res.text == "Good. Fine."
+    assert res.trace["backtrack"]["text"] == "Paris." and res.trace["backtrack"]["support"] == pytest.approx(0.1)
+    described = res.trace["steps"][0]["candidates"]
+    assert all(c["pruned"] == (c["text"] == "Paris.") for c in described if c["text"])
+    assert all(claim.startswith("Question: Q?\nAnswer: ") for call in support.calls for claim in call)
+    scored = [claim for call in support.calls for claim in call]
+    assert len(scored) == len(set(scored))  # each sentence text is scored once per answer
+
+
+def test_tau_support_is_checked():
+    from fod.config import FODConfig
+    from syncheck.decoding import SettingsError
+
+    with pytest.raises(SettingsError, match="tau_support"):
+        FODConfig(tau_support=1.5)

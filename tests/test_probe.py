@@ -133,3 +133,11 @@ def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tm
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0 and "reusing" in again.output, again.output
     assert json.loads((out / MANIFEST).read_text())["head_sha256"] == manifest["head_sha256"]
+
+
+def test_fod_s_support_reads_the_decoder_s_own_model_when_the_head_was_fitted_on_it(tiny_lm, tmp_path):
+    from fod.support import build_support
+
+    write_head(a_head(64), tmp_path)  # fitted on "tiny-llama" in float32: the decoder's model
+    support = build_support(f"probe:{tmp_path}", tiny_lm)
+    assert isinstance(support, ProbeScorer) and support.model is tiny_lm.model
