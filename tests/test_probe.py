@@ -133,6 +133,8 @@ def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tm
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0 and "reusing" in again.output, again.output
     assert json.loads((out / MANIFEST).read_text())["head_sha256"] == manifest["head_sha256"]
+    shown = CliRunner().invoke(main, ["verifier", "info", str(out)])
+    assert shown.exit_code == 0 and json.loads(shown.output)["format"] == "syncheck-probe/1"
 
 
 def test_fod_s_support_reads_the_decoder_s_own_model_when_the_head_was_fitted_on_it(tiny_lm, tmp_path):

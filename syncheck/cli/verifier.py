@@ -149,7 +149,15 @@ def given_command(ctx: click.Context) -> str:
 @verifier.command()
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 def info(directory: Path | None) -> None:
-    """Print a verifier's manifest (default: the shipped verifier)."""
+    """Print a verifier's or a probe's manifest (default: the shipped verifier)."""
     from features.alignment.verifier import read_manifest, shipped_verifier_dir
+    from syncheck.model.probe_scorer import HEAD, load_head
 
+    if directory is not None and (directory / HEAD).exists():
+        try:
+            manifest = load_head(directory)[1]
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(str(exc))
+        click.echo(json.dumps(manifest, indent=2))
+        return
     click.echo(json.dumps(read_manifest(directory or shipped_verifier_dir()), indent=2))
