@@ -377,8 +377,8 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--temperature", type=float, default=None,
                     help="the candidates' temperature (default: each method's own: FOD 0.7, reranking 1.0)")
     ap.add_argument("--tau1", type=float, default=None, help="the abstention baseline's threshold (default: tuned)")
-    ap.add_argument("--support", default="probe",
-                    help="the support model of the fod-support method (an alignment spec, e.g. probe or probe:DIR)")
+    ap.add_argument("--support", default=None,
+                    help="the support model of the fod-support method (an alignment spec, e.g. probe:DIR)")
     ap.add_argument("--out", required=True,
                     help="JSON lines, one per answer (resumed); for --report, several files comma-separated")
     ap.add_argument("--shard", default="1/1",

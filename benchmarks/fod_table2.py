@@ -117,8 +117,9 @@ def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> 
     return out
 
 
-def build(scorer, methods, support: str = "probe"):
-    """A generator per method; the :data:`SUPPORTED_VARIANTS` share one that reads the support model ``support``."""
+def build(scorer, methods, support: str | None = None):
+    """A generator per method; the :data:`SUPPORTED_VARIANTS` share one that reads the support model ``support``
+    (an alignment spec, required for them)."""
     from fod.baselines import METHODS as BASELINES
     from fod.generator import FODGenerator
 
@@ -129,6 +130,9 @@ def build(scorer, methods, support: str = "probe"):
         fod = FODGenerator(scorer, **kw)
         gens.update({m: fod for m in methods if m in FOD_VARIANTS and m not in SUPPORTED_VARIANTS})
     if any(m in SUPPORTED_VARIANTS for m in methods):
+        if not support:
+            raise SystemExit(f"{', '.join(m for m in methods if m in SUPPORTED_VARIANTS)} needs a support model: "
+                             "pass --support SPEC (e.g. probe:DIR, verifier)")
         steered = FODGenerator(scorer, support=support, **kw)
         gens.update({m: steered for m in methods if m in SUPPORTED_VARIANTS})
     return gens

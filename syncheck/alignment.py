@@ -18,7 +18,7 @@ from features.alignment import make_alignment_scorer as _make
 def make_alignment_scorer(spec: AlignmentScorer | str, **kwargs: Any) -> AlignmentScorer:
     """:func:`features.alignment.make_alignment_scorer`, and the backends that run a causal LM: ``llm-judge[:MODEL]``
     (default ``smollm2-135m``) as :class:`~syncheck.model.llm_judge.LLMJudgeScorer` loaded by
-    :func:`~syncheck.model.models.load_model`, and ``probe[:DIR]`` (default: the shipped head, on the LM it names) as
+    :func:`~syncheck.model.models.load_model`, and ``probe:DIR`` (a head on the LM it names) as
     :class:`~syncheck.model.probe_scorer.ProbeScorer` (``model=`` passes its LM already loaded)."""
     kind, arg = parse_alignment_spec(spec) if isinstance(spec, str) else ("", "")
     if kind == "llm-judge":

@@ -143,3 +143,12 @@ def test_fod_s_support_reads_the_decoder_s_own_model_when_the_head_was_fitted_on
     write_head(a_head(64), tmp_path)  # fitted on "tiny-llama" in float32: the decoder's model
     support = build_support(f"probe:{tmp_path}", tiny_lm)
     assert isinstance(support, ProbeScorer) and support.model is tiny_lm.model
+
+
+def test_the_probe_spec_without_a_directory_says_how_to_fit_one_while_no_head_ships():
+    from syncheck.alignment import make_alignment_scorer
+
+    if (shipped_probe_dir() / HEAD).exists():
+        pytest.skip("a probe head ships")
+    with pytest.raises(OSError, match="train --probe"):
+        make_alignment_scorer("probe")

@@ -12,8 +12,8 @@ higher = better supported). One backend per module:
 - ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``);
 - ``verifier[:<dir>]`` (:mod:`.verifier`): syncheck's own cross-encoder, shipped in the package (no hub needed), or
   one trained by ``syncheck verifier train``;
-- ``probe[:<dir>]``: a logistic head on a frozen causal LM's hidden states (Qwen2.5-Coder-1.5B for the shipped
-  head; it runs a causal LM, so syncheck builds it: ``syncheck.model.probe_scorer``).
+- ``probe:<dir>``: a logistic head on a frozen causal LM's hidden states (fitted by ``syncheck verifier train
+  --probe MODEL``; it runs a causal LM, so syncheck builds it: ``syncheck.model.probe_scorer``).
 
 Model backends split long premises into overlapping windows (:mod:`.windows`)
 and keep the max over windows. Build one with :func:`make_alignment_scorer`;

@@ -53,7 +53,8 @@ DEFAULT_PREMISE_TOKENS = 1536
 
 
 def shipped_probe_dir() -> Path:
-    """The probe head shipped in the package (``syncheck/data/probe``)."""
+    """Where the package keeps a shipped probe head (``syncheck/data/probe``). None ships yet: the one measured did not
+    pass the shipping rule (``docs/verifier.md``); fit one with ``syncheck verifier train OUT --probe MODEL``."""
     return Path(__file__).resolve().parents[1] / "data" / "probe"
 
 
@@ -202,7 +203,7 @@ class ProbeScorer(ProbeStates):
     """``align_score`` backend: a fitted probe head on its LM, P(supported), max over premise windows.
 
     Args:
-        head: a probe directory (default: the shipped head), or a :class:`ProbeHead`.
+        head: a probe directory (default: the head shipped in the package, where one is), or a :class:`ProbeHead`.
         model: the LM, already loaded (it must be the one the head names) or by name (default: the head's).
         dtype: when loading by name (default: the head's).
         max_premise_tokens: premise window size (default: the one it was fitted at, from its manifest).
