@@ -39,6 +39,7 @@ from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
 from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
 from benchmarks.results_md import measured_line
+from features.alignment import parse_alignment_spec
 from features.alignment.lexical import lexical_precision
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
@@ -135,11 +136,11 @@ def fmt(auc: tuple[float, float, float]) -> str:
 
 
 def table(units: list[Unit], set_names: list[str], against: str | None = None,
-          diffs: dict[str, tuple[float, float, float]] | None = None) -> str:
-    """The table; with ``against``, a column of the paired difference against it (min over claims), which is also
-    put into ``diffs`` per set."""
-    lines = ["| set | units | verifier (min) | verifier (mean) | word overlap | length (shorter = faithful) | "
-             "verifier − word overlap |" + (f" `{against}` (min) | verifier − `{against}` |" if against else ""),
+          diffs: dict[str, tuple[float, float, float]] | None = None, name: str = "verifier") -> str:
+    """The table of the backend ``name``; with ``against``, a column of the paired difference against it (min over
+    claims), which is also put into ``diffs`` per set."""
+    lines = [f"| set | units | {name} (min) | {name} (mean) | word overlap | length (shorter = faithful) | "
+             f"{name} − word overlap |" + (f" `{against}` (min) | {name} − `{against}` |" if against else ""),
              "| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if against else "")]
     for name in set_names:
         us = [u for u in units if u.set == name]
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         "units are sentences. AUROC, faithful = positive, 95% bootstrap over records or source documents. "
         "Every range here is outside the verifier's training data.",
         "",
-        table(units, sets, args.against, diffs),
+        table(units, sets, args.against, diffs, parse_alignment_spec(args.alignment)[0]),
     ] + (["", f"Shipping rule (a paired interval against `{args.against}`): {shipping_verdict(diffs)}."]
          if args.against else []))
     publish(body, args.results_md, args.results_section)

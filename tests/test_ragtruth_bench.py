@@ -263,7 +263,7 @@ def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_p
     synthetic_ragtruth(data)
     assert main(["--ragtruth", str(data), "--alignment", "lexical", "--against", "lexical"]) == 0
     out = capsys.readouterr().out
-    assert "verifier − `lexical` |" in out and "+0.000 [+0.000, +0.000]" in out and "no verdict" in out
+    assert "lexical − `lexical` |" in out and "+0.000 [+0.000, +0.000]" in out and "no verdict" in out
 
 
 def test_alignment_scores_are_cached_per_pair_and_a_torn_last_line_is_scored_again(tmp_path):
