@@ -96,13 +96,13 @@ def ragtruth_units(paths: str) -> list[Unit]:
     return units
 
 
-def first_per_set(units: list[Unit], limit: int) -> list[Unit]:
-    """The first ``limit`` units of each set (smoke runs)."""
+def first_per_set(units: list[Unit], limit: int | None, skip: int = 0) -> list[Unit]:
+    """The units of each set after its first ``skip``, at most ``limit`` of them (``None``: all)."""
     seen: dict[str, int] = {}
     out = []
     for u in units:
         seen[u.set] = seen.get(u.set, 0) + 1
-        if seen[u.set] <= limit:
+        if skip < seen[u.set] and (limit is None or seen[u.set] <= skip + limit):
             out.append(u)
     return out
 
@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="tokens per (window, claim) pair for a verifier backend (default: what it was trained at)")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
+    ap.add_argument("--skip", type=int, default=0,
+                    help="skip the first N units of each set (a check on units a --limit run left untouched)")
+    ap.add_argument("--sets", default=None, help="only these sets, comma-separated (e.g. 'RAGTruth Summary')")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     ap.add_argument("--results-section", default=SECTION, help="the heading of the section it writes")
     args = ap.parse_args(argv)
@@ -193,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     scorer = make_alignment_scorer(args.alignment, **({"max_length": args.max_length} if args.max_length else {}))
     units = (halueval_units(args.halueval) if args.halueval else []) + (
         ragtruth_units(args.ragtruth) if args.ragtruth else [])
-    if args.limit:
-        units = first_per_set(units, args.limit)
+    if args.sets:
+        units = [u for u in units if u.set in {name.strip() for name in args.sets.split(",")}]
+    if args.limit or args.skip:
+        units = first_per_set(units, args.limit, args.skip)
     score_units(units, scorer, args.batch_size)
     if args.against:
         score_units(units, make_alignment_scorer(args.against), args.batch_size, "against")

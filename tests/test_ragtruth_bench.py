@@ -263,6 +263,11 @@ def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_p
     synthetic_ragtruth(data)
     assert main(["--ragtruth", str(data), "--alignment", "lexical", "--against", "lexical"]) == 0
     out = capsys.readouterr().out
+    from benchmarks.verifier_quality import first_per_set, ragtruth_units
+
+    units = ragtruth_units(str(data))
+    qa = [u for u in units if u.set == "RAGTruth QA"]
+    assert [u for u in first_per_set(units, 2, skip=1) if u.set == "RAGTruth QA"] == qa[1:3]
     assert "lexical − `lexical` |" in out and "+0.000 [+0.000, +0.000]" in out and "no verdict" in out
 
 
