@@ -23,8 +23,20 @@ import numpy as np
 
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.run_stamp import machine
-from benchmarks.verifier_quality import first_per_set, fmt, halueval_units, ragtruth_units
+from benchmarks.verifier_quality import first_per_set, fmt, halueval_units, ragtruth_units, score_units
 from syncheck.stats import bootstrap_auroc
+
+
+class ClaimOnlyScorer:
+    """A probe head fitted on claims alone, as an alignment scorer that reads no premise."""
+
+    name = "claim-only probe"
+
+    def __init__(self, reader, head) -> None:
+        self.reader, self.head = reader, head
+
+    def score(self, premises, claims, batch_size: int = 16) -> np.ndarray:
+        return self.head.predict(self.reader.states([""] * len(claims), list(claims), batch_size))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -50,28 +62,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ragtruth_units(args.ragtruth) if args.ragtruth else [])
     if args.limit:
         units = first_per_set(units, args.limit)
-    claims = [c for u in units for c in u.claims]
-    flat = claim_only.predict(reader.states([""] * len(claims), claims, args.batch_size))
+    score_units(units, ClaimOnlyScorer(reader, claim_only), args.batch_size)
     print(f"machine: {machine()}")
     print(f"claim-only probe: {head.model} ({head.dtype}), layers {list(head.layers)}, fitted on the {len(train)} "
           f"pairs of {args.probe} with empty premises; {time.perf_counter() - t0:.0f} s\n")
     print("| set | units | claim-only probe (min over claims) |")
     print("| --- | --- | --- |")
     out: dict[str, Any] = {}
-    k = 0
-    scores = []
-    for u in units:
-        scores.append(min(flat[k: k + len(u.claims)]))
-        k += len(u.claims)
-    scores_arr = np.asarray(scores)
     for name in ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS]:
-        rows = [i for i, u in enumerate(units) if u.set == name]
-        if not rows:
+        us = [u for u in units if u.set == name]
+        if not us:
             continue
-        y = np.array([units[i].label for i in rows])
-        auc = bootstrap_auroc(y, scores_arr[rows], groups=[units[i].group for i in rows])
+        auc = bootstrap_auroc(np.array([u.label for u in us]), np.array([min(u.scores) for u in us]),
+                              groups=[u.group for u in us])
         out[name] = auc
-        print(f"| {name} | {len(rows)} | {fmt(auc)} |")
+        print(f"| {name} | {len(us)} | {fmt(auc)} |")
     return out
 
 

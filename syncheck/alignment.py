@@ -2,7 +2,7 @@
 :func:`features.alignment.make_alignment_scorer`.
 
 ``features/`` runs no causal LM (it is the bottom layer and never imports ``syncheck``): ``llm-judge[:MODEL]`` is
-:class:`syncheck.model.llm_judge.LLMJudgeScorer` and ``probe[:DIR]`` is :class:`syncheck.model.probe_scorer.
+:class:`syncheck.model.llm_judge.LLMJudgeScorer` and ``probe:DIR`` is :class:`syncheck.model.probe_scorer.
 ProbeScorer`, each LM loaded by :func:`syncheck.model.models.load_model` (aliases, GGUF files, the cache,
 ``HF_HUB_OFFLINE``).
 """

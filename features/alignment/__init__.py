@@ -48,7 +48,7 @@ ALIGNMENT_SPECS = (
     "nli:<hub id or dir>",
     "alignscore[:<.ckpt path, dir or hub id>]",
     "verifier[:<dir>]",
-    "probe[:<dir>]",
+    "probe:<dir>",
 )
 
 
@@ -84,7 +84,7 @@ def make_alignment_scorer(
         model; pass ``trust_remote_code=True`` for Vectara's HHEM);
         ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)
         or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``; ``"verifier"`` (the shipped verifier) or
-        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote); ``"probe[:<dir>]"`` (built by
+        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote); ``"probe:<dir>"`` (built by
         :func:`syncheck.alignment.make_alignment_scorer`).
 
     Args:

@@ -221,7 +221,7 @@ def combine(
 
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
                  trust_remote_code: bool = False, claim: str = "paper") -> Any:
-    """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]`` and ``probe[:<dir>]``
+    """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]`` and ``probe:<dir>``
     (question-aware: :class:`syncheck.checking.support.VerifierSupport`), any :func:`make_alignment_scorer` spec, or
     several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that
     read no question checking the claim form ``claim``); an object passes through."""

@@ -188,7 +188,7 @@ class VerifierSupport:
     Args:
         scorer: a :class:`~features.alignment.verifier.VerifierScorer` (or any alignment scorer of that claim form);
             built from ``spec`` when ``None``.
-        spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"probe"`` or ``"probe:<dir>"``.
+        spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"probe:<dir>"``.
     """
 
     name = "verifier"

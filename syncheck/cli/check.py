@@ -23,10 +23,10 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--nli", default=None,
               help="Support scorer: syncheck[:<model>] (SynCheck's own score of the answer given each source), "
                    "verifier[:<dir>] (the cross-encoder shipped in the package, or one `syncheck verifier train` "
-                   "wrote; a QA answer checked whole with its question, a summary sentence by sentence), probe[:<dir>] "
-                   "(a head on Qwen2.5-Coder-1.5B's hidden states, read the same way), embedding, "
-                   "lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several joined by + "
-                   "(the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b). "
+                   "wrote; a QA answer checked whole with its question, a summary sentence by sentence), probe:<dir> "
+                   "(a head `syncheck verifier train --probe` fitted on a causal LM's states, read the same way), "
+                   "embedding, lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several "
+                   "joined by + (the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b). "
                    "Default: syncheck+verifier (the best offline one measured; with --model, syncheck:<model>; "
                    "summaries: see --summary-nli; paper: nli:vectara/hallucination_evaluation_model).")
 @click.option("--summary-nli", default=None,

@@ -50,7 +50,7 @@ def _alignment_spec(value: str) -> str:
     show_default=True,
     callback=lambda _ctx, _param, value: _alignment_spec(value),
     help="Backend of the align_score feature: lexical, embedding[:<encoder>], llm-judge[:<model>], "
-    "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], verifier[:<dir>], probe[:<dir>], or none.",
+    "nli:<hub id or dir>, alignscore[:<ckpt path or hub id>], verifier[:<dir>], probe:<dir>, or none.",
 )
 @click.option("--align-with-question", is_flag=True,
               help="align_score checks 'Question: Q / Answer: <sentence>' against the context, not the sentence alone "

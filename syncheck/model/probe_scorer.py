@@ -73,7 +73,8 @@ class ProbeHead:
 
     def __post_init__(self) -> None:
         if not (self.mean.shape == self.scale.shape == self.coef.shape and self.coef.ndim == 1):
-            raise ValueError("a probe head's mean, scale and coef must be vectors of one length")
+            raise ValueError("a probe head's mean, scale and coef must be vectors of one length: the head file is "
+                             "damaged; fit it again with `syncheck verifier train --probe MODEL`")
 
     def predict(self, states: np.ndarray) -> np.ndarray:
         """``(n, d)`` hidden states -> ``(n,)`` P(supported)."""
