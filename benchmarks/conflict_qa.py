@@ -1,6 +1,6 @@
 """Steering measured without a judge: knowledge-conflict QA, where only the passage gives the right answer.
 
-The set (:mod:`benchmarks.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
+The set (:mod:`syncheck.verifier.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
 of the same kind. Per method and condition, each answer is read by string match (:func:`contains_answer`):
 
 - ``swapped`` (the conflict): *faithful* = the answer gives the substitute (the passage's answer); *memory* = it
@@ -37,11 +37,11 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.conflict_set import ConflictItem, build_conflict_set, contains_answer, kinds_summary
 from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
+from syncheck.verifier.conflict_set import ConflictItem, build_conflict_set, contains_answer, kinds_summary
 
 SECTION = "## FOD on knowledge-conflict QA"
 CONDITIONS = ("swapped", "original")

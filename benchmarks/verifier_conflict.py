@@ -32,7 +32,6 @@ from collections import defaultdict
 import numpy as np
 
 from benchmarks.conflict_qa import run_rows
-from benchmarks.conflict_set import build_conflict_set, contains_answer
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
 from benchmarks.verifier_check import cell
@@ -40,6 +39,7 @@ from features.alignment.lexical import lexical_precision
 from syncheck.alignment import make_alignment_scorer
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc
+from syncheck.verifier.conflict_set import build_conflict_set, contains_answer
 
 SECTION = "## Does a support model see FOD's wrong-entity answers? Stored conflict answers, scored again"
 

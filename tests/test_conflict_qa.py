@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import needs_data, shared_data_dir
 
-from benchmarks.conflict_set import answer_kind, asked_for, build_conflict_set, contains_answer, swap
+from syncheck.verifier.conflict_set import answer_kind, asked_for, build_conflict_set, contains_answer, swap
 
 DATA = shared_data_dir()
 
@@ -54,6 +54,18 @@ def test_the_set_is_fixed_by_its_range_and_seed_and_never_gives_the_original_awa
         assert it.record >= 6000 and it.substitute in it.context and it.original in it.original_context
         assert not contains_answer(it.context, it.original) and it.original.lower() not in it.question.lower()
         assert it.kind.split(":")[0] == (answer_kind(it.substitute) or "").split(":")[0] or it.kind.startswith("name")
+
+
+@needs_data("halueval/qa.jsonl")
+def test_a_training_recipe_takes_its_conflict_items_from_the_first_qa_training_range_only():
+    from syncheck.verifier.dataset import DataRecipe, conflict_training_pairs
+    from syncheck.verifier.sources import HALUEVAL_TRAIN
+
+    pairs = conflict_training_pairs(DataRecipe(halueval=str(DATA / "halueval"), conflict_records=30))
+    start, end = HALUEVAL_TRAIN["qa"][0]
+    assert len(pairs) == 4 * 30 and all(start <= int(p.group.rsplit("-", 1)[1]) < end for p in pairs)
+    short = build_conflict_set(DATA / "halueval", 0, 500, end=50)
+    assert short and all(it.record < 50 for it in short)
 
 
 @pytest.mark.slow

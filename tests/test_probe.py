@@ -137,6 +137,31 @@ def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tm
     assert shown.exit_code == 0 and json.loads(shown.output)["format"] == "syncheck-probe/1"
 
 
+def test_the_states_store_is_keyed_by_pair_text_so_a_new_recipe_computes_only_what_it_adds(tmp_path, tiny_dir):
+    from syncheck.model.models import load_model
+    from syncheck.verifier.pairs import VerifierPair
+    from syncheck.verifier.probe_build import cached_states
+
+    reader = ProbeStates(load_model(str(tiny_dir), dtype="float32"), layers=(-1,), progress=False)
+    calls = []
+    real = reader.states
+
+    def counted(premises, claims, batch_size=8):
+        calls.append(len(claims))
+        return real(premises, claims, batch_size)
+
+    reader.states = counted
+    key = {"model": "tiny", "dtype": "float32", "layers": [-1], "max_premise_tokens": 64}
+    first = [VerifierPair(DOCUMENT, f"Claim {i}.", i % 2, "g", "k") for i in range(5)]
+    x = cached_states(reader, first, tmp_path, key, progress=False)
+    more = [VerifierPair(DOCUMENT, "Claim 0.", 0, "g", "k"), VerifierPair(DOCUMENT, "A new claim.", 1, "g", "k")]
+    y = cached_states(reader, first[2:] + more, tmp_path, key, progress=False)
+    assert calls == [5, 1]  # the label does not key the states; only the new claim runs
+    np.testing.assert_array_equal(y[:3], x[2:]) and np.testing.assert_array_equal(y[3], x[0])
+    with pytest.raises(FileExistsError, match="another model"):
+        cached_states(reader, first, tmp_path, {**key, "layers": [-2]}, progress=False)
+
+
 def test_fod_s_support_reads_the_decoder_s_own_model_when_the_head_was_fitted_on_it(tiny_lm, tmp_path):
     from fod.support import build_support
 

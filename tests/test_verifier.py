@@ -24,7 +24,7 @@ from syncheck.verifier.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, 
 from syncheck.verifier.dataset import DataRecipe, first_records
 from syncheck.verifier.pairs import VerifierPair, best_window
 from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_HELD_OUT, HALUEVAL_TRAIN, in_ranges
-from syncheck.verifier.synthetic import distractor_pairs, document_sentence_pairs
+from syncheck.verifier.synthetic import conflict_pairs, distractor_pairs, document_sentence_pairs
 from syncheck.verifier.writer import first_sentence, without_answer
 
 DOCUMENT = (
@@ -147,6 +147,25 @@ def test_more_distractors_per_record_name_other_entities_each_in_its_own_form():
     with pytest.raises(ValueError, match="distractors_per_record"):
         DataRecipe(distractors_per_record=0)
     assert "distractors_per_record" not in DataRecipe().to_json()  # recipes built before the option read the same
+
+
+def test_conflict_pairs_give_every_claim_once_with_each_label_so_only_the_passage_tells():
+    from syncheck.verifier.conflict_set import ConflictItem, swap
+
+    swapped = swap(DOCUMENT, "Warsaw", "Lyon")
+    item = ConflictItem("conflict-7", 7, "Where was Marie Curie born?", swapped, DOCUMENT, "Warsaw", "Lyon", "name-1")
+    pairs = conflict_pairs(item, "halueval-qa-7")
+    assert pairs == conflict_pairs(item, "halueval-qa-7")  # pure
+    assert sorted((p.claim, p.label) for p in pairs) == sorted(
+        (claim, label) for claim in {p.claim for p in pairs} for label in (0, 1))
+    for p in pairs:
+        answer = "Warsaw" if "Warsaw" in p.claim else "Lyon"
+        assert p.claim.startswith("Question: Where was Marie Curie born?") and p.kind == "conflict"
+        assert p.label == int(answer in p.premise)
+    assert claim_only_auroc(pairs * 4) == pytest.approx(0.5, abs=0.15)
+    with pytest.raises(ValueError, match="conflict_records"):
+        DataRecipe(conflict_records=-1)
+    assert "conflict_records" not in DataRecipe().to_json()  # recipes built before the option read the same
 
 
 def test_document_sentences_come_with_an_edit_of_the_same_sentence():

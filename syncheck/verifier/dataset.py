@@ -6,6 +6,7 @@ seed always give the same pairs):
 1. labelled HaluEval rows of the training ranges (:mod:`syncheck.verifier.sources`), with the synthetic pairs of the
    same records: distractor answers for QA, FactCC-style edits of the faithful summaries, document sentences and
    their edits (:mod:`syncheck.verifier.synthetic`), and answers a model wrote (:mod:`syncheck.verifier.writer`);
+   then knowledge-conflict pairs (the answer swapped in its passage) of QA records of the first QA training range;
 2. a user's labelled records, one pair per sentence;
 3. a user's documents: their sentences and edits of them.
 
@@ -21,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
 
 from syncheck.verifier.artefacts import THINNING
+from syncheck.verifier.conflict_set import build_conflict_set
 from syncheck.verifier.pairs import VerifierPair
 from syncheck.verifier.sources import (
     HALUEVAL_FIELDS,
@@ -30,7 +32,13 @@ from syncheck.verifier.sources import (
     labelled_record_pairs,
     read_documents,
 )
-from syncheck.verifier.synthetic import ANSWER_FORMS, distractor_pairs, document_sentence_pairs, summary_edit_pairs
+from syncheck.verifier.synthetic import (
+    ANSWER_FORMS,
+    conflict_pairs,
+    distractor_pairs,
+    document_sentence_pairs,
+    summary_edit_pairs,
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,9 @@ class DataRecipe:
         sentences_per_document: document sentences (each with an edit) per document.
         distractors_per_record: distractor answers per HaluEval QA record, each with the right answer in its own
             answer form (at most :data:`~syncheck.verifier.synthetic.ANSWER_FORMS`' length).
+        conflict_records: knowledge-conflict items (four pairs each; :func:`~syncheck.verifier.synthetic.
+            conflict_pairs`) made from the QA records of the first QA training range, the first ones that can be
+            swapped; substitutes come from the answers of that range. 0: none.
         thinning: how the claim-only artefact check thins the pairs
             (:data:`~syncheck.verifier.artefacts.THINNING`): ``"balance"`` (the labels made even in each score
             tenth; what built the shipped verifier) or ``"ratio"`` (each tenth in the labels' overall ratio, for
@@ -65,6 +76,7 @@ class DataRecipe:
     documents: tuple[str, ...] = ()
     sentences_per_document: int = 1
     distractors_per_record: int = 1
+    conflict_records: int = 0
     thinning: str = "balance"
     seed: int = 0
 
@@ -72,6 +84,8 @@ class DataRecipe:
         if not 1 <= self.distractors_per_record <= len(ANSWER_FORMS):
             raise ValueError(f"distractors_per_record must be 1 to {len(ANSWER_FORMS)} (each distractor takes its "
                              f"own answer form), got {self.distractors_per_record}")
+        if self.conflict_records < 0:
+            raise ValueError(f"conflict_records must be 0 or more, got {self.conflict_records}")
         if self.thinning not in THINNING:
             raise ValueError(f"thinning must be one of {THINNING}, got {self.thinning!r}")
 
@@ -81,6 +95,8 @@ class DataRecipe:
             del out["distractors_per_record"]
         if self.thinning == "balance":
             del out["thinning"]
+        if self.conflict_records == 0:
+            del out["conflict_records"]
         out["halueval_train_ranges"] = {k: [list(r) for r in v] for k, v in HALUEVAL_TRAIN.items()}
         return out
 
@@ -112,6 +128,13 @@ def halueval_synthetic(recipe: DataRecipe, subset: str) -> Iterator[VerifierPair
             yield from document_sentence_pairs(row[ctx_f], group, recipe.seed, recipe.sentences_per_document)
 
 
+def conflict_training_pairs(recipe: DataRecipe) -> list[VerifierPair]:
+    """The knowledge-conflict pairs of the recipe: items from the first QA training range only."""
+    start, end = HALUEVAL_TRAIN["qa"][0]
+    items = build_conflict_set(recipe.halueval, start, recipe.conflict_records, recipe.seed, end=end)
+    return [p for it in items for p in conflict_pairs(it, f"halueval-qa-{it.record}", recipe.seed)]
+
+
 def writer_records(recipe: DataRecipe) -> Iterator[tuple[str, str, str, str]]:
     _, ctx_f, q_f, good_f, _ = HALUEVAL_FIELDS["qa"]
     for i, row in halueval_records(recipe.halueval, "qa", first_records(HALUEVAL_TRAIN["qa"], recipe.writer_records)):
@@ -129,6 +152,8 @@ def build_pairs(recipe: DataRecipe, load_writer: Callable[[str], Any] | None = N
             if n > 0:
                 pairs += halueval_pairs(recipe.halueval, subset, first_records(HALUEVAL_TRAIN[subset], n))
                 pairs += halueval_synthetic(recipe, subset)
+        if recipe.conflict_records > 0:
+            pairs += conflict_training_pairs(recipe)
         if recipe.writer and recipe.writer_records > 0:
             if load_writer is None:
                 from syncheck.model.models import load_model as load_writer

@@ -2,15 +2,17 @@
 
 1. pairs: the verifier's step (:func:`syncheck.verifier.build.prepare_pairs`): the same recipe, the claim-only
    artefact check and the split by source document, with premises cut to the probe's window in the LM's tokens;
-2. states: the LM's hidden states of every pair, in chunks of :data:`CHUNK` pairs under ``states/`` (a run cut short
-   resumes at the first missing chunk); the pairs run in premise order, so the claims of one premise share its
-   prompt prefix;
+2. states: the LM's hidden states of every pair, in a store under ``states/`` keyed by each pair's text
+   (:func:`cached_states`): a run cut short resumes at the first missing chunk, and a new recipe on the same model,
+   layers and window computes only the pairs it adds (copy or link an earlier directory's ``states/``); the pairs run
+   in premise order, so the claims of one premise share its prompt prefix;
 3. the head: scikit-learn's logistic regression on the standardised states (:meth:`ProbeHead.fit`), written as
    ``head.json`` with ``manifest.json``, and its AUROC on the dev pairs beside the claim-only model's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -32,33 +34,53 @@ CHUNK = 64
 STATES = "states"
 
 
+def pair_key(pair: VerifierPair) -> str:
+    """The key of a pair's states in the store: a hash of its premise and claim (its label does not change them)."""
+    return hashlib.sha256(f"{pair.premise}\0{pair.claim}".encode("utf-8")).hexdigest()[:24]
+
+
+def _stored(directory: Path) -> dict[str, np.ndarray]:
+    known: dict[str, np.ndarray] = {}
+    for path in sorted(directory.glob("*.npz")):
+        if not path.name.startswith("."):
+            with np.load(path) as part:
+                known.update(zip(map(str, part["keys"]), part["states"]))
+    return known
+
+
 def cached_states(reader: ProbeStates, pairs: Sequence[VerifierPair], directory: Path, key: dict[str, Any],
                   batch_size: int = 8, progress: bool = True) -> np.ndarray:
-    """``(n, d)`` states of ``pairs`` (in their order), computed chunk by chunk into ``directory`` or read from it.
+    """``(n, d)`` states of ``pairs`` (in their order), read from the store ``directory`` where it has them, the
+    rest computed in chunks of :data:`CHUNK` and added to it.
+
+    The store is keyed by each pair's text (:func:`pair_key`), so a run cut short resumes at the first missing
+    chunk, and a new recipe on the same model computes only the pairs no earlier recipe had.
 
     Raises:
-        FileExistsError: ``directory`` holds states of another model, layers or pairs.
+        FileExistsError: ``directory`` holds states of another model, layers or window.
     """
     from tqdm import tqdm
 
     directory.mkdir(parents=True, exist_ok=True)
     key_path = directory / "key.json"
-    key = json.loads(json.dumps({**key, "pairs": len(pairs)}))
+    key = json.loads(json.dumps(key))
     if key_path.exists() and json.loads(key_path.read_text(encoding="utf-8")) != key:
-        raise FileExistsError(f"{directory} holds states of another model, layers or pairs; delete it to recompute")
+        raise FileExistsError(f"{directory} holds states of another model, layers or window; delete it to recompute")
     key_path.write_text(json.dumps(key) + "\n", encoding="utf-8")
-    parts = []
-    for start in tqdm(range(0, len(pairs), CHUNK), disable=not progress, desc=f"states ({directory.name})",
+    known = _stored(directory)
+    keys = [pair_key(p) for p in pairs]
+    missing = list({k: p for k, p in zip(keys, pairs) if k not in known}.items())
+    files = len(list(directory.glob("[!.]*.npz")))
+    for start in tqdm(range(0, len(missing), CHUNK), disable=not progress, desc=f"states ({directory.name})",
                       unit="chunk"):
-        path = directory / f"{start:06d}.npy"
-        if not path.exists():
-            chunk = pairs[start: start + CHUNK]
-            got = reader.states([p.premise for p in chunk], [p.claim for p in chunk], batch_size)
-            tmp = directory / f".{start:06d}.tmp.npy"
-            np.save(tmp, got)
-            os.replace(tmp, path)
-        parts.append(np.load(path))
-    return np.vstack(parts) if parts else np.empty((0, 0))
+        chunk = missing[start: start + CHUNK]
+        got = reader.states([p.premise for _, p in chunk], [p.claim for _, p in chunk], batch_size)
+        tmp = directory / f".{files:06d}.tmp.npz"
+        np.savez(tmp, keys=np.array([k for k, _ in chunk]), states=got)
+        os.replace(tmp, directory / f"{files:06d}.npz")
+        files += 1
+        known.update(zip((k for k, _ in chunk), got))
+    return np.vstack([known[k] for k in keys]) if keys else np.empty((0, 0))
 
 
 def in_premise_order(pairs: Sequence[VerifierPair]) -> list[VerifierPair]:
@@ -88,7 +110,7 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
     key = {"model": model, "dtype": dtype, "layers": list(reader.layers), "max_premise_tokens": max_premise_tokens}
     train, dev = in_premise_order(read_pairs(str(out / PAIRS))), in_premise_order(read_pairs(str(out / DEV_PAIRS)))
     echo(f"states of {len(train)} training and {len(dev)} dev pairs ({model}, layers {list(reader.layers)})")
-    x_train = cached_states(reader, train, out / STATES / "train", key, batch_size, progress)
+    x_train = cached_states(reader, train, out / STATES, key, batch_size, progress)
     y_train = np.array([p.label for p in train])
     if len(set(y_train)) < 2:
         raise ValueError(f"the training pairs have one label only ({len(train)} pairs); give more data")
@@ -96,7 +118,7 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
     dev_fig: dict[str, Any] = {"dev_pairs": len(dev)}
     y_dev = np.array([p.label for p in dev])
     if len(set(y_dev)) == 2:
-        x_dev = cached_states(reader, dev, out / STATES / "dev", key, batch_size, progress)
+        x_dev = cached_states(reader, dev, out / STATES, key, batch_size, progress)
         dev_fig.update(probe_auroc=round(float(roc_auc_score(y_dev, head.predict(x_dev))), 4),
                        claim_only_auroc=round(claim_only_auroc(dev), 4))
     public = {k: v for k, v in data.items() if k != "key"}
@@ -114,4 +136,4 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
     return manifest
 
 
-__all__ = ["CHUNK", "build_probe", "cached_states", "in_premise_order"]
+__all__ = ["CHUNK", "build_probe", "cached_states", "in_premise_order", "pair_key"]

@@ -7,6 +7,10 @@
 - **Summary edits** (:func:`summary_edit_pairs`): one sentence of a faithful summary edited FactCC-style (an entity,
   number or date swapped for another of the document, a negation, two names exchanged, an unsupported sentence
   inserted; :mod:`syncheck.summary_edits`). The edited sentence is the negative.
+- **Knowledge-conflict pairs** (:func:`conflict_pairs`): a QA record's answer swapped in its passage for another
+  record's answer of the same kind (:mod:`syncheck.verifier.conflict_set`). Each of the two answers is supported by one
+  passage and not by the other, so every claim comes once with each label: a model that reads the claim alone, or
+  answers from what it knows of the world, cannot tell them apart. Only the passage can.
 - **Document sentences** (:func:`document_sentence_pairs`): a sentence of the document is supported; the same sentence
   edited as above is not. These are what a user's unlabelled documents give.
 
@@ -21,6 +25,7 @@ from typing import Iterator, Sequence
 from features.sentences import split_sentences
 from syncheck.featurize import alignment_claim
 from syncheck.summary_edits import make_edits
+from syncheck.verifier.conflict_set import ConflictItem
 from syncheck.verifier.pairs import VerifierPair
 from syncheck.verifier.spans import Span, closest_replacement, occurrences
 
@@ -71,6 +76,21 @@ def distractor_pairs(context: str, question: str, answer: str, group: str, seed:
     return pairs
 
 
+def conflict_pairs(item: ConflictItem, group: str, seed: int = 0) -> list[VerifierPair]:
+    """The four pairs of one knowledge-conflict item, in one answer form drawn with ``seed``: the original answer
+    against the original passage (1) and the swapped one (0), the substitute against the swapped passage (1) and
+    the original one (0)."""
+    form = random.Random(f"{seed}-conflict-{group}").choice(ANSWER_FORMS)
+    original = alignment_claim(_answer_form(item.original, form), item.question)
+    substitute = alignment_claim(_answer_form(item.substitute, form), item.question)
+    return [
+        VerifierPair(item.original_context, original, 1, group, "conflict"),
+        VerifierPair(item.context, original, 0, group, "conflict"),
+        VerifierPair(item.context, substitute, 1, group, "conflict"),
+        VerifierPair(item.original_context, substitute, 0, group, "conflict"),
+    ]
+
+
 def summary_edit_pairs(summary: str, document: str, group: str, seed: int = 0,
                        kinds: Sequence[str] | None = None) -> list[VerifierPair]:
     """One negative per edit of ``summary`` (its edited sentence against the document)."""
@@ -102,4 +122,7 @@ def document_sentence_pairs(document: str, group: str, seed: int = 0, per_docume
         yield VerifierPair(document, alignment_claim(edit.edited_sentence, question), 0, group, f"edit-{edit.kind}")
 
 
-__all__ = ["ANSWER_FORMS", "DOCUMENT_EDIT_KINDS", "distractor_pairs", "document_sentence_pairs", "summary_edit_pairs"]
+__all__ = [
+    "ANSWER_FORMS", "DOCUMENT_EDIT_KINDS", "conflict_pairs", "distractor_pairs", "document_sentence_pairs",
+    "summary_edit_pairs",
+]

@@ -112,9 +112,12 @@ def swap(knowledge: str, original: str, substitute: str) -> str | None:
     return swapped
 
 
-def build_conflict_set(halueval_dir: str | Path, start: int, limit: int, seed: int = 0) -> list[ConflictItem]:
+def build_conflict_set(halueval_dir: str | Path, start: int, limit: int, seed: int = 0,
+                       end: int | None = None) -> list[ConflictItem]:
     """The first ``limit`` conflict items from HaluEval QA records ``start`` on (records that cannot be swapped are
-    skipped). Substitutes come from the answers of records ``start`` .. ``start + 4 * limit`` of the same kind."""
+    skipped). Records ``start`` .. ``end`` (default ``start + 4 * limit``) are read, and substitutes come from the
+    answers of the same kind among them."""
+    end = start + 4 * limit if end is None else end
     path = Path(halueval_dir) / "qa.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: pass the HaluEval directory (e.g. ../shared/data/halueval)")
@@ -122,7 +125,7 @@ def build_conflict_set(halueval_dir: str | Path, start: int, limit: int, seed: i
     for i, row in enumerate(iter_jsonl(path)):
         if i < start:
             continue
-        if i >= start + 4 * limit:
+        if i >= end:
             break
         kind = answer_kind(row["right_answer"])
         answer = row["right_answer"].strip()
