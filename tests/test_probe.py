@@ -137,6 +137,27 @@ def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tm
     assert shown.exit_code == 0 and json.loads(shown.output)["format"] == "syncheck-probe/1"
 
 
+def test_syncheck_check_reads_a_probe_in_its_head_s_dtype_unless_dtype_is_given(tmp_path, monkeypatch):
+    from syncheck.cli import main
+    from syncheck.model import models
+
+    head = a_head(64)
+    write_head(ProbeHead(head.model, "bfloat16", head.layers, head.mean, head.scale, head.coef, head.intercept),
+                tmp_path)
+    asked = []
+
+    def no_load(name, *args, dtype=None, **kwargs):
+        asked.append(str(dtype))
+        raise OSError("not loaded here")
+
+    monkeypatch.setattr(models, "load_model", no_load)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "a", "context": DOCUMENT, "question": "Where?", "response": "Warsaw"}) + "\n")
+    for extra in ([], ["--dtype", "float32"]):
+        CliRunner().invoke(main, ["check", str(rows), "--nli", f"probe:{tmp_path}", *extra])
+    assert asked == ["bfloat16", "float32"]
+
+
 def test_the_states_store_is_keyed_by_pair_text_so_a_new_recipe_computes_only_what_it_adds(tmp_path, tiny_dir):
     from syncheck.model.models import load_model
     from syncheck.verifier.pairs import VerifierPair

@@ -92,6 +92,8 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
                         "--nli spec instead (e.g. syncheck:<model>, llm-judge:<model>) and drop --model")
     if model and takes_model:
         nli = support_with_model(nli, model)
+    if click.get_current_context().get_parameter_source("dtype") == ParameterSource.DEFAULT:
+        dtype = None  # float32 for every model, but a probe reads its LM in the dtype its head was fitted in
     try:
         checker = ProvenanceChecker(
             relevance or DEFAULT_RELEVANCE, nli, top_k=top_k, top_p=top_p, aggregation=aggregation,
