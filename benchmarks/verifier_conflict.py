@@ -11,10 +11,11 @@ already decoded (``benchmarks/runs/conflict_*.jsonl.gz``) and scores each one ag
   ``--support`` model on (the swapped passage, ``"Question: Q\\nAnswer: A"``), max over windows; beside word
   overlap with the passage and length (shorter = faithful) on the same answers.
 
-AUROC with 95% bootstrap intervals over questions. Then an offline proxy for *preferring* what the support model
-supports: per question, of the stored methods' answers, keep the one it scores highest, and count how often that
-gives the passage's answer, beside each method's own rate on the same questions. It is a proxy, not FOD: FOD would
-choose among its own candidates while decoding.
+AUROC with 95% bootstrap intervals over questions, over all answers and then by answer form: bare answers (at
+most :data:`BARE_WORDS` words, where FOD's misses are) and sentences. Then an offline proxy for *preferring* what
+the support model supports: per question, of the stored methods' answers, keep the one it scores highest, and count
+how often that gives the passage's answer, beside each method's own rate on the same questions. It is a proxy, not
+FOD: FOD would choose among its own candidates while decoding.
 
 Run::
 
@@ -41,6 +42,8 @@ from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc
 from syncheck.verifier.conflict_set import build_conflict_set, contains_answer
 
+#: Longest answer, in words, counted as a bare answer (a name, a year, "The answer is X.").
+BARE_WORDS = 4
 SECTION = "## Does a support model see FOD's wrong-entity answers? Stored conflict answers, scored again"
 
 
@@ -66,6 +69,11 @@ def labelled_answers(paths: str, halueval: str) -> list[dict]:
                     "context": item.context, "label": int(contains_answer(r["text"], item.substitute)),
                     "sentence score": min(scores) if scores else float("nan")})
     return out
+
+
+def answer_form(text: str) -> str:
+    """``"bare"`` (at most :data:`BARE_WORDS` words) or ``"sentence"``."""
+    return "bare" if len(text.split()) <= BARE_WORDS else "sentence"
 
 
 def preferred_rates(answers: list[dict], column: str) -> tuple[int, dict[str, float], float]:
@@ -113,10 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         y = np.array([a["label"] for a in answers])
         groups = [a["id"] for a in answers]
         name = run.split("+")[0].rsplit("/", 1)[-1].replace(".1.jsonl.gz", "").replace(".jsonl.gz", "")
-        lines.append(f"| {name} | {len(y)} ({int(y.sum())}) | " + " | ".join(
-            cell(bootstrap_auroc(y, np.array([a[c] for a in answers], dtype=float), groups=groups)) for c in columns)
-            + " |")
-        print(lines[-1], flush=True)
+        for form in ("all", "bare", "sentence"):
+            part = [i for i, a in enumerate(answers) if form == "all" or answer_form(a["text"]) == form]
+            label = name if form == "all" else f"{name}, {form} answers"
+            lines.append(f"| {label} | {len(part)} ({int(y[part].sum())}) | " + " | ".join(
+                cell(bootstrap_auroc(y[part], np.array([answers[i][c] for i in part], dtype=float),
+                                     groups=[groups[i] for i in part])) for c in columns) + " |")
+            print(lines[-1], flush=True)
         n, rates, by_sentence_score = preferred_rates(answers, "sentence score")
         kept = [by_sentence_score] + [preferred_rates(answers, s)[2] for s in supports]
         own = ", ".join(f"{m} {v:.3f}" for m, v in rates.items())

@@ -331,6 +331,14 @@ def test_verifier_conflict_benchmark_runs_on_a_stored_conflict_run(capsys):
           "--halueval", str(data / "halueval")])
     out = capsys.readouterr().out
     assert "| conflict_qwen_fresh2 |" in out and "keep the answer verifier rates highest" in out
+    assert "| conflict_qwen_fresh2, bare answers |" in out and "| conflict_qwen_fresh2, sentence answers |" in out
+
+
+def test_verifier_conflict_splits_bare_answers_from_sentences():
+    from benchmarks.verifier_conflict import answer_form
+
+    assert [answer_form(t) for t in ("Hallmark Cards", "The answer is 1913.", "He was replaced by Vincenzo Montella.")
+            ] == ["bare", "bare", "sentence"]
 
 
 def test_verifier_base_speed_times_training_and_scoring(capsys):
