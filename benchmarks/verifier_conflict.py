@@ -26,6 +26,7 @@ benchmarks/runs/conflict_qwen_fresh2.2.jsonl.gz --support verifier
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import defaultdict
@@ -99,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="alignment specs, comma-separated (verifier, verifier:DIR, probe:DIR)")
     ap.add_argument("--halueval", default="../shared/data/halueval")
     ap.add_argument("--results-md", default=None)
+    ap.add_argument("--rows-out", default=None,
+                    help="write every scored answer (its id, method, text, label and scores) here, as JSON lines")
     args = ap.parse_args(argv)
+    rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
     t0 = time.perf_counter()
     supports = [s.strip() for s in args.support.split(",") if s.strip()]
     scorers = {s: make_alignment_scorer(s) for s in supports}
@@ -118,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         for a in answers:
             a["word overlap"] = lexical_precision(a["context"], a["text"])
             a["length"] = -float(len(a["text"]))
+        for a in answers if rows_out else []:
+            rows_out.write(json.dumps({"run": run, **{k: v for k, v in a.items() if k != "context"}}) + "\n")
         y = np.array([a["label"] for a in answers])
         groups = [a["id"] for a in answers]
         name = run.split("+")[0].rsplit("/", 1)[-1].replace(".1.jsonl.gz", "").replace(".jsonl.gz", "")
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         own = ", ".join(f"{m} {v:.3f}" for m, v in rates.items())
         prefer.append(f"| {name} | {n} | {own} | " + " | ".join(f"{k:.3f}" for k in kept) + " |")
         print(prefer[-1], flush=True)
+    if rows_out:
+        rows_out.close()
     cmd = "python -m benchmarks.verifier_conflict " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([
         f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import shared_data
@@ -332,6 +334,28 @@ def test_verifier_conflict_benchmark_runs_on_a_stored_conflict_run(capsys):
     out = capsys.readouterr().out
     assert "| conflict_qwen_fresh2 |" in out and "keep the answer verifier rates highest" in out
     assert "| conflict_qwen_fresh2, bare answers |" in out and "| conflict_qwen_fresh2, sentence answers |" in out
+
+
+def test_conflict_coherence_types_each_swap_and_splits_the_runs_by_it(tmp_path):
+    from benchmarks.conflict_coherence import main
+    from syncheck.verifier.conflict_set import build_conflict_set
+
+    data = shared_data("halueval/qa.jsonl") / "halueval"
+    items = build_conflict_set(data, 7610, 120)
+    absurd = {it.substitute for it in items[1::3]}
+
+    def typer(passage, answer):  # every third substitute is typed as another kind of thing; one answer unknown
+        return None if answer == items[2].original else ("place" if answer in absurd else "person")
+
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("".join(json.dumps({"id": it.id, "label": k % 2, "s": float(k % 3)}) + "\n"
+                              for k, it in enumerate(items)))
+    text = main(["--halueval", str(data), "--start", "7610", "--limit", "120", "--runs",
+                 "benchmarks/runs/conflict_qwen_fresh2.1.jsonl.gz", "--scores", str(scores), "--columns", "s",
+                 "--show", "2"], typer=typer)
+    assert "(120 swaps): coherent" in text and "person -> place" in text
+    assert "| swaps | questions | greedy | fod | fod − greedy |" in text and "| absurd |" in text
+    assert "| swaps | answers (passage's answer) | s |" in text
 
 
 def test_verifier_conflict_splits_bare_answers_from_sentences():
