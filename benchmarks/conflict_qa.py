@@ -1,7 +1,10 @@
 """Steering measured without a judge: knowledge-conflict QA, where only the passage gives the right answer.
 
 The set (:mod:`syncheck.verifier.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
-of the same kind. Per method and condition, each answer is read by string match (:func:`contains_answer`):
+of the same kind. ``--typing ner`` types names by what they are (spaCy's NER), so a person replaces a person; the
+default, ``wh``, types them by the question's wh-word, as every run before it did, which lets absurd swaps through
+(``benchmarks.conflict_coherence`` counts them). Per method and condition, each answer is read by string match
+(:func:`contains_answer`):
 
 - ``swapped`` (the conflict): *faithful* = the answer gives the substitute (the passage's answer); *memory* = it
   gives the original answer; *neither*; *abstained* (FOD's abstention, or the abstention baseline refusing);
@@ -41,7 +44,14 @@ from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
-from syncheck.verifier.conflict_set import ConflictItem, build_conflict_set, contains_answer, kinds_summary
+from syncheck.verifier.conflict_set import (
+    ConflictItem,
+    Typer,
+    build_conflict_set,
+    contains_answer,
+    kinds_summary,
+    ner_typer,
+)
 
 SECTION = "## FOD on knowledge-conflict QA"
 CONDITIONS = ("swapped", "original")
@@ -49,6 +59,24 @@ DEFAULT_METHODS = ("greedy", "cad", "adacad", "fod")
 DEFAULT_CONTROL = ("greedy", "cad", "adacad", "fod")
 #: derived from greedy's rows, never decoded
 DERIVED = ("abstain",)
+
+
+def conflict_typer(typing: str, spacy_model: str) -> Typer | None:
+    """The typer of a conflict set's names: ``None`` for ``"wh"`` (the question's wh-word), spaCy's NER for
+    ``"ner"``; a missing spaCy or pipeline ends the run with how to install it."""
+    if typing == "wh":
+        return None
+    try:
+        return ner_typer(spacy_model)
+    except (ImportError, OSError) as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def conflict_items(halueval: str, config: dict) -> list[ConflictItem]:
+    """The conflict set of a run's options (``start``, ``limit``, ``seed``, and ``typing`` with ``spacy_model``;
+    runs written before ``typing`` existed were typed by wh-word)."""
+    typer = conflict_typer(config.get("typing", "wh"), config.get("spacy_model", "en_core_web_sm"))
+    return build_conflict_set(halueval, config["start"], config["limit"], config.get("seed", 0), typer=typer)
 
 
 def run_rows(paths: str) -> list[dict]:
@@ -363,6 +391,10 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--start", type=int, default=6000, help="first HaluEval QA record read")
     ap.add_argument("--limit", type=int, default=300, help="conflict questions (fixed before the run)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the substitutes and of the sampled candidates")
+    ap.add_argument("--typing", choices=("wh", "ner"), default="wh",
+                    help="how names find their substitute: wh = by the question's wh-word and word count (lets absurd "
+                         "swaps through); ner = by what they are, by spaCy's NER (needs spaCy and --spacy-model)")
+    ap.add_argument("--spacy-model", default="en_core_web_sm", help="the spaCy pipeline of --typing ner")
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--dtype", default=None, help="model dtype (e.g. bfloat16 for Qwen2.5-Coder-1.5B)")
     ap.add_argument("--aggregator", default="default")
@@ -389,7 +421,7 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--title", default=None, help="the RESULTS.md section (default: 'FOD on knowledge-conflict QA "
                     "(MODEL)')")
     args = ap.parse_args(argv)
-    items = build_conflict_set(args.data_dir, args.start, args.limit, seed=args.seed)
+    items = conflict_items(args.data_dir, vars(args))
     if len(items) < args.limit:
         print(f"note: only {len(items)} conflict questions from record {args.start} on", file=sys.stderr)
     if not args.report:

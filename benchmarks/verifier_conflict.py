@@ -33,7 +33,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from benchmarks.conflict_qa import run_rows
+from benchmarks.conflict_qa import conflict_items, run_rows
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
 from benchmarks.verifier_check import cell
@@ -41,7 +41,7 @@ from features.alignment.lexical import lexical_precision
 from syncheck.alignment import make_alignment_scorer
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc
-from syncheck.verifier.conflict_set import build_conflict_set, contains_answer
+from syncheck.verifier.conflict_set import contains_answer
 
 #: Longest answer, in words, counted as a bare answer (a name, a year, "The answer is X.").
 BARE_WORDS = 4
@@ -57,7 +57,7 @@ def labelled_answers(paths: str, halueval: str) -> list[dict]:
         raise ValueError(f"{paths}: its rows do not name their run's records (written before run configs were "
                          f"stored); pass a run file whose rows carry 'run'")
     config = rows[0]["run"]["config"]
-    items = {it.id: it for it in build_conflict_set(halueval, config["start"], config["limit"], config["seed"])}
+    items = {it.id: it for it in conflict_items(halueval, config)}
     out = []
     for r in rows:
         item = items.get(r["id"])

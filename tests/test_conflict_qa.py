@@ -57,6 +57,32 @@ def test_the_set_is_fixed_by_its_range_and_seed_and_never_gives_the_original_awa
 
 
 @needs_data("halueval/qa.jsonl")
+def test_a_typer_makes_a_name_s_substitute_a_thing_of_the_same_kind_and_drops_names_it_cannot_place():
+    from syncheck.verifier.conflict_set import build_conflict_set
+
+    def typer(passage, answer):  # a stub NER: by the answer's first letter; names starting with A-C are unknown
+        return None if answer[0] in "ABC" else ("person" if answer[0] < "N" else "place")
+
+    items = build_conflict_set(DATA / "halueval", 6000, 60, typer=typer)
+    assert len(items) == 60
+    names = [it for it in items if it.kind.startswith("name")]
+    assert names and all(it.kind == f"name:{typer('', it.original)}" for it in names)
+    assert all(typer("", it.substitute) == typer("", it.original) for it in names)
+    assert not any(it.original[0] in "ABC" for it in names)
+    assert [it.id for it in items] == [it.id for it in build_conflict_set(DATA / "halueval", 6000, 60, typer=typer)]
+
+
+def test_typing_by_ner_without_spacy_says_how_to_install_it(monkeypatch):
+    import sys
+
+    from syncheck.verifier.conflict_set import ner_typer
+
+    monkeypatch.setitem(sys.modules, "spacy", None)
+    with pytest.raises(ImportError, match="pip install spacy"):
+        ner_typer()
+
+
+@needs_data("halueval/qa.jsonl")
 def test_a_training_recipe_takes_its_conflict_items_from_the_first_qa_training_range_only():
     from syncheck.verifier.dataset import DataRecipe, conflict_training_pairs
     from syncheck.verifier.sources import HALUEVAL_TRAIN
