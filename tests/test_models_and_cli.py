@@ -205,7 +205,8 @@ def test_auto_dtype_is_bfloat16_only_where_the_hardware_computes_it(monkeypatch)
 @pytest.mark.parametrize("args, expected_nli, expected_dtype", [
     (["--preset", "quality"], "syncheck+llm-judge:qwen2.5-coder-1.5b", "auto"),
     (["--preset", "quality", "--nli", "lexical"], "lexical", "auto"),
-    ([], "syncheck+verifier", "float32"),
+    ([], "syncheck+verifier", None),  # no --dtype: float32 for every model, a probe's LM in its head's dtype
+    (["--dtype", "float32"], "syncheck+verifier", "float32"),
 ])
 def test_the_quality_preset_checks_with_the_mean_of_the_default_support_and_the_qwen_judge(
         monkeypatch, tmp_path, args, expected_nli, expected_dtype):
