@@ -369,6 +369,8 @@ def _command(args) -> str:
         parts += ["--title", args.title]
     if args.dtype:
         parts += ["--dtype", args.dtype]
+    if args.typing != "wh":  # the set itself differs: the command must rebuild it
+        parts += ["--typing", args.typing, "--spacy-model", args.spacy_model]
     if "fod-support" in [*args.methods, *args.control, *args.ablations]:
         parts += ["--support", args.support]
     return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
