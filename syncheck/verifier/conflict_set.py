@@ -27,8 +27,8 @@ the typer cannot place, or whose group has no other answer, is not kept. That is
 
 A record is dropped when its question already holds the answer ("Which magazine, The Atlantic or Reptiles?"), or
 the answer is quoted. A swap is dropped when, after it, any content word of the original answer still occurs in the
-passage ("Nixon" alone, later in the text), so the passage never gives the original answer away. The set is a pure function of the
-HaluEval file, the record range and the seed; the same records unswapped are the no-conflict control.
+passage ("Nixon" alone, later in the text), so the passage never gives the original answer away. The set is a pure
+function of the HaluEval file, the record range and the seed; the same records unswapped are the no-conflict control.
 """
 
 from __future__ import annotations
