@@ -340,11 +340,38 @@ def report(args, items: list[ConflictItem]) -> str:
     beside_cad = abstentions_beside_cad(rows, set(ids))
     if beside_cad:
         lines += ["", *beside_cad]
+    if args.fluency_model:
+        lines += ["", *fluency_lines(args, rows, items, "swapped", methods)]
     if control:
         lines += ["", "### The no-conflict control: the same records unswapped", "",
                   "accurate = the answer gives HaluEval's right answer, which the passage holds.", "",
                   *table(res, "original", control, ["accurate", "abstained"])]
+        if args.fluency_model:
+            lines += ["", *fluency_lines(args, rows, items, "original", control)]
     return "\n".join(lines)
+
+
+def fluency_lines(args, rows: list[dict], items: list[ConflictItem], condition: str, methods: list[str]) -> list[str]:
+    """Each method's answers' perplexity under ``--fluency-model`` (:mod:`benchmarks.answer_fluency`), given the
+    passage the decoder read."""
+    from benchmarks import answer_fluency
+
+    if args.fluency_model == args.model:
+        raise SystemExit(f"--fluency-model must differ from the decoder ({args.model}): a model finds its own greedy "
+                         "text likely by construction. Use qwen2.5-coder-1.5b for smollm2-135m's answers, and back.")
+    prompts = {(c, it.id): answer_fluency.PROMPT.format(
+        context=it.context if c == "swapped" else it.original_context, question=it.question)
+        for it in items for c in CONDITIONS}
+    wanted = {it.id for it in items}
+    rows = [r for r in rows if r["id"] in wanted and r["condition"] == condition and r["method"] in methods]
+    lm = answer_fluency.scoring_model(args.fluency_model, args.fluency_dtype or "float32")
+    cache = args.fluency_cache or args.out.split(",")[0].removesuffix(".gz").removesuffix(".jsonl") + ".fluency.jsonl"
+    scores = answer_fluency.score_answers(lm, args.fluency_model, rows, prompts, cache=cache)
+    return [f"Fluency: each answer's perplexity under `{args.fluency_model}` (which did not decode them), given the "
+            "passage and the question (`benchmarks.answer_fluency`); pooled over a method's answers, abstentions "
+            "left out, and its ratio to greedy's on the questions both answered.", "",
+            *answer_fluency.fluency_table(rows, scores, args.fluency_model, condition,
+                                          [m for m in methods if m != "abstain"])]
 
 
 def _tau1(rows: list[dict], given: float | None) -> float | None:
@@ -373,6 +400,9 @@ def _command(args) -> str:
         parts += ["--typing", args.typing, "--spacy-model", args.spacy_model]
     if "fod-support" in [*args.methods, *args.control, *args.ablations]:
         parts += ["--support", args.support]
+    if args.fluency_model:
+        parts += ["--fluency-model", args.fluency_model] + (["--fluency-dtype", args.fluency_dtype]
+                                                            if args.fluency_dtype else [])
     return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
 
 
@@ -418,6 +448,12 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--shard", default="1/1",
                     help="K/N: decode only every N-th question from the K-th (run N processes, each with its own --out "
                          "and OMP_NUM_THREADS=1, then --report with the N files)")
+    ap.add_argument("--fluency-model", default=None,
+                    help="also give each method's answer perplexity under this model, which must not be the decoder "
+                         "(benchmarks.answer_fluency)")
+    ap.add_argument("--fluency-dtype", default=None, help="the fluency model's dtype (default float32)")
+    ap.add_argument("--fluency-cache", default=None,
+                    help="JSONL of fluency scores, reused by later reports (default: beside the first --out file)")
     ap.add_argument("--report", action="store_true", help="only print the tables from --out")
     ap.add_argument("--write-results", action="store_true", help="also write the tables into benchmarks/RESULTS.md")
     ap.add_argument("--title", default=None, help="the RESULTS.md section (default: 'FOD on knowledge-conflict QA "

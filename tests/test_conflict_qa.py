@@ -108,7 +108,7 @@ def test_a_training_recipe_takes_its_conflict_items_from_the_first_qa_training_r
 
 @pytest.mark.slow
 @needs_data("halueval/qa.jsonl")
-def test_conflict_benchmark_smoke(tmp_path):
+def test_conflict_benchmark_smoke(tmp_path, tiny_dir):
     """benchmarks.conflict_qa end to end with SmolLM2 on two questions, resumed on a second call."""
     from benchmarks import conflict_qa
 
@@ -122,8 +122,10 @@ def test_conflict_benchmark_smoke(tmp_path):
     assert "| fod | 2 |" in text and "| abstain | 2 |" in text and "accurate" in text
     assert "FOD's replacements in this table" in text and "python -m benchmarks.conflict_qa" in text
     assert "| fod | " in text.split("Answers each method changes")[1]
-    conflict_qa.main([*args, "--report"])  # resumes: nothing new is generated
+    fluent = conflict_qa.main([*args, "--report", "--fluency-model", str(tiny_dir)])  # resumes: nothing new is decoded
     assert len(out.read_text().splitlines()) == 8
+    assert f"perplexity under {tiny_dir}" in fluent and fluent.count("| fod | 2 | ") >= 2
+    assert len((tmp_path / "c.fluency.jsonl").read_text().splitlines()) == 2 * 4  # every answer scored once
 
 
 def test_fod_abstentions_are_counted_beside_cads_answer_to_the_same_question():
