@@ -396,6 +396,8 @@ def _command(args) -> str:
         parts += ["--title", args.title]
     if args.dtype:
         parts += ["--dtype", args.dtype]
+    if args.seed != 0:  # the substitutes and the sampled candidates differ
+        parts += ["--seed", str(args.seed)]
     if args.typing != "wh":  # the set itself differs: the command must rebuild it
         parts += ["--typing", args.typing, "--spacy-model", args.spacy_model]
     if "fod-support" in [*args.methods, *args.control, *args.ablations]:

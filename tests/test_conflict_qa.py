@@ -72,16 +72,20 @@ def test_a_typer_makes_a_name_s_substitute_a_thing_of_the_same_kind_and_drops_na
     assert [it.id for it in items] == [it.id for it in build_conflict_set(DATA / "halueval", 6000, 60, typer=typer)]
 
 
-def test_the_printed_command_rebuilds_a_set_typed_by_ner():
+def test_the_printed_command_rebuilds_the_set_it_ran_on():
     from argparse import Namespace
 
     from benchmarks.conflict_qa import _command
 
     args = Namespace(start=3250, limit=120, model="smollm2-135m", max_new_tokens=32, out="a.jsonl",
                      methods=["greedy"], control=[], ablations=[], shard="1/1", title=None, dtype=None,
-                     support=None, typing="ner", spacy_model="en_core_web_sm")
+                     support=None, typing="ner", spacy_model="en_core_web_sm", seed=0, fluency_model=None,
+                     fluency_dtype=None)
     assert "--typing ner --spacy-model en_core_web_sm" in _command(args)
     assert "--typing" not in _command(Namespace(**{**vars(args), "typing": "wh"}))
+    assert "--seed" not in _command(args) and "--seed 3" in _command(Namespace(**{**vars(args), "seed": 3}))
+    fluent = _command(Namespace(**{**vars(args), "fluency_model": "qwen", "fluency_dtype": "bfloat16"}))
+    assert "--fluency-model qwen --fluency-dtype bfloat16" in fluent
 
 
 def test_typing_by_ner_without_spacy_says_how_to_install_it(monkeypatch):
