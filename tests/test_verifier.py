@@ -168,6 +168,28 @@ def test_conflict_pairs_give_every_claim_once_with_each_label_so_only_the_passag
     assert "conflict_records" not in DataRecipe().to_json()  # recipes built before the option read the same
 
 
+def test_distractors_in_a_swapped_passage_stand_against_the_substitute():
+    from syncheck.verifier.conflict_set import ConflictItem, swap
+    from syncheck.verifier.synthetic import conflict_distractor_pairs
+
+    swapped = swap(DOCUMENT, "Warsaw", "Lyon")
+    item = ConflictItem("conflict-7", 7, "Where was Marie Curie born?", swapped, DOCUMENT, "Warsaw", "Lyon", "name-1")
+    pairs = conflict_distractor_pairs(item, "halueval-qa-7", per_item=2)
+    assert pairs == conflict_distractor_pairs(item, "halueval-qa-7", per_item=2)  # pure
+    assert pairs and all(p.premise == swapped and p.group == "halueval-qa-7" and p.kind == "conflict-distractor"
+                         for p in pairs)
+    negatives = [p for p in pairs if p.label == 0]
+    assert negatives and all("Lyon" not in p.claim and "Warsaw" not in p.claim for p in negatives)
+    assert all("Lyon" in p.claim for p in pairs if p.label == 1)
+    known = {(p.premise, p.claim) for p in conflict_pairs(item, "halueval-qa-7")}
+    assert not any((p.premise, p.claim) in known for p in pairs)  # no pair repeats a conflict pair
+    with pytest.raises(ValueError, match="needs conflict_records"):
+        DataRecipe(conflict_distractors=1)
+    with pytest.raises(ValueError, match="conflict_distractors must be 0 to 3"):
+        DataRecipe(conflict_records=5, conflict_distractors=4)
+    assert "conflict_distractors" not in DataRecipe().to_json()
+
+
 def test_document_sentences_come_with_an_edit_of_the_same_sentence():
     pairs = list(document_sentence_pairs(DOCUMENT, "g", per_document=2))
     assert pairs and [p.label for p in pairs] == [1, 0] * (len(pairs) // 2)

@@ -51,6 +51,9 @@ def verifier() -> None:
 @click.option("--conflict-records", default=0, show_default=True, type=click.IntRange(0),
               help="knowledge-conflict items (four pairs each: the answer swapped in its passage) from HaluEval QA's "
                    "first training range; they teach the model to read the passage, not its own memory")
+@click.option("--conflict-distractors", default=0, show_default=True, type=click.IntRange(0, 3),
+              help="per knowledge-conflict item, distractor answers (another entity of the swapped passage) against "
+                   "the substitute; needs --conflict-records")
 @click.option("--thinning", type=click.Choice(["balance", "ratio"]), default="balance", show_default=True,
               help="how the claim-only artefact check thins pairs: even labels in each score tenth (balance), or "
                    "each tenth in the labels' overall ratio (ratio: keeps labelled rows with few unsupported ones)")
@@ -76,9 +79,9 @@ def verifier() -> None:
 @click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def train(out: Path, documents, labelled, halueval, halueval_records, writer, writer_records,
-          sentences_per_document, distractors_per_record, conflict_records, thinning, base, init, max_length,
-          probe_model, layers, probe_c, dtype, epochs, batch_size, learning_rate, max_steps, dev_share, seed, device,
-          progress) -> None:
+          sentences_per_document, distractors_per_record, conflict_records, conflict_distractors, thinning, base, init,
+          max_length, probe_model, layers, probe_c, dtype, epochs, batch_size, learning_rate, max_steps, dev_share,
+          seed, device, progress) -> None:
     """Fit a verifier into OUT from your documents and labelled records (and HaluEval's training ranges)."""
     from syncheck.verifier.build import build_verifier
     from syncheck.verifier.dataset import DataRecipe
@@ -92,7 +95,7 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         halueval=str(halueval) if halueval else None, halueval_records=counts, writer=writer,
         writer_records=writer_records, labelled=tuple(map(str, labelled)), documents=tuple(map(str, documents)),
         sentences_per_document=sentences_per_document, distractors_per_record=distractors_per_record,
-        conflict_records=conflict_records, thinning=thinning, seed=seed)
+        conflict_records=conflict_records, conflict_distractors=conflict_distractors, thinning=thinning, seed=seed)
     if not (recipe.halueval or recipe.labelled or recipe.documents):
         raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
     command = given_command(click.get_current_context())

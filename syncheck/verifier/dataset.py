@@ -34,6 +34,7 @@ from syncheck.verifier.sources import (
 )
 from syncheck.verifier.synthetic import (
     ANSWER_FORMS,
+    conflict_distractor_pairs,
     conflict_pairs,
     distractor_pairs,
     document_sentence_pairs,
@@ -60,6 +61,8 @@ class DataRecipe:
         conflict_records: knowledge-conflict items (four pairs each; :func:`~syncheck.verifier.synthetic.
             conflict_pairs`) made from the QA records of the first QA training range, the first ones that can be
             swapped; substitutes come from the answers of that range. 0: none.
+        conflict_distractors: per knowledge-conflict item, distractor answers in the swapped passage against the
+            substitute (:func:`~syncheck.verifier.synthetic.conflict_distractor_pairs`); 0: none.
         thinning: how the claim-only artefact check thins the pairs
             (:data:`~syncheck.verifier.artefacts.THINNING`): ``"balance"`` (the labels made even in each score
             tenth; what built the shipped verifier) or ``"ratio"`` (each tenth in the labels' overall ratio, for
@@ -77,6 +80,7 @@ class DataRecipe:
     sentences_per_document: int = 1
     distractors_per_record: int = 1
     conflict_records: int = 0
+    conflict_distractors: int = 0
     thinning: str = "balance"
     seed: int = 0
 
@@ -86,6 +90,12 @@ class DataRecipe:
                              f"own answer form), got {self.distractors_per_record}")
         if self.conflict_records < 0:
             raise ValueError(f"conflict_records must be 0 or more, got {self.conflict_records}")
+        if not 0 <= self.conflict_distractors <= len(ANSWER_FORMS):
+            raise ValueError(f"conflict_distractors must be 0 to {len(ANSWER_FORMS)} (each distractor takes its own "
+                             f"answer form), got {self.conflict_distractors}")
+        if self.conflict_distractors and not self.conflict_records:
+            raise ValueError("conflict_distractors needs conflict_records: the distractors are made in the "
+                             "swapped passages of those items")
         if self.thinning not in THINNING:
             raise ValueError(f"thinning must be one of {THINNING}, got {self.thinning!r}")
 
@@ -97,6 +107,8 @@ class DataRecipe:
             del out["thinning"]
         if self.conflict_records == 0:
             del out["conflict_records"]
+        if self.conflict_distractors == 0:
+            del out["conflict_distractors"]
         out["halueval_train_ranges"] = {k: [list(r) for r in v] for k, v in HALUEVAL_TRAIN.items()}
         return out
 
@@ -132,7 +144,13 @@ def conflict_training_pairs(recipe: DataRecipe) -> list[VerifierPair]:
     """The knowledge-conflict pairs of the recipe: items from the first QA training range only."""
     start, end = HALUEVAL_TRAIN["qa"][0]
     items = build_conflict_set(recipe.halueval, start, recipe.conflict_records, recipe.seed, end=end)
-    return [p for it in items for p in conflict_pairs(it, f"halueval-qa-{it.record}", recipe.seed)]
+    pairs = []
+    for it in items:
+        group = f"halueval-qa-{it.record}"
+        pairs += conflict_pairs(it, group, recipe.seed)
+        if recipe.conflict_distractors:
+            pairs += conflict_distractor_pairs(it, group, recipe.seed, recipe.conflict_distractors)
+    return pairs
 
 
 def writer_records(recipe: DataRecipe) -> Iterator[tuple[str, str, str, str]]:

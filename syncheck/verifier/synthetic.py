@@ -11,6 +11,9 @@
   record's answer of the same kind (:mod:`syncheck.verifier.conflict_set`). Each of the two answers is supported by one
   passage and not by the other, so every claim comes once with each label: a model that reads the claim alone, or
   answers from what it knows of the world, cannot tell them apart. Only the passage can.
+- **Distractors in a swapped passage** (:func:`conflict_distractor_pairs`): the substitute against another same-shape
+  span of the swapped passage, as distractor answers are made from the original one. This is the form FOD's misses
+  take on knowledge-conflict questions: a bare answer naming another entity of the passage.
 - **Document sentences** (:func:`document_sentence_pairs`): a sentence of the document is supported; the same sentence
   edited as above is not. These are what a user's unlabelled documents give.
 
@@ -89,6 +92,17 @@ def conflict_pairs(item: ConflictItem, group: str, seed: int = 0) -> list[Verifi
         VerifierPair(item.context, substitute, 1, group, "conflict"),
         VerifierPair(item.original_context, substitute, 0, group, "conflict"),
     ]
+
+
+def conflict_distractor_pairs(item: ConflictItem, group: str, seed: int = 0, per_item: int = 1
+                              ) -> list[VerifierPair]:
+    """The substitute (1) and up to ``per_item`` same-shape distractors (0) of the swapped passage, each in its own
+    answer form (:func:`distractor_pairs` on ``item.context``); a pair that repeats one of the item's
+    :func:`conflict_pairs` is left out."""
+    seen = {(p.premise, p.claim) for p in conflict_pairs(item, group, seed)}
+    pairs = distractor_pairs(item.context, item.question, item.substitute, f"{group}-swapped", seed, per_item)
+    return [VerifierPair(p.premise, p.claim, p.label, group, "conflict-distractor") for p in pairs
+            if (p.premise, p.claim) not in seen]
 
 
 def summary_edit_pairs(summary: str, document: str, group: str, seed: int = 0,
