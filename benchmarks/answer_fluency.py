@@ -36,6 +36,13 @@ import numpy as np
 import torch
 
 PROMPT = "Passage: {context}\nQuestion: {question}\nAnswer:"
+#: Longest answer, in words, counted as a bare answer (a name, a year, "The answer is X.").
+BARE_WORDS = 4
+
+
+def answer_form(text: str) -> str:
+    """``"bare"`` (at most :data:`BARE_WORDS` words) or ``"sentence"``."""
+    return "bare" if len(text.split()) <= BARE_WORDS else "sentence"
 
 
 @functools.lru_cache(maxsize=2)
@@ -132,15 +139,24 @@ def ratio_interval(base: Sequence[tuple[float, int]], other: Sequence[tuple[floa
     return ratio(np.arange(len(b))), float(lo), float(hi)
 
 
-def fluency_table(rows: Sequence[Mapping], scores: Mapping[str, tuple[float, int]], model_name: str,
-                  condition: str, methods: Sequence[str]) -> list[str]:
-    """A markdown table: each method's answers, their pooled perplexity under ``model_name``, and its ratio to
-    greedy's on the questions both answered."""
+def _by_method(rows: Sequence[Mapping], scores: Mapping[str, tuple[float, int]], model_name: str, condition: str
+               ) -> tuple[dict[str, dict[str, tuple[float, int]]], dict[tuple[str, str], str]]:
+    """``({method: {id: (nll, tokens)}}, {(method, id): answer form})`` of the scored answers of ``condition``."""
     by_method: dict[str, dict[str, tuple[float, int]]] = {}
+    forms: dict[tuple[str, str], str] = {}
     for r in rows:
         key = fluency_key(model_name, r)
         if r["condition"] == condition and answered(r) and key in scores:
             by_method.setdefault(r["method"], {})[r["id"]] = scores[key]
+            forms[(r["method"], r["id"])] = answer_form(r["text"])
+    return by_method, forms
+
+
+def fluency_table(rows: Sequence[Mapping], scores: Mapping[str, tuple[float, int]], model_name: str,
+                  condition: str, methods: Sequence[str]) -> list[str]:
+    """A markdown table: each method's answers, their pooled perplexity under ``model_name``, and its ratio to
+    greedy's on the questions both answered."""
+    by_method, _ = _by_method(rows, scores, model_name, condition)
     greedy = by_method.get("greedy", {})
     lines = [f"| method | answers | perplexity under {model_name} | × greedy, same questions [95% CI] |",
              "| --- | --- | --- | --- |"]
@@ -154,4 +170,30 @@ def fluency_table(rows: Sequence[Mapping], scores: Mapping[str, tuple[float, int
             r, lo, hi = ratio_interval([greedy[i] for i in ids], [got[i] for i in ids])
             cell = f"{r:.2f} [{lo:.2f}, {hi:.2f}] ({len(ids)} questions)"
         lines.append(f"| {m} | {len(got)} | {pooled_perplexity(list(got.values())):.2f} | {cell} |")
+    return lines
+
+
+def fluency_by_form_table(rows: Sequence[Mapping], scores: Mapping[str, tuple[float, int]], model_name: str,
+                          condition: str, methods: Sequence[str]) -> list[str]:
+    """The ratio to greedy within one answer form: on the questions where both answers are bare (at most
+    :data:`BARE_WORDS` words), and where both are sentences. A bare name's tokens are less predictable than a sentence
+    that copies the passage, so a method that answers barer than greedy has a higher pooled perplexity whatever its
+    fluency; within one form that difference is gone, and what is left is the text's own."""
+    by_method, forms = _by_method(rows, scores, model_name, condition)
+    greedy = by_method.get("greedy", {})
+    lines = ["| method | bare answers of both: questions | × greedy [95% CI] | sentences of both: questions | "
+             "× greedy [95% CI] |", "| --- | --- | --- | --- | --- |"]
+    for m in methods:
+        got = by_method.get(m)
+        if m == "greedy" or not got:
+            continue
+        cells = []
+        for form in ("bare", "sentence"):
+            ids = [i for i in got if i in greedy and forms[(m, i)] == forms[("greedy", i)] == form]
+            if ids:
+                r, lo, hi = ratio_interval([greedy[i] for i in ids], [got[i] for i in ids])
+                cells += [str(len(ids)), f"{r:.2f} [{lo:.2f}, {hi:.2f}]"]
+            else:
+                cells += ["0", ""]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return lines

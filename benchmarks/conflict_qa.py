@@ -367,11 +367,15 @@ def fluency_lines(args, rows: list[dict], items: list[ConflictItem], condition: 
     lm = answer_fluency.scoring_model(args.fluency_model, args.fluency_dtype or "float32")
     cache = args.fluency_cache or args.out.split(",")[0].removesuffix(".gz").removesuffix(".jsonl") + ".fluency.jsonl"
     scores = answer_fluency.score_answers(lm, args.fluency_model, rows, prompts, cache=cache)
+    decoded = [m for m in methods if m != "abstain"]
     return [f"Fluency: each answer's perplexity under `{args.fluency_model}` (which did not decode them), given the "
             "passage and the question (`benchmarks.answer_fluency`); pooled over a method's answers, abstentions "
             "left out, and its ratio to greedy's on the questions both answered.", "",
-            *answer_fluency.fluency_table(rows, scores, args.fluency_model, condition,
-                                          [m for m in methods if m != "abstain"])]
+            *answer_fluency.fluency_table(rows, scores, args.fluency_model, condition, decoded), "",
+            "The same ratio within one answer form (bare: at most "
+            f"{answer_fluency.BARE_WORDS} words), since a bare name's tokens are less predictable than a sentence "
+            "that copies the passage:", "",
+            *answer_fluency.fluency_by_form_table(rows, scores, args.fluency_model, condition, decoded)]
 
 
 def _tau1(rows: list[dict], given: float | None) -> float | None:

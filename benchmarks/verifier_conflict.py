@@ -12,10 +12,10 @@ already decoded (``benchmarks/runs/conflict_*.jsonl.gz``) and scores each one ag
   overlap with the passage and length (shorter = faithful) on the same answers.
 
 AUROC with 95% bootstrap intervals over questions, over all answers and then by answer form: bare answers (at
-most :data:`BARE_WORDS` words, where FOD's misses are) and sentences. Then an offline proxy for *preferring* what
-the support model supports: per question, of the stored methods' answers, keep the one it scores highest, and count
-how often that gives the passage's answer, beside each method's own rate on the same questions. It is a proxy, not
-FOD: FOD would choose among its own candidates while decoding.
+most :data:`benchmarks.answer_fluency.BARE_WORDS` words, where FOD's misses are) and sentences. Then an offline
+proxy for *preferring* what the support model supports: per question, of the stored methods' answers, keep the
+one it scores highest, and count how often that gives the passage's answer, beside each method's own rate on the
+same questions. It is a proxy, not FOD: FOD would choose among its own candidates while decoding.
 
 Run::
 
@@ -33,6 +33,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from benchmarks.answer_fluency import answer_form
 from benchmarks.conflict_qa import conflict_items, run_rows
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
@@ -43,8 +44,6 @@ from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc
 from syncheck.verifier.conflict_set import contains_answer
 
-#: Longest answer, in words, counted as a bare answer (a name, a year, "The answer is X.").
-BARE_WORDS = 4
 SECTION = "## Does a support model see FOD's wrong-entity answers? Stored conflict answers, scored again"
 
 
@@ -70,11 +69,6 @@ def labelled_answers(paths: str, halueval: str) -> list[dict]:
                     "context": item.context, "label": int(contains_answer(r["text"], item.substitute)),
                     "sentence score": min(scores) if scores else float("nan")})
     return out
-
-
-def answer_form(text: str) -> str:
-    """``"bare"`` (at most :data:`BARE_WORDS` words) or ``"sentence"``."""
-    return "bare" if len(text.split()) <= BARE_WORDS else "sentence"
 
 
 def preferred_rates(answers: list[dict], column: str) -> tuple[int, dict[str, float], float]:

@@ -81,3 +81,17 @@ def test_the_conflict_report_refuses_the_decoder_as_its_own_fluency_judge(tmp_pa
                      out=str(tmp_path / "c.jsonl"))
     with pytest.raises(SystemExit, match="must differ from the decoder"):
         fluency_lines(args, [], [], "swapped", ["greedy"])
+
+
+def test_the_ratio_within_one_form_pairs_only_questions_where_both_answers_take_it():
+    rows = [_row("greedy", "a", "Paris"), _row("fod", "a", "Lyon"),
+            _row("greedy", "b", "The capital of France is Paris."), _row("fod", "b", "Lyon"),
+            _row("greedy", "c", "It was built in the year 1889 by Eiffel."),
+            _row("fod", "c", "It was built in the year 1890 by Eiffel.")]
+    nll = {"Paris": (1.0, 1), "Lyon": (1.0 + math.log(2), 1), "The capital of France is Paris.": (1.0, 8),
+           "It was built in the year 1889 by Eiffel.": (5.0, 10), "It was built in the year 1890 by Eiffel.": (5.0, 10)}
+    scores = {af.fluency_key("m", r): nll[r["text"]] for r in rows}
+    lines = af.fluency_by_form_table(rows, scores, "m", "swapped", ["greedy", "fod"])
+    assert len(lines) == 3 and lines[2].startswith("| fod | 1 | 2.00 [2.00, 2.00] | 1 | 1.00 [1.00, 1.00] |")
+    assert af.answer_form("The answer is Lyon.") == "bare"
+    assert af.answer_form("It is in the south of France.") == "sentence"
