@@ -25,6 +25,7 @@ Usage (through the conflict benchmark's report)::
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -32,7 +33,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 
 PROMPT = "Passage: {context}\nQuestion: {question}\nAnswer:"
@@ -66,24 +66,37 @@ def answered(row: Mapping) -> bool:
 
 
 @torch.no_grad()
-def answer_nll(lm, prompt: str, answer: str) -> tuple[float, int]:
-    """``(sum of the answer tokens' NLL in nats, token count)`` of ``answer`` after ``prompt`` under ``lm``
-    (a :class:`syncheck.model.models.LoadedModel`). The answer is tokenized on its own, after a space, so the
-    prompt's last token never merges into it; a prompt longer than the model's window loses its start."""
+def answers_nll(lm, prompt: str, answers: Sequence[str]) -> list[tuple[float, int]]:
+    """``(sum of the answer tokens' NLL in nats, token count)`` of each of ``answers`` after ``prompt`` under ``lm``
+    (a :class:`syncheck.model.models.LoadedModel`). The prompt is run once and its cache reused for every answer.
+    Each answer is tokenized on its own, after a space, so the prompt's last token never merges into it; a prompt
+    longer than the model's window (with the longest answer) loses its start. An empty answer is ``(0.0, 0)``."""
     from features.likelihood import token_logprobs
+    from syncheck.model.forward_cache import cache_kwargs, returned_cache
 
-    if not answer.strip():
-        return 0.0, 0
     tok = lm.tokenizer
-    answer_ids = tok(" " + answer.strip(), add_special_tokens=False)["input_ids"]
+    ids = [tok(" " + a.strip(), add_special_tokens=False)["input_ids"] if a.strip() else [] for a in answers]
+    if not any(ids):
+        return [(0.0, 0)] * len(answers)
     prompt_ids = tok(prompt, add_special_tokens=True)["input_ids"]
-    room = max(1, lm.max_length - len(answer_ids))
-    prompt_ids = prompt_ids[-room:]
-    ids = torch.tensor([prompt_ids + answer_ids], device=lm.device)
-    logits = lm.model(input_ids=ids).logits[0]
-    start = len(prompt_ids)
-    logp = token_logprobs(logits[start - 1 : -1], ids[0, start:])
-    return float(-logp.sum()), len(answer_ids)
+    prompt_ids = prompt_ids[-max(1, lm.max_length - max(map(len, ids))):]
+    first = lm.model(input_ids=torch.tensor([prompt_ids], device=lm.device), use_cache=True)
+    out = []
+    for answer_ids in ids:
+        if not answer_ids:
+            out.append((0.0, 0))
+            continue
+        cache = copy.deepcopy(returned_cache(first))  # each answer extends the prompt's cache on its own
+        target = torch.tensor([answer_ids], device=lm.device)
+        logits = lm.model(input_ids=target, use_cache=True, **cache_kwargs(lm.model, cache)).logits[0]
+        logits = torch.cat([first.logits[0, -1:], logits[:-1]])  # row t predicts answer token t
+        out.append((float(-token_logprobs(logits, target[0]).sum()), len(answer_ids)))
+    return out
+
+
+def answer_nll(lm, prompt: str, answer: str) -> tuple[float, int]:
+    """:func:`answers_nll` of one answer."""
+    return answers_nll(lm, prompt, [answer])[0]
 
 
 def score_answers(lm, model_name: str, rows: Iterable[Mapping], prompts: Mapping[tuple[str, str], str],
@@ -98,17 +111,21 @@ def score_answers(lm, model_name: str, rows: Iterable[Mapping], prompts: Mapping
             if line.strip():
                 r = json.loads(line)
                 done[r["key"]] = (r["nll"], r["tokens"])
-    todo = [r for r in rows if answered(r) and fluency_key(model_name, r) not in done]
+    todo: dict[str, list[Mapping]] = {}  # the answers of one prompt are scored together
+    for r in rows:
+        if answered(r) and fluency_key(model_name, r) not in done:
+            todo.setdefault(prompts[(r["condition"], r["id"])], []).append(r)
     out = open(cache, "a", encoding="utf-8") if cache else None
     try:
-        for r in tqdm(todo, desc=f"fluency under {model_name}", disable=not todo):
-            key = fluency_key(model_name, r)
-            nll, n = answer_nll(lm, prompts[(r["condition"], r["id"])], r["text"])
-            done[key] = (nll, n)
-            if out:
-                out.write(json.dumps({"key": key, "model": model_name, "condition": r["condition"], "id": r["id"],
-                                      "method": r["method"], "nll": nll, "tokens": n}) + "\n")
-                out.flush()
+        for prompt, group in tqdm(todo.items(), desc=f"fluency under {model_name}", unit="question",
+                                  disable=not todo):
+            for r, (nll, n) in zip(group, answers_nll(lm, prompt, [r["text"] for r in group])):
+                key = fluency_key(model_name, r)
+                done[key] = (nll, n)
+                if out:
+                    out.write(json.dumps({"key": key, "model": model_name, "condition": r["condition"],
+                                          "id": r["id"], "method": r["method"], "nll": nll, "tokens": n}) + "\n")
+                    out.flush()
     finally:
         if out:
             out.close()
@@ -124,19 +141,18 @@ def pooled_perplexity(pairs: Sequence[tuple[float, int]]) -> float:
 def ratio_interval(base: Sequence[tuple[float, int]], other: Sequence[tuple[float, int]], n: int = 2000,
                    seed: int = 0) -> tuple[float, float, float]:
     """``other``'s pooled perplexity over ``base``'s on the same questions (paired by position), with a bootstrap 95%
-    interval over questions."""
-    b = np.asarray(base, dtype=float).reshape(-1, 2)
-    o = np.asarray(other, dtype=float).reshape(-1, 2)
-    if len(b) != len(o) or not len(b):
+    interval over questions: ``exp`` of the paired difference of their pooled mean token NLLs
+    (:func:`benchmarks.fod_faithfulness.bootstrap_paired_difference`, each answer's tokens at its mean NLL)."""
+    from benchmarks.fod_faithfulness import bootstrap_paired_difference
+
+    if len(base) != len(other) or not len(base):
         raise ValueError("ratio_interval needs the same, non-empty set of questions on both sides")
 
-    def ratio(idx: np.ndarray) -> float:
-        return math.exp(o[idx, 0].sum() / max(o[idx, 1].sum(), 1) - b[idx, 0].sum() / max(b[idx, 1].sum(), 1))
+    def tokens(pairs: Sequence[tuple[float, int]]) -> list[list[float]]:
+        return [[nll / k] * int(k) for nll, k in pairs]
 
-    rng = np.random.default_rng(seed)
-    boots = [ratio(rng.integers(0, len(b), len(b))) for _ in range(n)]
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return ratio(np.arange(len(b))), float(lo), float(hi)
+    d, lo, hi = bootstrap_paired_difference(tokens(base), tokens(other), n=n, seed=seed)
+    return math.exp(d), math.exp(lo), math.exp(hi)
 
 
 def _by_method(rows: Sequence[Mapping], scores: Mapping[str, tuple[float, int]], model_name: str, condition: str

@@ -27,6 +27,10 @@ def test_answer_nll_is_the_answer_tokens_share_of_one_forward_pass(tiny_lm):
     want = -sum(float(logp[len(p) + k - 1, t]) for k, t in enumerate(a))
     assert n == len(a) and nll == pytest.approx(want, rel=1e-5)
     assert af.answer_nll(tiny_lm, prompt, "   ") == (0.0, 0)
+    # the answers of one prompt share its cache and score as each alone
+    shared = af.answers_nll(tiny_lm, prompt, ["the dog ran", "", answer])
+    assert shared[1] == (0.0, 0) and shared[2][1] == n and shared[2][0] == pytest.approx(nll, rel=1e-5)
+    assert shared[0] == pytest.approx(af.answer_nll(tiny_lm, prompt, "the dog ran"), rel=1e-5)
 
 
 def test_a_prompt_longer_than_the_window_loses_its_start_not_the_answer(tiny_lm):
@@ -53,7 +57,7 @@ def test_scores_are_cached_and_abstentions_are_left_out(tiny_lm, tmp_path, monke
     cache = tmp_path / "fl.jsonl"
     first = af.score_answers(tiny_lm, "tiny", rows, prompts, cache=cache)
     assert len(first) == 2 and len(cache.read_text().splitlines()) == 2
-    monkeypatch.setattr(af, "answer_nll", lambda *a: pytest.fail("a cached answer was scored again"))
+    monkeypatch.setattr(af, "answers_nll", lambda *a: pytest.fail("a cached answer was scored again"))
     assert af.score_answers(tiny_lm, "tiny", rows, prompts, cache=cache) == first
     assert {json.loads(line)["method"] for line in cache.read_text().splitlines()} == {"greedy", "fod"}
     # another scoring model, or a changed answer, is another key
