@@ -11,6 +11,10 @@ before the verifier's first training run and inside its held-out ranges (:mod:`s
   passage of its shape; the 224 answers of the earlier Provenance figures);
 - dialogue records 5000-5149 and summarization records 5000-5099 (right and hallucinated responses).
 
+The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 / 5500) checked the choice of the
+default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets. Backends
+scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
+
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
 and word overlap on the same rows, and each backend's paired difference against word overlap.
 """
@@ -39,6 +43,12 @@ SECTION = "## Provenance with the verifier, on records it never saw"
 SETS = (("pairs", 2000, 150), ("dialogue", 5000, 150), ("summarization", 5000, 100))
 #: The same shapes on records no figure has been taken on, for a check made once, after a choice made on :data:`SETS`.
 FRESH_SETS = (("pairs", 2500, 150), ("dialogue", 5500, 150), ("summarization", 5500, 100))
+#: The same shapes again on records no figure has been taken on, for a check of a choice made on :data:`FRESH_SETS`.
+CONFIRM_SETS = (("pairs", 3600, 150), ("dialogue", 5850, 150), ("summarization", 5600, 100))
+
+
+def chosen_sets(args: argparse.Namespace) -> tuple[tuple[str, int, int], ...]:
+    return CONFIRM_SETS if args.confirm else FRESH_SETS if args.fresh else SETS
 
 
 def examples(data_dir: str, name: str, start: int, limit: int) -> list[tuple[str, str | None, str, str, int]]:
@@ -57,19 +67,33 @@ def cell(auc: tuple[float, float, float], signed: bool = False) -> str:
     return ("{:+.3f} [{:+.3f}, {:+.3f}]" if signed else "{:.3f} [{:.3f}, {:.3f}]").format(*auc)
 
 
+def joined_rows(paths: list[str]) -> list[dict]:
+    """The rows of several ``--rows-out`` files of the same sets, joined line by line: each file adds its backends'
+    columns. The files must hold the same answers in the same order."""
+    files = [[json.loads(line) for line in Path(p).read_text(encoding="utf-8").splitlines()] for p in paths]
+    if len({len(f) for f in files}) > 1:
+        raise ValueError(f"{', '.join(paths)} hold {[len(f) for f in files]} rows: score the same sets in each")
+    joined = []
+    for parts in zip(*files):
+        if len({(r["set"], r["group"], r["label"], r["length"]) for r in parts}) > 1:
+            raise ValueError(f"{', '.join(paths)} differ at a row of {parts[0]['group']}: score the same sets in each")
+        joined.append({k: v for r in parts for k, v in r.items()})
+    return joined
+
+
 def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple[str, dict]]:
     """``(set label, columns)`` per set: ``label``, ``group``, ``overlap``, ``length`` and one column per backend,
     scored now (and written to ``--rows-out``) or read back from ``--from-rows``."""
     if args.from_rows:
-        rows = [json.loads(line) for line in Path(args.from_rows).read_text(encoding="utf-8").splitlines()]
-        for name, start, limit in FRESH_SETS if args.fresh else SETS:
+        rows = joined_rows(args.from_rows.split(","))
+        for name, start, limit in chosen_sets(args):
             part = [r for r in rows if r["set"] == name]
             if part:
                 yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
         return
     checkers = {b: ProvenanceChecker(nli=b) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
-    for name, start, limit in FRESH_SETS if args.fresh else SETS:
+    for name, start, limit in chosen_sets(args):
         rows = examples(args.halueval, name, start, limit)
         columns: dict = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
                          "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
@@ -95,10 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--means", default="",
                     help="also the mean of backends' supports, e.g. syncheck+verifier (comma-separated; each member "
                          "one of --nli); equal to --nli A+B with the joined premise, without scoring again")
-    ap.add_argument("--fresh", action="store_true",
-                    help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--fresh", action="store_true",
+                       help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
+    which.add_argument("--confirm", action="store_true",
+                       help="the confirmation sets (pairs 3600-3749, dialogue 5850-5999, summarization 5600-5699)")
     ap.add_argument("--rows-out", default=None, help="also write each answer's label and supports to this JSONL")
-    ap.add_argument("--from-rows", default=None, help="read the supports --rows-out wrote instead of scoring")
+    ap.add_argument("--from-rows", default=None,
+                    help="read the supports --rows-out wrote instead of scoring (several files, comma-separated, are "
+                         "joined row by row: each adds its backends)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -133,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
                       *lines, *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
-    publish(body, args.results_md, SECTION + (", fresh records" if args.fresh else ""))
+    suffix = ", confirmation records" if args.confirm else ", fresh records" if args.fresh else ""
+    publish(body, args.results_md, SECTION + suffix)
     return 0
 
 

@@ -367,6 +367,20 @@ def test_a_mean_of_supports_on_the_joined_premise_is_the_mean_of_each_support_s_
         assert mean == pytest.approx(np.mean(alone))
 
 
+def test_rows_of_separate_runs_join_row_by_row_and_refuse_other_answers(tmp_path):
+    from benchmarks.verifier_check import joined_rows
+
+    base = [{"set": "pairs", "group": f"pairs-{i}", "label": i % 2, "length": 10 + i} for i in range(3)]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({**r, "verifier": 0.1 * i}) + "\n" for i, r in enumerate(base)), encoding="utf-8")
+    b.write_text("".join(json.dumps({**r, "probe:X": 0.2 * i}) + "\n" for i, r in enumerate(base)), encoding="utf-8")
+    rows = joined_rows([str(a), str(b)])
+    assert [(r["verifier"], r["probe:X"]) for r in rows] == [(0.0, 0.0), (0.1, 0.2), (0.2, 0.4)]
+    b.write_text("".join(json.dumps({**r, "group": "other"}) + "\n" for r in base), encoding="utf-8")
+    with pytest.raises(ValueError, match="score the same sets"):
+        joined_rows([str(a), str(b)])
+
+
 def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(tmp_path):
     from syncheck.cli import main
     from syncheck.verifier.training import TrainSettings, base_model
