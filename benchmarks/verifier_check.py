@@ -91,7 +91,7 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
             if part:
                 yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
         return
-    checkers = {b: ProvenanceChecker(nli=b) for b in backends}
+    checkers = {b: ProvenanceChecker(nli=b, dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
     for name, start, limit in chosen_sets(args):
         rows = examples(args.halueval, name, start, limit)
@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
     which.add_argument("--confirm", action="store_true",
                        help="the confirmation sets (pairs 3600-3749, dialogue 5850-5999, summarization 5600-5699)")
+    ap.add_argument("--dtype", default=None,
+                    help="the backends' model dtype, e.g. bfloat16 (default: each one's own; a probe's is its head's)")
     ap.add_argument("--rows-out", default=None, help="also write each answer's label and supports to this JSONL")
     ap.add_argument("--from-rows", default=None,
                     help="read the supports --rows-out wrote instead of scoring (several files, comma-separated, are "
