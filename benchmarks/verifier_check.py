@@ -68,16 +68,23 @@ def cell(auc: tuple[float, float, float], signed: bool = False) -> str:
 
 
 def joined_rows(paths: list[str]) -> list[dict]:
-    """The rows of several ``--rows-out`` files of the same sets, joined line by line: each file adds its backends'
-    columns. The files must hold the same answers in the same order."""
+    """The rows of several ``--rows-out`` files, joined row by row within each set: each file adds its backends'
+    columns. A file may leave out whole sets (a backend scored on some sets only); the sets it holds must hold the
+    same answers in the same order as every other file's."""
     files = [[json.loads(line) for line in Path(p).read_text(encoding="utf-8").splitlines()] for p in paths]
-    if len({len(f) for f in files}) > 1:
-        raise ValueError(f"{', '.join(paths)} hold {[len(f) for f in files]} rows: score the same sets in each")
+    sets = list(dict.fromkeys(r["set"] for f in files for r in f))
     joined = []
-    for parts in zip(*files):
-        if len({(r["set"], r["group"], r["label"], r["length"]) for r in parts}) > 1:
-            raise ValueError(f"{', '.join(paths)} differ at a row of {parts[0]['group']}: score the same sets in each")
-        joined.append({k: v for r in parts for k, v in r.items()})
+    for name in sets:
+        parts = [[r for r in f if r["set"] == name] for f in files]
+        parts = [p for p in parts if p]
+        if len({len(p) for p in parts}) > 1:
+            raise ValueError(f"{', '.join(paths)} hold {[len(p) for p in parts]} rows of {name}: score the same "
+                             "sets in each")
+        for rows in zip(*parts):
+            if len({(r["set"], r["group"], r["label"], r["length"]) for r in rows}) > 1:
+                raise ValueError(f"{', '.join(paths)} differ at a row of {rows[0]['group']}: score the same sets in "
+                                 "each")
+            joined.append({k: v for r in rows for k, v in r.items()})
     return joined
 
 
@@ -89,7 +96,9 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
         for name, start, limit in chosen_sets(args):
             part = [r for r in rows if r["set"] == name]
             if part:
-                yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
+                yield f"{name} (records {start}-{start + limit - 1})", {k: [r.get(k) for r in part]
+                                                                         for k in dict.fromkeys(k for r in part
+                                                                                                for k in r)}
         return
     checkers = {b: ProvenanceChecker(nli=b, dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
@@ -124,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
     which.add_argument("--confirm", action="store_true",
                        help="the confirmation sets (pairs 3600-3749, dialogue 5850-5999, summarization 5600-5699)")
+    ap.add_argument("--compare", default="",
+                    help="paired differences between two columns, A~B (comma-separated; each one of --nli or "
+                         "--means), beside each mean against its members")
     ap.add_argument("--dtype", default=None,
                     help="the backends' model dtype, e.g. bfloat16 (default: each one's own; a probe's is its head's)")
     ap.add_argument("--rows-out", default=None, help="also write each answer's label and supports to this JSONL")
@@ -139,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         if any(part not in backends for part in m.split("+")):
             ap.error(f"--means {m}: every member must be one of --nli {args.nli}")
     columns = backends + means
+    compare = [tuple(c.strip().split("~")) for c in args.compare.split(",") if c.strip()]
+    for pair in compare:
+        if len(pair) != 2 or any(c not in columns for c in pair):
+            ap.error(f"--compare {'~'.join(pair)}: give A~B, each one of --nli or --means")
     lines = ["| set | answers | " + " | ".join(f"`--nli {b}`" for b in columns)
              + " | word overlap | length (shorter = faithful) | " + " | ".join(f"{b} − word overlap" for b in columns)
              + " |", "|" + " --- |" * (4 + 2 * len(columns))]
@@ -146,19 +162,28 @@ def main(argv: list[str] | None = None) -> int:
     for label, col in scored_sets(args, backends):
         y, groups = np.array(col["label"]), col["group"]
         overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
-        scores = {b: np.array(col[b], dtype=float) for b in backends}
+        # a backend scored on some sets only (joined from another run) has no column on the others
+        scores = {b: np.array(col[b], dtype=float) for b in backends if None not in col.get(b, [None])}
         for m in means:
-            scores[m] = np.mean([scores[part] for part in m.split("+")], axis=0)
-        lines.append(" | ".join([f"| {label}", str(len(y))]
-                                + [cell(bootstrap_auroc(y, scores[b], groups=groups)) for b in columns]
+            if all(part in scores for part in m.split("+")):
+                scores[m] = np.mean([scores[part] for part in m.split("+")], axis=0)
+
+        def auc(b: str) -> str:
+            return cell(bootstrap_auroc(y, scores[b], groups=groups)) if b in scores else "not scored"
+
+        def diff(a: str, b: np.ndarray | str) -> str | None:
+            other = scores.get(b) if isinstance(b, str) else b
+            if a not in scores or other is None:
+                return None
+            return cell(bootstrap_auroc_difference(y, scores[a], other, groups=groups), True)
+
+        lines.append(" | ".join([f"| {label}", str(len(y))] + [auc(b) for b in columns]
                                 + [cell(bootstrap_auroc(y, overlap, groups=groups)),
                                    cell(bootstrap_auroc(y, length, groups=groups))]
-                                + [cell(bootstrap_auroc_difference(y, scores[b], overlap, groups=groups), True)
-                                   for b in columns]) + " |")
+                                + [diff(b, overlap) or "not scored" for b in columns]) + " |")
         print(lines[-1], flush=True)
-        paired += [f"- {label}: {m} − {part} " + cell(bootstrap_auroc_difference(y, scores[m], scores[part],
-                                                                                   groups=groups), True)
-                   for m in means for part in m.split("+")]
+        pairs = [(m, part) for m in means for part in m.split("+")] + compare
+        paired += [f"- {label}: {a} − {b} {d}" for a, b in pairs if (d := diff(a, b)) is not None]
     cmd = "python -m benchmarks.verifier_check " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "

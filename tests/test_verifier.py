@@ -379,6 +379,13 @@ def test_rows_of_separate_runs_join_row_by_row_and_refuse_other_answers(tmp_path
     b.write_text("".join(json.dumps({**r, "group": "other"}) + "\n" for r in base), encoding="utf-8")
     with pytest.raises(ValueError, match="score the same sets"):
         joined_rows([str(a), str(b)])
+    # a run that left out a whole set adds nothing to it
+    b.write_text("".join(json.dumps({**r, "probe:X": 0.5}) + "\n" for r in base[:2]), encoding="utf-8")
+    with pytest.raises(ValueError, match="rows of pairs"):
+        joined_rows([str(a), str(b)])
+    b.write_text("".join(json.dumps({**r, "set": "dialogue", "probe:X": 0.5}) + "\n" for r in base), encoding="utf-8")
+    rows = joined_rows([str(a), str(b)])
+    assert [r["set"] for r in rows] == ["pairs"] * 3 + ["dialogue"] * 3 and "probe:X" not in rows[0]
 
 
 def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(tmp_path):
