@@ -22,6 +22,7 @@ and word overlap on the same rows, and each backend's paired difference against 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -67,11 +68,19 @@ def cell(auc: tuple[float, float, float], signed: bool = False) -> str:
     return ("{:+.3f} [{:+.3f}, {:+.3f}]" if signed else "{:.3f} [{:.3f}, {:.3f}]").format(*auc)
 
 
+def read_text(path: str) -> str:
+    """A rows file, plain or gzipped (``.gz``: how the stored runs are committed)."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return Path(path).read_text(encoding="utf-8")
+
+
 def joined_rows(paths: list[str]) -> list[dict]:
     """The rows of several ``--rows-out`` files, joined row by row within each set: each file adds its backends'
     columns. A file may leave out whole sets (a backend scored on some sets only); the sets it holds must hold the
     same answers in the same order as every other file's."""
-    files = [[json.loads(line) for line in Path(p).read_text(encoding="utf-8").splitlines()] for p in paths]
+    files = [[json.loads(line) for line in read_text(p).splitlines()] for p in paths]
     sets = list(dict.fromkeys(r["set"] for f in files for r in f))
     joined = []
     for name in sets:

@@ -3,6 +3,7 @@ training command end to end on a few rows."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 
@@ -376,6 +377,9 @@ def test_rows_of_separate_runs_join_row_by_row_and_refuse_other_answers(tmp_path
     b.write_text("".join(json.dumps({**r, "probe:X": 0.2 * i}) + "\n" for i, r in enumerate(base)), encoding="utf-8")
     rows = joined_rows([str(a), str(b)])
     assert [(r["verifier"], r["probe:X"]) for r in rows] == [(0.0, 0.0), (0.1, 0.2), (0.2, 0.4)]
+    packed = tmp_path / "b.jsonl.gz"
+    packed.write_bytes(gzip.compress(b.read_bytes()))
+    assert joined_rows([str(a), str(packed)]) == rows
     b.write_text("".join(json.dumps({**r, "group": "other"}) + "\n" for r in base), encoding="utf-8")
     with pytest.raises(ValueError, match="score the same sets"):
         joined_rows([str(a), str(b)])
