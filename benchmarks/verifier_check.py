@@ -12,7 +12,8 @@ before the verifier's first training run and inside its held-out ranges (:mod:`s
 - dialogue records 5000-5149 and summarization records 5000-5099 (right and hallucinated responses).
 
 The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 / 5500) checked the choice of the
-default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets. Backends
+default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets, ``--recheck`` (3750 / 6000 / 5700) one made on
+the confirmation sets. Backends
 scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -46,10 +47,14 @@ SETS = (("pairs", 2000, 150), ("dialogue", 5000, 150), ("summarization", 5000, 1
 FRESH_SETS = (("pairs", 2500, 150), ("dialogue", 5500, 150), ("summarization", 5500, 100))
 #: The same shapes again on records no figure has been taken on, for a check of a choice made on :data:`FRESH_SETS`.
 CONFIRM_SETS = (("pairs", 3600, 150), ("dialogue", 5850, 150), ("summarization", 5600, 100))
+#: And again, for a choice made on :data:`CONFIRM_SETS`.
+RECHECK_SETS = (("pairs", 3750, 150), ("dialogue", 6000, 150), ("summarization", 5700, 100))
 
 
-def chosen_sets(args: argparse.Namespace) -> tuple[tuple[str, int, int], ...]:
-    return CONFIRM_SETS if args.confirm else FRESH_SETS if args.fresh else SETS
+def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
+    sets = RECHECK_SETS if args.recheck else CONFIRM_SETS if args.confirm else FRESH_SETS if args.fresh else SETS
+    wanted = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else [s[0] for s in sets]
+    return [s for s in sets if s[0] in wanted]
 
 
 def examples(data_dir: str, name: str, start: int, limit: int) -> list[tuple[str, str | None, str, str, int]]:
@@ -142,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
     which.add_argument("--confirm", action="store_true",
                        help="the confirmation sets (pairs 3600-3749, dialogue 5850-5999, summarization 5600-5699)")
+    which.add_argument("--recheck", action="store_true",
+                       help="the recheck sets (pairs 3750-3899, dialogue 6000-6149, summarization 5700-5799)")
+    ap.add_argument("--sets", default=None, help="only these sets, comma-separated (pairs, dialogue, summarization)")
     ap.add_argument("--compare", default="",
                     help="paired differences between two columns, A~B (comma-separated; each one of --nli or "
                          "--means), beside each mean against its members")
@@ -198,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
                       *lines, *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
-    suffix = ", confirmation records" if args.confirm else ", fresh records" if args.fresh else ""
+    suffix = (", recheck records" if args.recheck else ", confirmation records" if args.confirm
+              else ", fresh records" if args.fresh else "")
     publish(body, args.results_md, SECTION + suffix)
     return 0
 
