@@ -12,9 +12,9 @@ before the verifier's first training run and inside its held-out ranges (:mod:`s
 - dialogue records 5000-5149 and summarization records 5000-5099 (right and hallucinated responses).
 
 The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 / 5500) checked the choice of the
-default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets, ``--recheck`` (3750 / 6000 / 5700) one made on
-the confirmation sets. Backends
-scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
+default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets,
+``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets. ``--sets`` keeps some of them. Backends scored
+in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
 and word overlap on the same rows, and each backend's paired difference against word overlap.
