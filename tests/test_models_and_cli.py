@@ -202,6 +202,20 @@ def test_auto_dtype_is_bfloat16_only_where_the_hardware_computes_it(monkeypatch)
         models.model_dtype("fp8")
 
 
+def test_every_alignment_backend_takes_the_auto_dtype(monkeypatch):
+    """``syncheck check --dtype auto`` (and the quality preset, whose dtype is auto) reaches the verifier too."""
+    import torch
+
+    from features.alignment.hf_utils import resolve_dtype
+    from syncheck.alignment import make_alignment_scorer
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert resolve_dtype("auto") == torch.bfloat16
+    verifier = make_alignment_scorer("verifier", dtype="auto")
+    assert next(verifier.model.parameters()).dtype == torch.bfloat16
+    assert 0 <= verifier.score(["She was born in Warsaw."], ["Question: Where?\nAnswer: Warsaw"])[0] <= 1
+
+
 @pytest.mark.parametrize("args, expected_nli, expected_dtype", [
     (["--preset", "quality"], "syncheck+llm-judge:qwen2.5-coder-1.5b", "auto"),
     (["--preset", "quality", "--nli", "lexical"], "lexical", "auto"),

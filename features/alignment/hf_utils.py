@@ -23,15 +23,33 @@ def hub_kwargs() -> dict:
     return {"local_files_only": True} if hub_offline() else {}
 
 
-def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype:
-    """``"bfloat16"`` / ``torch.bfloat16`` / ``None`` (float32) -> a ``torch.dtype``; anything else raises
+def native_bfloat16(device: str | torch.device | None = None) -> bool:
+    """Whether ``device`` computes bfloat16 natively: a CUDA GPU that supports it, or a CPU with AMX or AVX512-BF16.
+
+    Elsewhere (an AVX2 CPU, say) bfloat16 matmuls are emulated: measured here, a Qwen2-sized linear layer ran 6x
+    slower in bfloat16 than in float32.
+    """
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    if dev.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if dev.type == "cpu":
+        probes = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+        return any(bool(p()) for p in probes if p is not None)
+    return False
+
+
+def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device | None = None) -> torch.dtype:
+    """``"bfloat16"`` / ``torch.bfloat16`` / ``None`` (float32) -> a ``torch.dtype``; ``"auto"``: bfloat16 where
+    ``device`` (default CPU) computes it natively (:func:`native_bfloat16`), else float32; anything else raises
     ``ValueError``."""
     if dtype is None:
         return torch.float32
+    if dtype == "auto":
+        return torch.bfloat16 if native_bfloat16(device) else torch.float32
     if isinstance(dtype, str):
         value = getattr(torch, dtype, None)
         if not isinstance(value, torch.dtype):
-            raise ValueError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
+            raise ValueError(f"unknown dtype {dtype!r}; use float32, bfloat16, float16 or auto")
         return value
     return dtype
 

@@ -154,7 +154,8 @@ class VerifierScorer:
                  max_length: int | None = None, overlap: int | None = None, progress: bool | None = None) -> None:
         self.manifest: dict[str, Any] = {}
         if model is None or isinstance(model, (str, Path)):
-            model, tokenizer, self.manifest = load_verifier(model or shipped_verifier_dir(), dtype=dtype)
+            model, tokenizer, self.manifest = load_verifier(model or shipped_verifier_dir(),
+                                                            dtype=resolve_dtype(dtype, device))
         elif tokenizer is None:
             raise ValueError("an already-loaded verifier needs its tokenizer: VerifierScorer(model, tokenizer)")
         if model.config.num_labels != 1:

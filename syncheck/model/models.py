@@ -207,26 +207,10 @@ def _resolve(name: str) -> tuple[str, dict]:
     return name, {}
 
 
-def native_bfloat16(device: str | torch.device | None = None) -> bool:
-    """Whether ``device`` computes bfloat16 natively: a CUDA GPU that supports it, or a CPU with AMX or AVX512-BF16.
-
-    Elsewhere (an AVX2 CPU, say) bfloat16 matmuls are emulated: measured here, a Qwen2-sized linear layer ran 6x
-    slower in bfloat16 than in float32.
-    """
-    dev = torch.device(device) if device is not None else torch.device("cpu")
-    if dev.type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if dev.type == "cpu":
-        probes = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
-        return any(bool(p()) for p in probes if p is not None)
-    return False
-
-
 def model_dtype(dtype: torch.dtype | str | None, device: str | torch.device | None = None) -> torch.dtype:
-    """:func:`resolve_dtype`, plus ``"auto"``: bfloat16 where it is native (:func:`native_bfloat16`), else float32."""
-    if dtype == "auto":
-        return torch.bfloat16 if native_bfloat16(device) else torch.float32
-    return resolve_dtype(dtype)
+    """:func:`~features.alignment.hf_utils.resolve_dtype` on ``device``: ``"auto"`` is bfloat16 where it is native
+    (:func:`~features.alignment.hf_utils.native_bfloat16`), else float32."""
+    return resolve_dtype(dtype, device)
 
 
 def load_model(
