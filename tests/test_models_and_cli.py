@@ -217,12 +217,12 @@ def test_every_alignment_backend_takes_the_auto_dtype(monkeypatch):
 
 
 @pytest.mark.parametrize("args, expected_nli, expected_dtype", [
-    (["--preset", "quality"], "syncheck+llm-judge:qwen2.5-coder-1.5b", "auto"),
+    (["--preset", "quality"], "verifier+llm-judge:qwen2.5-coder-1.5b", "auto"),
     (["--preset", "quality", "--nli", "lexical"], "lexical", "auto"),
     ([], "syncheck+verifier", None),  # no --dtype: float32 for every model, a probe's LM in its head's dtype
     (["--dtype", "float32"], "syncheck+verifier", "float32"),
 ])
-def test_the_quality_preset_checks_with_the_mean_of_the_default_support_and_the_qwen_judge(
+def test_the_quality_preset_checks_with_the_mean_of_the_verifier_and_the_qwen_judge(
         monkeypatch, tmp_path, args, expected_nli, expected_dtype):
     import json
 
@@ -231,11 +231,12 @@ def test_the_quality_preset_checks_with_the_mean_of_the_default_support_and_the_
     from syncheck.checking import provenance
     from syncheck.cli import main
 
-    seen = {}
+    seen, summary = {}, []
 
     class Recorder(provenance.ProvenanceChecker):
         def __init__(self, relevance, nli, **kwargs):
             seen.update(nli=nli, dtype=kwargs["dtype"])
+            summary.append(kwargs["summary_nli"])
             super().__init__(relevance, "lexical", **kwargs)
 
     monkeypatch.setattr(provenance, "ProvenanceChecker", Recorder)
@@ -244,3 +245,5 @@ def test_the_quality_preset_checks_with_the_mean_of_the_default_support_and_the_
     res = CliRunner().invoke(main, ["check", str(inp), *args])
     assert res.exit_code == 0, res.output
     assert seen == {"nli": expected_nli, "dtype": expected_dtype}
+    # the preset checks summaries with the verifier, as the default does; any --nli of the user's checks them all
+    assert summary == ["verifier" if args == ["--preset", "quality"] else None]

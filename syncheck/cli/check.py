@@ -84,6 +84,9 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
     )
 
     total = count_lines(input_path)
+    sources = click.get_current_context().get_parameter_source
+    if sources("summary_nli") == ParameterSource.DEFAULT_MAP and sources("nli") == ParameterSource.COMMANDLINE:
+        summary_nli = None  # the preset's summary support goes with its own --nli; the user's --nli checks them all
     takes_model = nli is None or nli == "syncheck"
     nli = nli or DEFAULT_NLI
     from_command_line = click.get_current_context().get_parameter_source("model") == ParameterSource.COMMANDLINE

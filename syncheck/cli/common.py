@@ -26,13 +26,15 @@ dtype_option = click.option(
 #: Named setups of ``--model`` and ``--dtype``: ``quality`` scores with Qwen2.5-Coder-1.5B (in bfloat16 where the
 #: hardware computes it natively, else float32: emulated bfloat16 is 6x slower), with the aggregator calibrated for
 #: it (``syncheck calibrate --preset quality --data ...``; the portable one until then). ``bash scripts/setup.sh
-#: --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins. ``nli`` is read by ``syncheck
-#: check`` alone: with ``quality`` its support is the mean of the default ``syncheck`` support and Qwen as a yes/no
-#: judge (:data:`QUALITY_CHECK_SUPPORT`), the best check measured on HaluEval records no default was chosen on
-#: (RESULTS.md in the source repository); an explicit ``--nli`` still wins.
-QUALITY_CHECK_SUPPORT = "syncheck+llm-judge:qwen2.5-coder-1.5b"
+#: --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins. ``nli`` and ``summary_nli``
+#: are read by ``syncheck check`` alone: with ``quality`` its support is the mean of the verifier and Qwen as a yes/no
+#: judge (:data:`QUALITY_CHECK_SUPPORT`), and summaries are checked by the verifier, as the default checks them
+#: (RESULTS.md in the source repository, "The quality preset's check support: the recheck"); an explicit ``--nli``
+#: or ``--summary-nli`` still wins.
+QUALITY_CHECK_SUPPORT = "verifier+llm-judge:qwen2.5-coder-1.5b"
 PRESETS = {"default": {"model": "smollm2-135m", "dtype": "float32"},
-           "quality": {"model": "qwen2.5-coder-1.5b", "dtype": "auto", "nli": QUALITY_CHECK_SUPPORT}}
+           "quality": {"model": "qwen2.5-coder-1.5b", "dtype": "auto", "nli": QUALITY_CHECK_SUPPORT,
+                       "summary_nli": "verifier"}}
 
 
 def _apply_preset(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -46,7 +48,8 @@ preset_option = click.option(
     callback=_apply_preset,
     help="Model and dtype in one word: 'default' (smollm2-135m, float32) or 'quality' (qwen2.5-coder-1.5b, "
          "dtype auto; scored by the aggregator shipped for it, calibrated on RAGTruth dev; for 'syncheck check', "
-         f"--nli {QUALITY_CHECK_SUPPORT}). --model, --dtype and --nli override it.")
+         f"--nli {QUALITY_CHECK_SUPPORT} --summary-nli verifier). --model, --dtype, --nli and --summary-nli override "
+         "it.")
 
 #: Exit status of every error a user can cause (bad input, options, files): click's usage-error status.
 USER_ERROR_EXIT = 2
