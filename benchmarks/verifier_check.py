@@ -23,7 +23,6 @@ and word overlap on the same rows, and each backend's paired difference against 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
@@ -32,6 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
+from benchmarks.fod_table2 import read_rows
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
@@ -73,19 +73,14 @@ def cell(auc: tuple[float, float, float], signed: bool = False) -> str:
     return ("{:+.3f} [{:+.3f}, {:+.3f}]" if signed else "{:.3f} [{:.3f}, {:.3f}]").format(*auc)
 
 
-def read_text(path: str) -> str:
-    """A rows file, plain or gzipped (``.gz``: how the stored runs are committed)."""
-    if path.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            return f.read()
-    return Path(path).read_text(encoding="utf-8")
-
-
 def joined_rows(paths: list[str]) -> list[dict]:
     """The rows of several ``--rows-out`` files, joined row by row within each set: each file adds its backends'
     columns. A file may leave out whole sets (a backend scored on some sets only); the sets it holds must hold the
     same answers in the same order as every other file's."""
-    files = [[json.loads(line) for line in read_text(p).splitlines()] for p in paths]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise FileNotFoundError(f"{', '.join(missing)} not found: pass the files --rows-out wrote")
+    files = [read_rows(p) for p in paths]
     sets = list(dict.fromkeys(r["set"] for f in files for r in f))
     joined = []
     for name in sets:
@@ -110,9 +105,7 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
         for name, start, limit in chosen_sets(args):
             part = [r for r in rows if r["set"] == name]
             if part:
-                yield f"{name} (records {start}-{start + limit - 1})", {k: [r.get(k) for r in part]
-                                                                         for k in dict.fromkeys(k for r in part
-                                                                                                for k in r)}
+                yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
         return
     checkers = {b: ProvenanceChecker(nli=b, dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
@@ -161,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                          "joined row by row: each adds its backends)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
+    unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", *(name for name, _, _ in SETS)}
+    if unknown:
+        ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(name for name, _, _ in SETS)}")
     t0 = time.perf_counter()
     backends = [b.strip() for b in args.nli.split(",") if b.strip()]
     means = [m.strip() for m in args.means.split(",") if m.strip()]
@@ -180,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         y, groups = np.array(col["label"]), col["group"]
         overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
         # a backend scored on some sets only (joined from another run) has no column on the others
-        scores = {b: np.array(col[b], dtype=float) for b in backends if None not in col.get(b, [None])}
+        scores = {b: np.array(col[b], dtype=float) for b in backends if b in col}
         for m in means:
             if all(part in scores for part in m.split("+")):
                 scores[m] = np.mean([scores[part] for part in m.split("+")], axis=0)

@@ -71,7 +71,7 @@ class SentenceEncoder:
             name = model or default_encoder_path()
             try:
                 tokenizer = tokenizer or AutoTokenizer.from_pretrained(name, **hub_kwargs())
-                model = AutoModel.from_pretrained(name, dtype=resolve_dtype(dtype), **hub_kwargs())
+                model = AutoModel.from_pretrained(name, dtype=resolve_dtype(dtype, device), **hub_kwargs())
             except (OSError, ValueError) as exc:
                 raise OSError(load_error("sentence encoder", name, exc)) from exc
         if tokenizer is None:

@@ -100,7 +100,7 @@ class NLIScorer:
         progress: bool | None = None,
     ) -> None:
         if isinstance(model, str):
-            model, tokenizer = self._load(model, tokenizer, dtype, trust_remote_code)
+            model, tokenizer = self._load(model, tokenizer, resolve_dtype(dtype, device), trust_remote_code)
         self.model = model.eval()
         if device is not None:
             self.model.to(device)

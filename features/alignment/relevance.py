@@ -105,7 +105,7 @@ class CrossEncoderRelevance:
             try:
                 tokenizer = tokenizer or AutoTokenizer.from_pretrained(name, **hub_kwargs())
                 model = AutoModelForSequenceClassification.from_pretrained(
-                    name, dtype=resolve_dtype(dtype), **hub_kwargs()
+                    name, dtype=resolve_dtype(dtype, device), **hub_kwargs()
                 )
             except (OSError, ValueError) as exc:
                 raise OSError(load_error("reranker", name, exc)) from exc
