@@ -10,7 +10,7 @@ import syncheck
 from benchmarks.run_stamp import run_stamp
 from syncheck.aggregators import make_aggregator
 from syncheck.aggregators.io import save_aggregator
-from syncheck.build_info import source_commit, without_machine_paths
+from syncheck.build_info import TRAINING_LIBRARIES, build_record, source_commit, without_machine_paths
 
 SHIPPED = Path(__file__).resolve().parents[1] / "syncheck" / "data"
 
@@ -44,6 +44,18 @@ def test_the_commit_is_named_in_a_checkout_and_none_outside(tmp_path):
 def test_without_git_the_commit_is_none(monkeypatch):
     monkeypatch.setenv("PATH", "")
     assert source_commit() is None
+
+
+def test_a_build_record_names_the_command_commit_libraries_and_machine_without_machine_paths():
+    import torch
+
+    record = build_record("syncheck verifier train /tmp/out/v --halueval '../shared/data/halueval' --epochs 1")
+    assert record["command"] == "syncheck verifier train v --halueval halueval --epochs 1"
+    assert record["commit"] == source_commit() and len(record["date"]) == 10
+    env = record["environment"]
+    assert set(TRAINING_LIBRARIES) <= set(env) and env["torch"] and env["syncheck"] == syncheck.__version__
+    assert env["device"] == "cpu" and env["torch_threads"] == torch.get_num_threads()
+    json.dumps(record)
 
 
 def test_a_benchmark_stamp_carries_the_commit_and_the_options_without_machine_paths():

@@ -263,6 +263,7 @@ def test_the_training_command_builds_a_verifier_from_documents_and_labelled_rows
     assert manifest["weights_sha256"] == file_sha256(out / WEIGHTS)
     assert "artefact_check" in manifest["data"] and manifest["max_length"] == 64
     assert str(tmp_path) not in json.dumps(manifest)  # no path of the machine that built it
+    assert manifest["environment"]["torch"] and manifest["environment"]["device"] == "cpu"  # what a rebuild needs
     assert manifest["command"] == ("syncheck verifier train verifier --documents docs.jsonl --labelled labelled.jsonl "
                                    "--max-length 64 --batch-size 4 --max-steps 2 --dev-share 0.3 --no-progress")
     from safetensors.torch import load_file

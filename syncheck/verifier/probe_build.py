@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
-from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -98,7 +96,7 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
     """
     from sklearn.metrics import roc_auc_score
 
-    from syncheck.build_info import source_commit, without_machine_paths
+    from syncheck.build_info import build_record, without_machine_paths
     from syncheck.model.models import load_model
 
     out = Path(out)
@@ -128,8 +126,7 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
         "format": FORMAT, "model": model, "dtype": dtype, "layers": list(reader.layers), "c": c,
         "max_premise_tokens": max_premise_tokens, "head_sha256": write_head(head, out),
         "head_bytes": (out / "head.json").stat().st_size, "data": without_machine_paths(public),
-        "command": " ".join(shlex.quote(without_machine_paths(arg)) for arg in shlex.split(command)),
-        "commit": source_commit(), "date": date.today().isoformat(),
+        **build_record(command, device),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     echo(f"dev: {dev_fig}")

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-import shlex
 from dataclasses import asdict, dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -199,12 +197,13 @@ def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings,
 def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str, Any], command: str) -> dict:
     """Write ``model`` as a verifier directory (float16 trained tensors, config, manifest); returns the manifest.
 
-    The manifest names the commit of the checkout that built it (``None`` from an installed wheel), and its paths are
-    reduced to their names (:func:`syncheck.build_info.without_machine_paths`), so it can be shipped.
+    The manifest names the commit of the checkout that built it (``None`` from an installed wheel) and the libraries
+    and machine it trained on (:func:`syncheck.build_info.build_record`), and its paths are reduced to their names
+    (:func:`syncheck.build_info.without_machine_paths`), so it can be shipped.
     """
     from safetensors.torch import save_file
 
-    from syncheck.build_info import source_commit, without_machine_paths
+    from syncheck.build_info import build_record, without_machine_paths
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -225,9 +224,7 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
         "training": asdict(settings),
         **({"init_weights_sha256": read_manifest(init_dir(settings.init))["weights_sha256"]} if settings.init else {}),
         "data": without_machine_paths(data),
-        "command": " ".join(shlex.quote(without_machine_paths(arg)) for arg in shlex.split(command)),
-        "commit": source_commit(),
-        "date": date.today().isoformat(),
+        **build_record(command, next(model.parameters()).device),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
