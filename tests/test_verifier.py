@@ -417,3 +417,24 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
         refused = CliRunner().invoke(main, ["verifier", "train", str(tmp_path / "n"), "--labelled", str(labelled),
                                             *wrong])
         assert refused.exit_code == 2 and f"Invalid value for {hint}" in refused.output
+
+
+def test_info_against_another_directory_prints_only_the_fields_that_differ(tmp_path):
+    from syncheck.cli import main
+
+    src = shipped_verifier_dir()
+    for name in (WEIGHTS, MANIFEST, "config.json"):
+        (tmp_path / name).write_bytes((src / name).read_bytes())
+    assert "the manifests are the same" in CliRunner().invoke(main, ["verifier", "info", str(tmp_path),
+                                                                     "--against", "shipped"]).output
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["data"]["dev"]["verifier_auroc"] = 0.75
+    manifest["environment"] = {"torch": "2.13.0"}
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    shown = CliRunner().invoke(main, ["verifier", "info", "--against", str(tmp_path)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[:2] == ['data.dev.verifier_auroc: 0.7523 -> 0.75', 'environment.torch: "absent" -> "2.13.0"']
+    assert lines[2].startswith("2 of ") and "fields differ" in lines[2]
+    refused = CliRunner().invoke(main, ["verifier", "info", "--against", str(tmp_path / "nowhere")])
+    assert refused.exit_code != 0 and "'shipped'" in refused.output

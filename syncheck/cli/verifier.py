@@ -153,18 +153,53 @@ def given_command(ctx: click.Context) -> str:
     return " ".join(words)
 
 
-@verifier.command()
-@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
-def info(directory: Path | None) -> None:
-    """Print a verifier's or a probe's manifest (default: the shipped verifier)."""
+def _flat(value: object, prefix: str = "") -> dict[str, object]:
+    """A manifest's fields as ``{"a.b.c": value}`` (lists kept whole)."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    out: dict[str, object] = {}
+    for key, sub in value.items():
+        out.update(_flat(sub, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def manifest_differences(a: dict, b: dict) -> list[str]:
+    """The fields where two manifests differ, one ``field: a -> b`` line each (``absent`` where one lacks it)."""
+    fa, fb = _flat(a), _flat(b)
+    absent = "absent"
+    return [f"{key}: {json.dumps(fa.get(key, absent))} -> {json.dumps(fb.get(key, absent))}"
+            for key in sorted(set(fa) | set(fb)) if fa.get(key, absent) != fb.get(key, absent)]
+
+
+def _read_any_manifest(directory: Path | None) -> dict:
+    """The manifest of a verifier or a probe directory (default: the shipped verifier)."""
     from features.alignment.verifier import read_manifest, shipped_verifier_dir
     from syncheck.model.probe_scorer import HEAD, load_head
 
-    if directory is not None and (directory / HEAD).exists():
-        try:
-            manifest = load_head(directory)[1]
-        except (OSError, ValueError) as exc:
-            raise click.ClickException(str(exc))
+    try:
+        if directory is not None and (directory / HEAD).exists():
+            return load_head(directory)[1]
+        return read_manifest(directory or shipped_verifier_dir())
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc))
+
+
+@verifier.command()
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--against", default=None, metavar="DIR|shipped",
+              help="another verifier or probe directory, or 'shipped' (the shipped verifier): print only the fields "
+                   "where the two manifests differ, e.g. to check a rebuild by the shipped manifest's own command")
+def info(directory: Path | None, against: str | None) -> None:
+    """Print a verifier's or a probe's manifest (default: the shipped verifier)."""
+    manifest = _read_any_manifest(directory)
+    if against is None:
         click.echo(json.dumps(manifest, indent=2))
         return
-    click.echo(json.dumps(read_manifest(directory or shipped_verifier_dir()), indent=2))
+    if against != "shipped" and not Path(against).is_dir():
+        raise click.BadParameter(f"{against!r} is not a directory: give a verifier or probe directory, or 'shipped'",
+                                 param_hint="--against")
+    other = _read_any_manifest(None if against == "shipped" else Path(against))
+    lines = manifest_differences(manifest, other)
+    click.echo("\n".join(lines) if lines else "the manifests are the same")
+    click.echo(f"{len(lines)} of {len(set(_flat(manifest)) | set(_flat(other)))} fields differ "
+               f"({directory or 'the shipped verifier'} -> {against})")
