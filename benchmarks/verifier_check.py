@@ -13,7 +13,9 @@ before the verifier's first training run and inside its held-out ranges (:mod:`s
 
 The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 / 5500) checked the choice of the
 default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets,
-``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets. ``--sets`` keeps some of them. Backends scored
+``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets, ``--final`` (8000 / 6150 / 5800) one made on
+the recheck sets. QA records 8000 on lie outside both the verifier's training ranges and its held-out ones: records
+no figure had been taken on. ``--sets`` keeps some of them. Backends scored
 in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -49,10 +51,22 @@ FRESH_SETS = (("pairs", 2500, 150), ("dialogue", 5500, 150), ("summarization", 5
 CONFIRM_SETS = (("pairs", 3600, 150), ("dialogue", 5850, 150), ("summarization", 5600, 100))
 #: And again, for a choice made on :data:`CONFIRM_SETS`.
 RECHECK_SETS = (("pairs", 3750, 150), ("dialogue", 6000, 150), ("summarization", 5700, 100))
+#: And again, for a choice made on :data:`RECHECK_SETS` (QA from records no range named: 8000 on).
+FINAL_SETS = (("pairs", 8000, 150), ("dialogue", 6150, 150), ("summarization", 5800, 100))
+
+
+#: The later record sets by their option, with the suffix of their RESULTS section's title.
+LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS, ", confirmation records"),
+              "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records")}
+
+
+def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:
+    """The sets the options name (:data:`SETS` unless one of :data:`LATER_SETS`) and their section title's suffix."""
+    return next((LATER_SETS[k] for k in LATER_SETS if getattr(args, k, False)), (SETS, ""))
 
 
 def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
-    sets = RECHECK_SETS if args.recheck else CONFIRM_SETS if args.confirm else FRESH_SETS if args.fresh else SETS
+    sets = record_sets(args)[0]
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else [s[0] for s in sets]
     return [s for s in sets if s[0] in wanted]
 
@@ -142,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="the confirmation sets (pairs 3600-3749, dialogue 5850-5999, summarization 5600-5699)")
     which.add_argument("--recheck", action="store_true",
                        help="the recheck sets (pairs 3750-3899, dialogue 6000-6149, summarization 5700-5799)")
+    which.add_argument("--final", action="store_true",
+                       help="the final sets (pairs 8000-8149, dialogue 6150-6299, summarization 5800-5899)")
     ap.add_argument("--sets", default=None, help="only these sets, comma-separated (pairs, dialogue, summarization)")
     ap.add_argument("--compare", default="",
                     help="paired differences between two columns, A~B (comma-separated; each one of --nli or "
@@ -202,9 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
                       *lines, *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
-    suffix = (", recheck records" if args.recheck else ", confirmation records" if args.confirm
-              else ", fresh records" if args.fresh else "")
-    publish(body, args.results_md, SECTION + suffix)
+    publish(body, args.results_md, SECTION + record_sets(args)[1])
     return 0
 
 

@@ -468,3 +468,18 @@ def test_the_shipped_manifest_s_command_still_means_the_shipped_recipe_and_setti
     assert all(settings[k] is None for k in set(settings) - set(manifest["training"]))  # options added since: off
     assert got["dev_share"] == round(manifest["data"]["dev_pairs"] / (manifest["data"]["dev_pairs"]
                                      + manifest["data"]["train_pairs"]), 2)
+
+
+def test_the_provenance_check_s_record_sets_never_meet_each_other_or_the_training_ranges():
+    import argparse
+
+    from benchmarks.verifier_check import LATER_SETS, SETS, record_sets
+
+    all_sets = [SETS] + [sets for sets, _ in LATER_SETS.values()]
+    for kind in ("pairs", "dialogue", "summarization"):
+        spans = sorted((start, start + n) for sets in all_sets for name, start, n in sets if name == kind)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (kind, spans)
+        train = HALUEVAL_TRAIN["qa" if kind == "pairs" else kind]
+        assert not any(s < te and ts < e for s, e in spans for ts, te in train), kind
+    assert record_sets(argparse.Namespace(final=True, recheck=False))[0][0] == ("pairs", 8000, 150)
+    assert record_sets(argparse.Namespace())[0] == SETS
