@@ -13,9 +13,9 @@ before the verifier's first training run and inside its held-out ranges (:mod:`s
 
 The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 / 5500) checked the choice of the
 default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets,
-``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets, ``--final`` (8000 / 6150 / 5800) one made on
-the recheck sets. QA records 8000 on lie outside both the verifier's training ranges and its held-out ones: records
-no figure had been taken on. ``--sets`` keeps some of them. Backends scored
+``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets, ``--final`` (3900 / 6150 / 5800) one made on
+the recheck sets: the last QA records of the held-out ranges that no figure had been taken on, 100 of them.
+``--sets`` keeps some of them. Backends scored
 in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -51,8 +51,8 @@ FRESH_SETS = (("pairs", 2500, 150), ("dialogue", 5500, 150), ("summarization", 5
 CONFIRM_SETS = (("pairs", 3600, 150), ("dialogue", 5850, 150), ("summarization", 5600, 100))
 #: And again, for a choice made on :data:`CONFIRM_SETS`.
 RECHECK_SETS = (("pairs", 3750, 150), ("dialogue", 6000, 150), ("summarization", 5700, 100))
-#: And again, for a choice made on :data:`RECHECK_SETS` (QA from records no range named: 8000 on).
-FINAL_SETS = (("pairs", 8000, 150), ("dialogue", 6150, 150), ("summarization", 5800, 100))
+#: And again, for a choice made on :data:`RECHECK_SETS` (QA: the 100 records 3900-3999, the last no figure had used).
+FINAL_SETS = (("pairs", 3900, 100), ("dialogue", 6150, 150), ("summarization", 5800, 100))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--recheck", action="store_true",
                        help="the recheck sets (pairs 3750-3899, dialogue 6000-6149, summarization 5700-5799)")
     which.add_argument("--final", action="store_true",
-                       help="the final sets (pairs 8000-8149, dialogue 6150-6299, summarization 5800-5899)")
+                       help="the final sets (pairs 3900-3999, dialogue 6150-6299, summarization 5800-5899)")
     ap.add_argument("--sets", default=None, help="only these sets, comma-separated (pairs, dialogue, summarization)")
     ap.add_argument("--compare", default="",
                     help="paired differences between two columns, A~B (comma-separated; each one of --nli or "

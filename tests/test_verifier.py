@@ -481,5 +481,5 @@ def test_the_provenance_check_s_record_sets_never_meet_each_other_or_the_trainin
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (kind, spans)
         train = HALUEVAL_TRAIN["qa" if kind == "pairs" else kind]
         assert not any(s < te and ts < e for s, e in spans for ts, te in train), kind
-    assert record_sets(argparse.Namespace(final=True, recheck=False))[0][0] == ("pairs", 8000, 150)
+    assert record_sets(argparse.Namespace(final=True, recheck=False))[0][0] == ("pairs", 3900, 100)
     assert record_sets(argparse.Namespace())[0] == SETS
