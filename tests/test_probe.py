@@ -191,10 +191,9 @@ def test_fod_s_support_reads_the_decoder_s_own_model_when_the_head_was_fitted_on
     assert isinstance(support, ProbeScorer) and support.model is tiny_lm.model
 
 
-def test_the_probe_spec_without_a_directory_says_how_to_fit_one_while_no_head_ships():
-    from syncheck.alignment import make_alignment_scorer
+def test_a_probe_head_ships_for_the_quality_preset_s_model():
+    from syncheck.cli.common import PRESETS, QUALITY_CHECK_SUPPORT
 
-    if (shipped_probe_dir() / HEAD).exists():
-        pytest.skip("a probe head ships")
-    with pytest.raises(OSError, match="train --probe"):
-        make_alignment_scorer("probe")
+    head, manifest = load_head(shipped_probe_dir())  # checks the head against its manifest's hash
+    assert "probe" in QUALITY_CHECK_SUPPORT.split("+") and head.model == PRESETS["quality"]["model"]
+    assert head.dtype == "bfloat16" and manifest["head_sha256"].startswith("bf197a3f948b")  # the head the rule read

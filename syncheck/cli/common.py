@@ -27,11 +27,11 @@ dtype_option = click.option(
 #: hardware computes it natively, else float32: emulated bfloat16 is 6x slower), with the aggregator calibrated for
 #: it (``syncheck calibrate --preset quality --data ...``; the portable one until then). ``bash scripts/setup.sh
 #: --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins. ``nli`` and ``summary_nli``
-#: are read by ``syncheck check`` alone: with ``quality`` its support is the mean of the verifier and Qwen as a yes/no
-#: judge (:data:`QUALITY_CHECK_SUPPORT`), and summaries are checked by the verifier, as the default checks them
-#: (RESULTS.md in the source repository, "The quality preset's check support: the recheck"); an explicit ``--nli``
-#: or ``--summary-nli`` still wins.
-QUALITY_CHECK_SUPPORT = "verifier+llm-judge:qwen2.5-coder-1.5b"
+#: are read by ``syncheck check`` alone: with ``quality`` its support is the mean of the verifier, Qwen as a yes/no
+#: judge, and the probe head shipped for Qwen (:data:`QUALITY_CHECK_SUPPORT`), and summaries are checked by the
+#: verifier, as the default checks them (RESULTS.md in the source repository, "The quality preset's check support:
+#: the probe, on the final records"); an explicit ``--nli`` or ``--summary-nli`` still wins.
+QUALITY_CHECK_SUPPORT = "verifier+llm-judge:qwen2.5-coder-1.5b+probe"
 PRESETS = {"default": {"model": "smollm2-135m", "dtype": "float32"},
            "quality": {"model": "qwen2.5-coder-1.5b", "dtype": "auto", "nli": QUALITY_CHECK_SUPPORT,
                        "summary_nli": "verifier"}}

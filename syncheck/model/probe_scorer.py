@@ -53,8 +53,9 @@ DEFAULT_PREMISE_TOKENS = 1536
 
 
 def shipped_probe_dir() -> Path:
-    """Where the package keeps a shipped probe head (``syncheck/data/probe``). None ships yet: the one measured did not
-    pass the shipping rule (``docs/verifier.md``); fit one with ``syncheck verifier train OUT --probe MODEL``."""
+    """Where the package keeps the shipped probe head (``syncheck/data/probe``): one for Qwen2.5-Coder-1.5B in
+    bfloat16, a third of ``syncheck check --preset quality``'s support (``docs/verifier.md``). Fit one for another
+    model with ``syncheck verifier train OUT --probe MODEL``."""
     return Path(__file__).resolve().parents[1] / "data" / "probe"
 
 
