@@ -197,3 +197,20 @@ def test_a_probe_head_ships_for_the_quality_preset_s_model():
     head, manifest = load_head(shipped_probe_dir())  # checks the head against its manifest's hash
     assert "probe" in QUALITY_CHECK_SUPPORT.split("+") and head.model == PRESETS["quality"]["model"]
     assert head.dtype == "bfloat16" and manifest["head_sha256"].startswith("bf197a3f948b")  # the head the rule read
+
+
+def test_a_mean_of_a_judge_and_a_probe_on_one_model_loads_it_once(tiny_lm, tmp_path):
+    from syncheck.checking.provenance import make_support
+
+    write_head(a_head(64), tmp_path)  # fitted on "tiny-llama" in float32
+    calls = []
+
+    def loader(model, tokenizer=None, *, device=None, dtype=None, **kwargs):
+        calls.append((model, dtype))
+        return tiny_lm
+
+    support = make_support(f"llm-judge:tiny-llama+probe:{tmp_path}+verifier", loader=loader)
+    judge, probe, _ = support.members
+    assert len(calls) == 1 and calls[0][0] == "tiny-llama"
+    assert judge.model is probe.scorer.model is tiny_lm.model
+    assert 0 <= support.score([DOCUMENT], ["Paris"], questions=["Where did she move?"])[0] <= 1

@@ -220,28 +220,34 @@ def combine(
 
 
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
-                 trust_remote_code: bool = False, claim: str = "paper") -> Any:
+                 trust_remote_code: bool = False, claim: str = "paper", loader: Any = None) -> Any:
     """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]`` and ``probe:<dir>``
     (question-aware: :class:`syncheck.checking.support.VerifierSupport`), any :func:`make_alignment_scorer` spec, or
     several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that
-    read no question checking the claim form ``claim``); an object passes through."""
+    read no question checking the claim form ``claim``); an object passes through. The members of a mean that run a
+    causal LM (``llm-judge``, ``probe``) load each model once and share it
+    (:func:`syncheck.model.models.shared_loader`); ``loader`` is theirs."""
     if not isinstance(spec, str):
         return spec
     if "+" in spec:
         from syncheck.checking.support import MeanSupport
+        from syncheck.model.models import shared_loader
 
-        return MeanSupport([make_support(part.strip(), device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-                            for part in spec.split("+")], claim=claim)
-    if spec.partition(":")[0] == "syncheck":
+        shared = shared_loader(loader)
+        return MeanSupport([make_support(part.strip(), device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+                                         loader=shared) for part in spec.split("+")], claim=claim)
+    kind = spec.partition(":")[0]
+    if kind == "syncheck":
         from syncheck.checking.support import SynCheckSupport
 
         return SynCheckSupport(model=spec.partition(":")[2] or None, device=device, dtype=dtype)
-    if spec.partition(":")[0] in ("verifier", "probe"):
+    lm_kwargs = {"loader": loader} if loader is not None and kind in ("llm-judge", "probe") else {}
+    if kind in ("verifier", "probe"):
         from syncheck.checking.support import VerifierSupport
 
-        return VerifierSupport(spec=spec, device=device, dtype=dtype)
+        return VerifierSupport(spec=spec, device=device, dtype=dtype, **lm_kwargs)
     kwargs = {"trust_remote_code": True} if trust_remote_code and spec.startswith("nli:") else {}
-    return make_alignment_scorer(spec, device=device, dtype=dtype, **kwargs)
+    return make_alignment_scorer(spec, device=device, dtype=dtype, **kwargs, **lm_kwargs)
 
 
 def summary_support(support: Any) -> Any:

@@ -189,17 +189,19 @@ class VerifierSupport:
         scorer: a :class:`~features.alignment.verifier.VerifierScorer` (or any alignment scorer of that claim form);
             built from ``spec`` when ``None``.
         spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"probe:<dir>"``.
+        scorer_kwargs: passed on when building it (a probe's ``loader``).
     """
 
     name = "verifier"
     #: ProvenanceChecker passes the question separately; the claim is formed here.
     question_aware = True
 
-    def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None) -> None:
+    def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None,
+                 **scorer_kwargs: Any) -> None:
         if scorer is None:
             from syncheck.alignment import make_alignment_scorer
 
-            scorer = make_alignment_scorer(spec, device=device, dtype=dtype)
+            scorer = make_alignment_scorer(spec, device=device, dtype=dtype, **scorer_kwargs)
         self.scorer = scorer
         self.name = getattr(scorer, "name", "verifier")
 

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -270,3 +270,22 @@ def load_model(
         lm = lm.to(device)
     lm.eval()
     return LoadedModel(lm, tok, name or label)
+
+
+def shared_loader(load: Callable[..., LoadedModel] | None = None) -> Callable[..., LoadedModel]:
+    """A :func:`load_model` that loads each (model name, device, dtype) once and hands the same :class:`LoadedModel`
+    to every later caller: for backends that run one LM side by side (``syncheck check --nli llm-judge:M+probe``: the
+    judge and the probe read one copy of Qwen). A model passed already loaded goes straight to ``load``."""
+    load = load or load_model
+    loaded: dict[tuple[str, str, str], LoadedModel] = {}
+
+    def load_once(model: Any = DEFAULT_MODEL, tokenizer: Any = None, *, device: Any = None,
+                  dtype: Any = torch.float32, **kwargs: Any) -> LoadedModel:
+        if not isinstance(model, str):
+            return load(model, tokenizer, device=device, dtype=dtype, **kwargs)
+        key = (model, str(device), str(model_dtype(dtype, device)))
+        if key not in loaded:
+            loaded[key] = load(model, tokenizer, device=device, dtype=dtype, **kwargs)
+        return loaded[key]
+
+    return load_once
