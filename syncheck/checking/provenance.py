@@ -226,7 +226,8 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that
     read no question checking the claim form ``claim``); an object passes through. The members of a mean that run a
     causal LM (``llm-judge``, ``probe``) load each model once and share it
-    (:func:`syncheck.model.models.shared_loader`); ``loader`` is theirs."""
+    (:func:`syncheck.model.models.shared_loader`); ``loader`` loads those members' models (default
+    :func:`~syncheck.model.models.load_model`)."""
     if not isinstance(spec, str):
         return spec
     if "+" in spec:

@@ -166,9 +166,13 @@ def _flat(value: object, prefix: str = "") -> dict[str, object]:
 def manifest_differences(a: dict, b: dict) -> list[str]:
     """The fields where two manifests differ, one ``field: a -> b`` line each (``absent`` where one lacks it)."""
     fa, fb = _flat(a), _flat(b)
-    absent = "absent"
-    return [f"{key}: {json.dumps(fa.get(key, absent))} -> {json.dumps(fb.get(key, absent))}"
-            for key in sorted(set(fa) | set(fb)) if fa.get(key, absent) != fb.get(key, absent)]
+    missing = object()
+
+    def shown(value: object) -> str:
+        return "absent" if value is missing else json.dumps(value)
+
+    return [f"{key}: {shown(fa.get(key, missing))} -> {shown(fb.get(key, missing))}"
+            for key in sorted(set(fa) | set(fb)) if fa.get(key, missing) != fb.get(key, missing)]
 
 
 def _read_any_manifest(directory: Path | None) -> dict:
