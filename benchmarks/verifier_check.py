@@ -15,8 +15,7 @@ The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 /
 default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets,
 ``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets, ``--final`` (3900 / 6150 / 5800) one made on
 the recheck sets: the last QA records of the held-out ranges that no figure had been taken on, 100 of them.
-``--sets`` keeps some of them. Backends scored
-in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
+``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
 and word overlap on the same rows, and each backend's paired difference against word overlap.
@@ -63,6 +62,11 @@ LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS
 def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:
     """The sets the options name (:data:`SETS` unless one of :data:`LATER_SETS`) and their section title's suffix."""
     return next((LATER_SETS[k] for k in LATER_SETS if getattr(args, k, False)), (SETS, ""))
+
+
+def described(sets: tuple[tuple[str, int, int], ...]) -> str:
+    """``"pairs 2500-2649, dialogue ..."``: each set's first and last record."""
+    return ", ".join(f"{name} {start}-{start + n - 1}" for name, start, n in sets)
 
 
 def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
@@ -150,14 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also the mean of backends' supports, e.g. syncheck+verifier (comma-separated; each member "
                          "one of --nli); equal to --nli A+B with the joined premise, without scoring again")
     which = ap.add_mutually_exclusive_group()
-    which.add_argument("--fresh", action="store_true",
-                       help="the fresh sets (pairs 2500-2649, dialogue 5500-5649, summarization 5500-5599)")
-    which.add_argument("--confirm", action="store_true",
-                       help="the confirmation sets (pairs 3600-3749, dialogue 5850-5999, summarization 5600-5699)")
-    which.add_argument("--recheck", action="store_true",
-                       help="the recheck sets (pairs 3750-3899, dialogue 6000-6149, summarization 5700-5799)")
-    which.add_argument("--final", action="store_true",
-                       help="the final sets (pairs 3900-3999, dialogue 6150-6299, summarization 5800-5899)")
+    for option, (sets, title) in LATER_SETS.items():
+        which.add_argument(f"--{option}", action="store_true", help=f"the {title[2:].replace(' records', '')} sets "
+                           f"({described(sets)})")
     ap.add_argument("--sets", default=None, help="only these sets, comma-separated (pairs, dialogue, summarization)")
     ap.add_argument("--compare", default="",
                     help="paired differences between two columns, A~B (comma-separated; each one of --nli or "

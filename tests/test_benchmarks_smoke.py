@@ -386,3 +386,18 @@ def test_verifier_probe_reads_the_last_prompt_tokens_states(tiny_lm):
     probe = fit_probe(x, np.array([u.label for u in units]), 1.0)
     assert probe.predict_proba(x)[:, 1][0] > probe.predict_proba(x)[:, 1][1]  # it separates what it was fitted on
     assert record_range("0-200") == (0, 200)
+
+
+def test_shared_lm_cost_builds_a_mean_both_ways_and_counts_a_shared_model_once(tiny_dir, tmp_path, capsys):
+    from benchmarks.shared_lm_cost import main
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"context": ["Ann wrote it in 1990."], "question": "Who wrote it?",
+                                "response": "Ann wrote it."}) + "\n", encoding="utf-8")
+    spec = f"llm-judge:{tiny_dir}+llm-judge:{tiny_dir}"
+    assert main(["--nli", spec, "--dtype", "float32", "--data", str(data), "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "the same scores: True" in out
+    held = {line.split(" | ")[0]: line.split(" | ")[2] for line in out.splitlines() if line.startswith("| ")}
+    assert held["| shared"] != held["| each loads its own"]  # two copies of the judge's model, then one
+    assert "0.50x |" in out

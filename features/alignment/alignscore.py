@@ -167,8 +167,9 @@ class AlignScoreScorer:
             raise ValueError(
                 f"{path} does not match backbone {backbone!r}: missing {missing[:5]}...; pass the right backbone=<id>"
             )
-        self.encoder = encoder.to(dtype=resolve_dtype(dtype, device)).eval()
-        self.tri_layer = torch.nn.Linear(hidden, 3).to(dtype=resolve_dtype(dtype, device)).eval()
+        dtype = resolve_dtype(dtype, device)
+        self.encoder = encoder.to(dtype=dtype).eval()
+        self.tri_layer = torch.nn.Linear(hidden, 3).to(dtype=dtype).eval()
         self.tri_layer.load_state_dict({"weight": tri_w, "bias": tri_b})
         if device is not None:
             self.encoder.to(device)

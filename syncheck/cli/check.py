@@ -89,7 +89,7 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
         summary_nli = None  # the preset's summary support goes with its own --nli; the user's --nli checks them all
     takes_model = nli is None or nli == "syncheck"
     nli = nli or DEFAULT_NLI
-    from_command_line = click.get_current_context().get_parameter_source("model") == ParameterSource.COMMANDLINE
+    from_command_line = sources("model") == ParameterSource.COMMANDLINE
     if model and from_command_line and not takes_model:  # a preset's model only applies where it can
         raise UserError(f"--model sets the model of the syncheck support, not of --nli {nli}; name the model in the "
                         "--nli spec instead (e.g. syncheck:<model>, llm-judge:<model>) and drop --model")
