@@ -14,7 +14,9 @@ before the verifier's first training run and inside its held-out ranges (:mod:`s
 The same shapes on later records check a choice once: ``--fresh`` (2500 / 5500 / 5500) checked the choice of the
 default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a choice made on the fresh sets,
 ``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets, ``--final`` (3900 / 6150 / 5800) one made on
-the recheck sets: the last QA records of the held-out ranges that no figure had been taken on, 100 of them.
+the recheck sets: the last QA records of the held-out ranges that no figure had been taken on, 100 of them;
+``--holdout`` (5550 / 6300 / 5900) a choice made on the first sets above, for the span reader in the support (QA
+records between the knowledge-conflict runs, which no figure had used).
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -52,11 +54,14 @@ CONFIRM_SETS = (("pairs", 3600, 150), ("dialogue", 5850, 150), ("summarization",
 RECHECK_SETS = (("pairs", 3750, 150), ("dialogue", 6000, 150), ("summarization", 5700, 100))
 #: And again, for a choice made on :data:`RECHECK_SETS` (QA: the 100 records 3900-3999, the last no figure had used).
 FINAL_SETS = (("pairs", 3900, 100), ("dialogue", 6150, 150), ("summarization", 5800, 100))
+#: And again, for the span reader in the support (QA 5550-5699: no conflict run reached past 5201 or began before 6700).
+HOLDOUT_SETS = (("pairs", 5550, 150), ("dialogue", 6300, 150), ("summarization", 5900, 100))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
 LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS, ", confirmation records"),
-              "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records")}
+              "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records"),
+              "holdout": (HOLDOUT_SETS, ", holdout records")}
 
 
 def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:

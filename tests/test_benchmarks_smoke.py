@@ -401,3 +401,17 @@ def test_shared_lm_cost_builds_a_mean_both_ways_and_counts_a_shared_model_once(t
     held = {line.split(" | ")[0]: line.split(" | ")[2] for line in out.splitlines() if line.startswith("| ")}
     assert held["| shared"] != held["| each loads its own"]  # two copies of the judge's model, then one
     assert "0.50x |" in out
+
+
+def test_verifier_span_scores_the_reader_beside_word_overlap_and_the_verifier(tmp_path, capsys):
+    from benchmarks.verifier_span import main
+
+    people = [("Marie Curie", "Warsaw", "Pierre Curie", "Paris"),
+              ("Ada Lovelace", "London", "Charles Babbage", "Teignmouth")]
+    rows = [{"knowledge": f"{a} was born in {b}. {c} was born in {d}.", "question": f"Where was {a} born?",
+             "right_answer": b, "hallucinated_answer": "Rome"} for a, b, c, d in people * 2]
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = main(["--data", str(tmp_path), "--dev", "0-2", "--test", "2-4", "--verifier"])
+    assert set(out) == {"dev:span reader", "dev:word overlap (trivial)", "test:span reader",
+                        "test:word overlap (trivial)", "test:shipped verifier"}
+    assert "### test: distractor pairs of records 2-3 (4 answers)" in capsys.readouterr().out

@@ -12,6 +12,8 @@ higher = better supported). One backend per module:
 - ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``);
 - ``verifier[:<dir>]`` (:mod:`.verifier`): syncheck's own cross-encoder, shipped in the package (no hub needed), or
   one trained by ``syncheck verifier train``;
+- ``reader[:<dir>]`` (:mod:`.span_reader`): syncheck's own span reader, shipped in the package: the share of its
+  answer to the claim's question that the claim names (``nan`` for a claim without a question);
 - ``probe:<dir>``: a logistic head on a frozen causal LM's hidden states (fitted by ``syncheck verifier train
   --probe MODEL``; it runs a causal LM, so syncheck builds it: ``syncheck.model.probe_scorer``).
 
@@ -48,6 +50,7 @@ ALIGNMENT_SPECS = (
     "nli:<hub id or dir>",
     "alignscore[:<.ckpt path, dir or hub id>]",
     "verifier[:<dir>]",
+    "reader[:<dir>]",
     "probe:<dir>",
 )
 
@@ -60,7 +63,7 @@ def parse_alignment_spec(spec: str) -> tuple[str, str]:
     """
     kind, _, arg = spec.strip().partition(":")
     ok = (kind == "lexical" and not arg) or kind in (
-        "embedding", "llm-judge", "alignscore", "verifier", "probe") or (
+        "embedding", "llm-judge", "alignscore", "verifier", "reader", "probe") or (
         kind == "nli" and arg)
     if not ok:
         raise ValueError(f"unknown alignment backend {spec!r}; use one of: " + ", ".join(ALIGNMENT_SPECS))
@@ -84,7 +87,8 @@ def make_alignment_scorer(
         model; pass ``trust_remote_code=True`` for Vectara's HHEM);
         ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)
         or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``; ``"verifier"`` (the shipped verifier) or
-        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote); ``"probe:<dir>"`` (built by
+        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote); ``"reader"`` (the shipped span reader) or
+        ``"reader:<dir>"`` (one ``syncheck verifier reader`` wrote); ``"probe:<dir>"`` (built by
         :func:`syncheck.alignment.make_alignment_scorer`).
 
     Args:
@@ -114,6 +118,10 @@ def make_alignment_scorer(
         from features.alignment.verifier import VerifierScorer
 
         return VerifierScorer(arg or None, **model_kw)
+    if kind == "reader":
+        from features.alignment.span_reader import SpanReaderScorer
+
+        return SpanReaderScorer(arg or None, **model_kw)
     from features.alignment.alignscore import DEFAULT_REPO, AlignScoreScorer  # kind == "alignscore"
 
     return AlignScoreScorer(arg or DEFAULT_REPO, **model_kw)

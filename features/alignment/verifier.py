@@ -82,6 +82,18 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def model_class(head: str) -> Any:
+    """The transformers auto class of a verifier directory's ``head``: ``"logit"`` (one output logit, the verifier;
+    a manifest without ``head``) or ``"span"`` (a start/end head, :mod:`features.alignment.span_reader`)."""
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
+
+    classes = {"logit": AutoModelForSequenceClassification, "span": AutoModelForQuestionAnswering}
+    if head not in classes:
+        raise ValueError(f"unknown verifier head {head!r} in the manifest; this syncheck reads {sorted(classes)} "
+                         "(upgrade syncheck, or rebuild the directory with the manifest's command)")
+    return classes[head]
+
+
 def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool = True) -> tuple[Any, Any, dict]:
     """``(model, tokenizer, manifest)`` of a verifier directory (see the module docstring).
 
@@ -90,7 +102,7 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
             how to get them).
     """
     from safetensors.torch import load_file
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     directory = Path(directory)
     if not directory.is_dir():
@@ -99,7 +111,9 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
     dtype = resolve_dtype(dtype)
     if not (directory / MANIFEST).exists():  # a whole model written by save_pretrained
         try:
-            model = AutoModelForSequenceClassification.from_pretrained(directory, dtype=dtype, **hub_kwargs())
+            architectures = AutoConfig.from_pretrained(directory).architectures or []
+            head = "span" if any("QuestionAnswering" in a for a in architectures) else "logit"
+            model = model_class(head).from_pretrained(directory, dtype=dtype, **hub_kwargs())
             tokenizer = AutoTokenizer.from_pretrained(directory, **hub_kwargs())
         except (OSError, ValueError) as exc:
             raise OSError(load_error("verifier", str(directory), exc)) from exc
@@ -118,8 +132,8 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
     hf_logging.set_verbosity_error()  # the base lacks the head, which loads next: no "newly initialized" report
     try:
         config = AutoConfig.from_pretrained(directory)
-        model = AutoModelForSequenceClassification.from_pretrained(base, config=config, dtype=torch.float32,
-                                                                   **hub_kwargs())
+        model = model_class(manifest.get("head", "logit")).from_pretrained(base, config=config, dtype=torch.float32,
+                                                                           **hub_kwargs())
         tokenizer = AutoTokenizer.from_pretrained(base, **hub_kwargs())
     except (OSError, ValueError) as exc:
         raise OSError(load_error("the verifier's base encoder", base, exc)) from exc
@@ -135,7 +149,44 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
     return model.to(dtype).eval(), tokenizer, manifest
 
 
-class VerifierScorer:
+class DirectoryScorer:
+    """What the scorers of verifier directories share: a directory (default: :meth:`shipped_dir`) or a loaded model
+    and its tokenizer, the device, and the input length (default: what the model was trained on).
+
+    Raises:
+        ValueError: a loaded model without its tokenizer, or a model :meth:`check_model` refuses.
+    """
+
+    def __init__(self, model: Any = None, tokenizer: Any = None, *, device: Any = None, dtype: Any = None,
+                 max_length: int | None = None, overlap: int | None = None) -> None:
+        self.manifest: dict[str, Any] = {}
+        if model is None or isinstance(model, (str, Path)):
+            model, tokenizer, self.manifest = load_verifier(model or self.shipped_dir(),
+                                                            dtype=resolve_dtype(dtype, device))
+        elif tokenizer is None:
+            raise ValueError(f"an already-loaded model needs its tokenizer: {type(self).__name__}(model, tokenizer)")
+        self.check_model(model)
+        self.model = model.eval()
+        if device is not None:
+            self.model.to(device)
+        self.tokenizer = tokenizer
+        self.max_length = max_length or self.manifest.get("max_length") or min(
+            512, getattr(model.config, "max_position_embeddings", 512))
+        self.overlap = overlap
+
+    @staticmethod
+    def shipped_dir() -> Path:
+        return shipped_verifier_dir()
+
+    def check_model(self, model: Any) -> None:
+        """Raise ``ValueError`` (saying which backend fits) for a model of another kind."""
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
+class VerifierScorer(DirectoryScorer):
     """``align_score`` backend: the verifier cross-encoder, P(supported) = sigmoid(logit), max over premise windows.
 
     Args:
@@ -152,27 +203,13 @@ class VerifierScorer:
 
     def __init__(self, model: Any = None, tokenizer: Any = None, *, device: Any = None, dtype: Any = None,
                  max_length: int | None = None, overlap: int | None = None, progress: bool | None = None) -> None:
-        self.manifest: dict[str, Any] = {}
-        if model is None or isinstance(model, (str, Path)):
-            model, tokenizer, self.manifest = load_verifier(model or shipped_verifier_dir(),
-                                                            dtype=resolve_dtype(dtype, device))
-        elif tokenizer is None:
-            raise ValueError("an already-loaded verifier needs its tokenizer: VerifierScorer(model, tokenizer)")
+        super().__init__(model, tokenizer, device=device, dtype=dtype, max_length=max_length, overlap=overlap)
+        self.progress = progress
+
+    def check_model(self, model: Any) -> None:
         if model.config.num_labels != 1:
             raise ValueError(f"a verifier has one output logit; this model has {model.config.num_labels} "
                              "(for an NLI model with entailment classes use the nli:<model> backend)")
-        self.model = model.eval()
-        if device is not None:
-            self.model.to(device)
-        self.tokenizer = tokenizer
-        self.max_length = max_length or self.manifest.get("max_length") or min(
-            512, getattr(model.config, "max_position_embeddings", 512))
-        self.overlap = overlap
-        self.progress = progress
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """``n`` (premise, claim) pairs -> ``(n,)`` P(supported) in ``[0, 1]``, max over premise windows.
@@ -204,4 +241,4 @@ class VerifierScorer:
 
 
 __all__ = ["FORMAT", "MANIFEST", "PACKAGED_BASE", "VerifierScorer", "WEIGHTS", "file_sha256", "load_verifier",
-           "read_manifest", "resolve_base", "shipped_verifier_dir", "tensors_sha256"]
+           "DirectoryScorer", "model_class", "read_manifest", "resolve_base", "shipped_verifier_dir", "tensors_sha256"]

@@ -221,10 +221,11 @@ def combine(
 
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
                  trust_remote_code: bool = False, claim: str = "paper", loader: Any = None) -> Any:
-    """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]`` and ``probe:<dir>``
-    (question-aware: :class:`syncheck.checking.support.VerifierSupport`), any :func:`make_alignment_scorer` spec, or
-    several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`, the mean of their scores, its members that
-    read no question checking the claim form ``claim``); an object passes through. The members of a mean that run a
+    """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]``, ``reader[:<dir>]`` and
+    ``probe:<dir>`` (question-aware: :class:`syncheck.checking.support.VerifierSupport`), any
+    :func:`make_alignment_scorer` spec, or several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`,
+    the mean of their scores, its members that read no question checking the claim form ``claim``); an object passes
+    through. The members of a mean that run a
     causal LM (``llm-judge``, ``probe``) load each model once and share it
     (:func:`syncheck.model.models.shared_loader`); ``loader`` loads those members' models (default
     :func:`~syncheck.model.models.load_model`)."""
@@ -243,7 +244,7 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
 
         return SynCheckSupport(model=spec.partition(":")[2] or None, device=device, dtype=dtype)
     lm_kwargs = {"loader": loader} if loader is not None and kind in ("llm-judge", "probe") else {}
-    if kind in ("verifier", "probe"):
+    if kind in ("verifier", "probe", "reader"):
         from syncheck.checking.support import VerifierSupport
 
         return VerifierSupport(spec=spec, device=device, dtype=dtype, **lm_kwargs)

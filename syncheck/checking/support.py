@@ -188,7 +188,8 @@ class VerifierSupport:
     Args:
         scorer: a :class:`~features.alignment.verifier.VerifierScorer` (or any alignment scorer of that claim form);
             built from ``spec`` when ``None``.
-        spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"probe:<dir>"``.
+        spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"reader[:<dir>]"`` (the span reader: a
+            summary, which has no question, gets ``nan``), ``"probe:<dir>"``.
         scorer_kwargs: passed on when building it (a probe's ``loader``).
     """
 
@@ -269,6 +270,10 @@ class MeanSupport:
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
-        """``(n,)`` the members' mean support per (premise, answer) pair, in ``[0, 1]``."""
-        scores = [claim_supports(m, premises, claims, questions, self.claim, batch_size) for m in self.members]
-        return np.mean(np.asarray(scores, dtype=np.float64), axis=0)
+        """``(n,)`` the members' mean support per (premise, answer) pair, in ``[0, 1]``; a member with no score for
+        a pair (``nan``: the span reader on an answer without a question) is left out of that pair's mean."""
+        scores = np.asarray([claim_supports(m, premises, claims, questions, self.claim, batch_size)
+                             for m in self.members], dtype=np.float64)
+        counted = ~np.isnan(scores)
+        return np.where(counted.any(axis=0), np.where(counted, scores, 0.0).sum(axis=0)
+                        / np.maximum(counted.sum(axis=0), 1), np.nan)

@@ -13,6 +13,9 @@ same recipe, so an interrupted run picks up where it stopped):
 
 With ``--probe MODEL`` it fits a probe instead (:mod:`syncheck.verifier.probe_build`): step 2 caches the frozen LM's
 hidden states under ``states/``, and step 3 writes ``head.json`` and ``manifest.json`` (``--alignment probe:<dir>``).
+
+``syncheck verifier reader`` fits a span reader (:mod:`syncheck.verifier.reader_training`): ``checkpoints/``, then
+``verifier.safetensors``, ``config.json`` and ``manifest.json`` (``--alignment reader:<dir>``).
 """
 
 from __future__ import annotations
@@ -135,11 +138,59 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
                f"--alignment verifier:{out}")
 
 
+@verifier.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--halueval", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="HaluEval's directory: its QA training ranges' right answers are examples")
+@click.option("--halueval-records", default=2800, show_default=True, type=click.IntRange(0),
+              help="the first QA records of HaluEval's training ranges to read")
+@click.option("--answers", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="JSON lines of your own {question, context, answer}; answers not in their context are skipped")
+@click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
+@click.option("--max-length", default=384, show_default=True, help="tokens per (question, passage window) input")
+@click.option("--epochs", default=2.0, show_default=True)
+@click.option("--batch-size", default=16, show_default=True)
+@click.option("--learning-rate", default=1e-4, show_default=True)
+@click.option("--max-steps", default=-1, show_default=True, help="stop after this many steps (-1: the epochs decide)")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def reader(out: Path, halueval, halueval_records, answers, base, max_length, epochs, batch_size, learning_rate,
+           max_steps, seed, progress) -> None:
+    """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
+    from syncheck.jsonl import iter_jsonl
+    from syncheck.verifier.reader_training import ReaderSettings, build_reader, halueval_answers, record_answers
+
+    if not (halueval or answers):
+        raise click.UsageError("give something to train on: --answers or --halueval")
+    examples = halueval_answers(halueval, halueval_records) if halueval else []
+    skipped = 0
+    for path in answers:
+        own, n = record_answers(iter_jsonl(path))
+        examples, skipped = examples + own, skipped + n
+    if skipped:
+        click.echo(f"{skipped} rows skipped: no question, or the answer is not in the context", err=True)
+    settings = ReaderSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
+                              batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
+    from syncheck.verifier.dataset import first_records
+    from syncheck.verifier.sources import HALUEVAL_TRAIN
+
+    ranges = first_records(HALUEVAL_TRAIN["qa"], halueval_records) if halueval else ()
+    data = {"halueval": str(halueval) if halueval else None, "halueval_qa_ranges": [list(r) for r in ranges],
+            "answers_files": [str(p) for p in answers], "skipped": skipped}
+    try:
+        manifest = build_reader(out, examples, settings, command=given_command(click.get_current_context()),
+                                data=data, progress=progress)
+    except ValueError as exc:
+        raise click.UsageError(str(exc))
+    click.echo(f"reader written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
+               f"--alignment reader:{out}")
+
+
 def given_command(ctx: click.Context) -> str:
     """The command line as given (the options set on it, in the command's order), for the manifest."""
     from click.core import ParameterSource
 
-    words = ["syncheck verifier train"]
+    words = [f"syncheck verifier {ctx.info_name}"]
     for param in ctx.command.params:
         if ctx.get_parameter_source(param.name) != ParameterSource.COMMANDLINE:
             continue

@@ -171,15 +171,12 @@ def last_checkpoint(directory: Path) -> str | None:
     return get_last_checkpoint(str(directory)) if directory.is_dir() else None
 
 
-def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings, progress: bool = True) -> Any:
-    """Train on ``pairs`` (resuming from ``<out>/checkpoints`` when a checkpoint is there); returns the model."""
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+def training_arguments(out: Path, settings: Any, progress: bool) -> Any:
+    """``Trainer``'s arguments from a settings object (batch size, epochs, max steps, learning rate, warmup ratio,
+    weight decay, save steps, seed): checkpoints in ``<out>/checkpoints``, a linear schedule, one process."""
+    from transformers import TrainingArguments
 
-    out = Path(out)
-    model, tokenizer = base_model(settings)
-    for name, param in model.named_parameters():
-        param.requires_grad_(not name.endswith(FROZEN))
-    args = TrainingArguments(
+    return TrainingArguments(
         output_dir=str(out / "checkpoints"), per_device_train_batch_size=settings.batch_size,
         num_train_epochs=settings.epochs, max_steps=settings.max_steps, learning_rate=settings.learning_rate,
         warmup_steps=settings.warmup_ratio, weight_decay=settings.weight_decay, lr_scheduler_type="linear",
@@ -187,6 +184,17 @@ def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings,
         report_to=[], seed=settings.seed, data_seed=settings.seed, dataloader_num_workers=0,
         disable_tqdm=not progress, remove_unused_columns=False, dataloader_pin_memory=torch.cuda.is_available(),
     )
+
+
+def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings, progress: bool = True) -> Any:
+    """Train on ``pairs`` (resuming from ``<out>/checkpoints`` when a checkpoint is there); returns the model."""
+    from transformers import DataCollatorWithPadding, Trainer
+
+    out = Path(out)
+    model, tokenizer = base_model(settings)
+    for name, param in model.named_parameters():
+        param.requires_grad_(not name.endswith(FROZEN))
+    args = training_arguments(out, settings, progress)
     pairs = with_mismatched(pairs, settings.mismatched_share, settings.seed)
     trainer = Trainer(model=model, args=args, train_dataset=PairDataset(pairs, tokenizer, settings.max_length),
                       data_collator=DataCollatorWithPadding(tokenizer))
@@ -215,6 +223,7 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     model.config.save_pretrained(str(out))
     manifest = {
         "format": FORMAT,
+        "head": getattr(settings, "head", "logit"),
         "base": settings.base,
         "frozen": sorted(frozen),
         "frozen_sha256": tensors_sha256(state, frozen),
@@ -230,4 +239,5 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     return manifest
 
 
-__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "init_base", "init_dir", "last_checkpoint"]
+__all__ = ["FROZEN", "PairDataset", "TrainSettings", "export", "fit", "init_base", "init_dir", "last_checkpoint",
+           "training_arguments"]

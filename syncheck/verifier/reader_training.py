@@ -1,0 +1,135 @@
+"""Fit a span reader with transformers' ``Trainer`` and write it as a shippable verifier directory.
+
+The reader (:mod:`features.alignment.span_reader`) is the base encoder (default: the packaged all-MiniLM-L6-v2) with
+a fresh start/end head, trained to point at the answer in ``[CLS] question [SEP] passage [SEP]``. Its examples are
+QA answers that occur verbatim (ignoring case) in their passage, the first occurrence being the target: HaluEval QA's
+right answers from the first records of its training ranges, and a user's own ``(question, context, answer)``
+records. The word embeddings stay frozen, so the directory stores the other tensors in float16, as a verifier's
+(:func:`syncheck.verifier.training.export`), with ``head`` :data:`~features.alignment.span_reader.READER_HEAD` in
+its manifest. Checkpoints go to ``<out>/checkpoints``; a run cut short resumes from the last one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import torch
+
+from features.alignment.span_reader import READER_HEAD
+from features.alignment.verifier import PACKAGED_BASE, resolve_base
+from syncheck.verifier.training import FROZEN, export, last_checkpoint, training_arguments
+
+#: ``(question, passage, answer's first character, answer's length)``
+AnswerExample = tuple[str, str, int, int]
+
+
+@dataclass(frozen=True)
+class ReaderSettings:
+    """How a span reader is fitted (the optimiser's settings; ``head`` and ``init`` are what the exporter reads)."""
+
+    base: str = PACKAGED_BASE
+    max_length: int = 384
+    epochs: float = 2.0
+    batch_size: int = 16
+    learning_rate: float = 1e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.0
+    save_steps: int = 100
+    seed: int = 0
+    max_steps: int = -1
+    head: str = READER_HEAD
+    init: None = None
+
+
+def answer_example(question: str, passage: str, answer: str) -> AnswerExample | None:
+    """The example of one QA answer, or ``None`` where it is empty or not in the passage."""
+    answer = answer.strip()
+    at = passage.lower().find(answer.lower()) if answer and question.strip() else -1
+    return (question, passage, at, len(answer)) if at >= 0 else None
+
+
+def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
+    """Examples of the first ``records`` records of HaluEval QA's training ranges whose right answer is in the
+    passage."""
+    from syncheck.verifier.dataset import first_records
+    from syncheck.verifier.sources import HALUEVAL_TRAIN, halueval_records
+
+    rows = halueval_records(data_dir, "qa", first_records(HALUEVAL_TRAIN["qa"], records))
+    return [e for _, r in rows if (e := answer_example(r["question"], r["knowledge"], r["right_answer"]))]
+
+
+def record_answers(rows: Iterable[dict[str, Any]]) -> tuple[list[AnswerExample], int]:
+    """Examples of ``{"question", "context", "answer"}`` rows (a context list is joined by blank lines), and how many
+    rows were skipped (no question, or an answer not in the context)."""
+    out, skipped = [], 0
+    for row in rows:
+        context = row.get("context", "")
+        context = "\n\n".join(map(str, context)) if isinstance(context, list) else str(context)
+        e = answer_example(str(row.get("question") or ""), context, str(row.get("answer") or ""))
+        if e is None:
+            skipped += 1
+        else:
+            out.append(e)
+    return out, skipped
+
+
+class SpanDataset(torch.utils.data.Dataset):
+    """Tokenised ``[CLS] question [SEP] passage [SEP]`` with the answer's first and last token; an answer that
+    truncation cut off points at ``[CLS]``."""
+
+    def __init__(self, examples: Sequence[AnswerExample], tokenizer: Any, max_length: int) -> None:
+        self.examples, self.tokenizer, self.max_length = list(examples), tokenizer, max_length
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        question, passage, at, n = self.examples[i]
+        enc = self.tokenizer(question, passage, truncation="only_second", max_length=self.max_length,
+                             return_offsets_mapping=True)
+        offsets = enc.pop("offset_mapping")
+        start = end = 0
+        for k, (sid, (a, b)) in enumerate(zip(enc.sequence_ids(), offsets)):
+            if sid == 1 and a <= at < b and start == 0:
+                start = k
+            if sid == 1 and a < at + n <= b:
+                end = k
+        if end < start:
+            start = end = 0
+        return {**enc, "start_positions": start, "end_positions": end}
+
+
+def fit_reader(examples: Sequence[AnswerExample], out: str | Path, settings: ReaderSettings,
+               progress: bool = True) -> tuple[Any, Any]:
+    """Train on ``examples`` (resuming from ``<out>/checkpoints``); returns ``(model, tokenizer)``."""
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer, DataCollatorWithPadding, Trainer
+
+    from features.alignment.hf_utils import hub_kwargs
+
+    if not examples:
+        raise ValueError("no answers to train on: give QA records whose answer occurs in their context")
+    out = Path(out)
+    torch.manual_seed(settings.seed)
+    path = resolve_base(settings.base)
+    tokenizer = AutoTokenizer.from_pretrained(path, **hub_kwargs())
+    model = AutoModelForQuestionAnswering.from_pretrained(path, attention_probs_dropout_prob=0.0, **hub_kwargs())
+    for name, param in model.named_parameters():
+        param.requires_grad_(not name.endswith(FROZEN))
+    trainer = Trainer(model=model, args=training_arguments(out, settings, progress),
+                      train_dataset=SpanDataset(examples, tokenizer, settings.max_length),
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    trainer.train(resume_from_checkpoint=last_checkpoint(out / "checkpoints"))
+    return trainer.model.eval(), tokenizer
+
+
+def build_reader(out: str | Path, examples: Sequence[AnswerExample], settings: ReaderSettings, *, command: str,
+                 data: dict[str, Any], progress: bool = True) -> dict[str, Any]:
+    """Fit and export a reader into ``out``; returns its manifest."""
+    model, _ = fit_reader(examples, out, settings, progress)
+    return export(model, out, settings, {**data, "answers": len(examples)}, command)
+
+
+__all__ = ["AnswerExample", "ReaderSettings", "SpanDataset", "answer_example", "build_reader", "fit_reader",
+           "halueval_answers", "record_answers"]

@@ -1,0 +1,156 @@
+"""The span reader: its score (which span answers the question, and does the claim name it), windows, edge cases,
+its directory and the training command end to end on a few rows."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from features.alignment import make_alignment_scorer, parse_alignment_spec
+from features.alignment.span_reader import (
+    READER_HEAD,
+    SpanReaderScorer,
+    named_share,
+    normalised_words,
+    question_and_answer,
+    shipped_reader_dir,
+)
+from features.alignment.verifier import MANIFEST, WEIGHTS, file_sha256, read_manifest
+from syncheck.featurize import alignment_claim
+from syncheck.verifier.reader_training import SpanDataset, answer_example, record_answers
+
+DOCUMENT = (
+    "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891 to study physics. "
+    "In 1903 she shared the Nobel Prize in Physics with Pierre Curie and Henri Becquerel."
+)
+QUESTION = "Where was Marie Curie born?"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from features.alignment.embedding import default_encoder_path
+
+    return AutoTokenizer.from_pretrained(default_encoder_path())
+
+
+class PointingReader(torch.nn.Module):
+    """A stand-in reader whose start and end logits point at the tokens of one word (``target``) in the passage."""
+
+    def __init__(self, tokenizer, target: str):
+        super().__init__()
+        self.tokenizer, self.target = tokenizer, target
+        self.qa_outputs = torch.nn.Linear(1, 2)
+        self.config = type("Config", (), {"max_position_embeddings": 512})()
+        self.calls = 0
+
+    def forward(self, input_ids, **_):
+        from types import SimpleNamespace
+
+        self.calls += 1
+        hit = torch.tensor([[t == self.target for t in self.tokenizer.convert_ids_to_tokens(row)] for row in input_ids])
+        logits = hit.float() * 10.0
+        return SimpleNamespace(start_logits=logits, end_logits=logits)
+
+
+def test_the_spec_parses_and_the_claim_form_is_the_question_aware_one():
+    assert parse_alignment_spec("reader") == ("reader", "")
+    assert parse_alignment_spec("reader:/some/dir") == ("reader", "/some/dir")
+    claim = alignment_claim("The answer is Warsaw.", QUESTION)
+    assert question_and_answer(claim) == (QUESTION, "The answer is Warsaw.")
+    assert question_and_answer("Warsaw is in Poland.") == (None, "Warsaw is in Poland.")
+    assert normalised_words("The answer: Warsaw, Poland!") == ["answer", "warsaw", "poland"]
+    assert named_share("Warsaw, Poland", {"warsaw"}) == 0.5 and named_share("", {"warsaw"}) == 0.0
+
+
+def test_a_claim_scores_by_whether_it_names_the_span_the_reader_points_at(tokenizer):
+    scorer = SpanReaderScorer(PointingReader(tokenizer, "warsaw"), tokenizer)
+    claims = [alignment_claim(a, QUESTION) for a in ("The answer is Warsaw.", "The answer is Paris.")]
+    right, wrong = scorer.score([DOCUMENT, DOCUMENT], claims)
+    assert right > 0.99 and wrong < 0.01
+
+
+def test_no_question_empty_answers_and_empty_passages_get_a_clear_answer(tokenizer):
+    scorer = SpanReaderScorer(PointingReader(tokenizer, "warsaw"), tokenizer)
+    out = scorer.score([DOCUMENT, DOCUMENT, ""], ["Warsaw.", alignment_claim(" ", QUESTION),
+                                                  alignment_claim("Warsaw.", QUESTION)])
+    assert np.isnan(out[0]) and out[1] == 1.0 and out[2] == 0.0
+    with pytest.raises(ValueError, match="one premise per claim"):
+        scorer.score([DOCUMENT], [])
+
+
+def test_a_long_passage_is_read_in_windows_and_the_answer_is_found_in_whichever_holds_it(tokenizer):
+    filler = " ".join(["The weather was mild that year."] * 60)
+    scorer = SpanReaderScorer(PointingReader(tokenizer, "warsaw"), tokenizer, max_length=64)
+    premise = filler + " " + DOCUMENT
+    assert scorer.score([premise], [alignment_claim("Warsaw", QUESTION)])[0] > 0.99
+    assert scorer.model.calls >= 1 and len(scorer.answer_spans([(QUESTION, premise)])[0]) > 0
+    long_question = " ".join(["why"] * 200) + "?"  # a question that alone fills the input is cut, not refused
+    assert scorer.score([DOCUMENT], [alignment_claim("Warsaw", long_question)])[0] > 0.99
+
+
+def test_a_model_without_a_start_end_head_is_refused(tokenizer):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    model = BertForSequenceClassification(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
+                                                     num_hidden_layers=1, num_attention_heads=2,
+                                                     intermediate_size=64, num_labels=1))
+    with pytest.raises(ValueError, match="start/end head"):
+        SpanReaderScorer(model, tokenizer)
+
+
+def test_training_examples_point_at_the_answer_s_tokens(tokenizer):
+    example = answer_example(QUESTION, DOCUMENT, "warsaw")
+    assert example == (QUESTION, DOCUMENT, DOCUMENT.index("Warsaw"), 6)
+    assert answer_example(QUESTION, DOCUMENT, "Berlin") is None and answer_example("", DOCUMENT, "Warsaw") is None
+    item = SpanDataset([example, answer_example(QUESTION, DOCUMENT, "Pierre Curie")], tokenizer, 128)
+    for i, words in ((0, "warsaw"), (1, "pierre curie")):
+        row = item[i]
+        assert tokenizer.decode(row["input_ids"][row["start_positions"]:row["end_positions"] + 1]) == words
+    rows = [{"question": QUESTION, "context": [DOCUMENT], "answer": "Warsaw"}, {"question": "", "answer": "x"}]
+    assert record_answers(rows) == ([example], 1)
+
+
+def test_the_reader_command_trains_on_a_user_s_answers_and_writes_a_reader_directory(tmp_path):
+    from syncheck.cli import main
+
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"question": q, "context": DOCUMENT, "answer": a}) + "\n" for q, a in [
+        (QUESTION, "Warsaw"), ("When did she move to Paris?", "1891"), ("Who shared the prize?", "Pierre Curie"),
+        ("What is the moon made of?", "cheese")] * 2), encoding="utf-8")
+    out = tmp_path / "reader"
+    args = ["verifier", "reader", str(out), "--answers", str(answers), "--max-steps", "2", "--batch-size", "2",
+            "--max-length", "96", "--no-progress"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "2 rows skipped" in result.output
+    manifest = read_manifest(out)
+    assert manifest["head"] == READER_HEAD and manifest["weights_sha256"] == file_sha256(out / WEIGHTS)
+    assert manifest["command"].startswith("syncheck verifier reader reader --answers answers.jsonl")
+    assert manifest["data"]["answers"] == 6 and str(tmp_path) not in json.dumps(manifest)
+    score = make_alignment_scorer(f"reader:{out}").score([DOCUMENT], [alignment_claim("Warsaw", QUESTION)])
+    assert 0.0 <= score[0] <= 1.0
+    assert CliRunner().invoke(main, ["verifier", "reader", str(tmp_path / "none")]).exit_code != 0
+
+
+def test_the_shipped_reader_matches_its_manifest_and_fits_the_size_budget():
+    directory = shipped_reader_dir()
+    manifest = read_manifest(directory)
+    assert manifest["head"] == READER_HEAD
+    assert file_sha256(directory / WEIGHTS) == manifest["weights_sha256"]
+    assert (directory / WEIGHTS).stat().st_size <= 25 * 2**20
+    assert manifest["frozen"] == ["bert.embeddings.word_embeddings.weight"]
+    assert (directory / MANIFEST).exists() and (directory / "config.json").exists()
+
+
+@pytest.mark.slow
+def test_the_shipped_reader_tells_the_passage_s_answer_from_another_entity_of_the_passage():
+    scorer = make_alignment_scorer("reader")
+    claims = [alignment_claim(f"The answer is {a}.", QUESTION) for a in ("Warsaw", "Paris")]
+    right, wrong = scorer.score([DOCUMENT, DOCUMENT], claims)
+    assert right > wrong
