@@ -144,6 +144,8 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
               help="HaluEval's directory: its QA training ranges' right answers are examples")
 @click.option("--halueval-records", default=2800, show_default=True, type=click.IntRange(0),
               help="the first QA records of HaluEval's training ranges to read")
+@click.option("--conflict/--no-conflict", default=False, show_default=True,
+              help="with --halueval: also a knowledge-conflict copy of each record whose answer can be swapped")
 @click.option("--answers", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSON lines of your own {question, context, answer}; answers not in their context are skipped")
 @click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
@@ -154,15 +156,23 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
 @click.option("--max-steps", default=-1, show_default=True, help="stop after this many steps (-1: the epochs decide)")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def reader(out: Path, halueval, halueval_records, answers, base, max_length, epochs, batch_size, learning_rate,
-           max_steps, seed, progress) -> None:
+def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_length, epochs, batch_size,
+           learning_rate, max_steps, seed, progress) -> None:
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
-    from syncheck.verifier.reader_training import ReaderSettings, build_reader, halueval_answers, record_answers
+    from syncheck.verifier.reader_training import (
+        ReaderSettings,
+        build_reader,
+        halueval_answers,
+        halueval_conflicts,
+        record_answers,
+    )
 
     if not (halueval or answers):
         raise click.UsageError("give something to train on: --answers or --halueval")
     examples = halueval_answers(halueval, halueval_records) if halueval else []
+    conflicts = halueval_conflicts(halueval, halueval_records) if halueval and conflict else []
+    examples += conflicts
     skipped = 0
     for path in answers:
         own, n = record_answers(iter_jsonl(path))
@@ -176,7 +186,7 @@ def reader(out: Path, halueval, halueval_records, answers, base, max_length, epo
 
     ranges = first_records(HALUEVAL_TRAIN["qa"], halueval_records) if halueval else ()
     data = {"halueval": str(halueval) if halueval else None, "halueval_qa_ranges": [list(r) for r in ranges],
-            "answers_files": [str(p) for p in answers], "skipped": skipped}
+            "conflict_answers": len(conflicts), "answers_files": [str(p) for p in answers], "skipped": skipped}
     try:
         manifest = build_reader(out, examples, settings, command=given_command(click.get_current_context()),
                                 data=data, progress=progress)

@@ -60,6 +60,19 @@ def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
     return [e for _, r in rows if (e := answer_example(r["question"], r["knowledge"], r["right_answer"]))]
 
 
+def halueval_conflicts(data_dir: str | Path, records: int) -> list[AnswerExample]:
+    """Examples of knowledge-conflict copies (:mod:`syncheck.verifier.conflict_set`) of the first ``records`` records
+    of HaluEval QA's training ranges: the answer swapped in its passage for another record's, the substitute the
+    target, so the reader learns to point at what the passage says rather than what it knows."""
+    from syncheck.verifier.conflict_set import build_conflict_set
+    from syncheck.verifier.dataset import first_records
+    from syncheck.verifier.sources import HALUEVAL_TRAIN, in_ranges
+
+    ranges = first_records(HALUEVAL_TRAIN["qa"], records)
+    items = [it for a, b in ranges for it in build_conflict_set(data_dir, a, b - a) if in_ranges(it.record, ranges)]
+    return [e for it in items if (e := answer_example(it.question, it.context, it.substitute))]
+
+
 def record_answers(rows: Iterable[dict[str, Any]]) -> tuple[list[AnswerExample], int]:
     """Examples of ``{"question", "context", "answer"}`` rows (a context list is joined by blank lines), and how many
     rows were skipped (no question, or an answer not in the context)."""
@@ -132,4 +145,4 @@ def build_reader(out: str | Path, examples: Sequence[AnswerExample], settings: R
 
 
 __all__ = ["AnswerExample", "ReaderSettings", "SpanDataset", "answer_example", "build_reader", "fit_reader",
-           "halueval_answers", "record_answers"]
+           "halueval_answers", "halueval_conflicts", "record_answers"]
