@@ -154,3 +154,17 @@ def test_the_shipped_reader_tells_the_passage_s_answer_from_another_entity_of_th
     claims = [alignment_claim(f"The answer is {a}.", QUESTION) for a in ("Warsaw", "Paris")]
     right, wrong = scorer.score([DOCUMENT, DOCUMENT], claims)
     assert right > wrong
+
+
+def test_conflict_copies_point_at_the_substitute_and_stay_inside_the_training_records(tmp_path):
+    from syncheck.verifier.reader_training import halueval_answers, halueval_conflicts
+
+    rows = [{"knowledge": f"The bridge number {i} was opened in {1900 + 7 * i} by the city.",
+             "question": f"When was bridge {i} opened?", "right_answer": str(1900 + 7 * i),
+             "hallucinated_answer": "1800"} for i in range(6)]
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    plain, swapped = halueval_answers(tmp_path, 4), halueval_conflicts(tmp_path, 4)
+    assert len(plain) == 4 and 0 < len(swapped) <= 4
+    for question, passage, at, n in swapped:
+        number = int(question.split()[3])
+        assert number < 4 and passage[at:at + n] != str(1900 + 7 * number)  # the substitute, not the original

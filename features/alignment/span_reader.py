@@ -35,8 +35,9 @@ from features.alignment.windows import ClaimTooLongError, premise_budget, split_
 READER_HEAD = "span"
 #: Starts (and ends) the reader weighs per window.
 TOP = 20
-#: The longest span, in tokens.
-MAX_SPAN = 30
+#: The longest span, in tokens (chosen on HaluEval QA records 4800-4999, outside the shipped reader's training: 0.950
+#: against 0.937 at 30 tokens, where spans running from one entity across a sentence to another took weight).
+MAX_SPAN = 10
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _QUESTION_AWARE = re.compile(r"\AQuestion: (.*?)\nAnswer: (.*)\Z", re.DOTALL)
 
