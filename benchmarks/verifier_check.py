@@ -40,6 +40,7 @@ from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import ProvenanceChecker
+from syncheck.checking.support import mean_of_supports
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
 
@@ -192,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
              + " | word overlap | length (shorter = faithful) | " + " | ".join(f"{b} − word overlap" for b in columns)
              + " |", "|" + " --- |" * (4 + 2 * len(columns))]
     paired: list[str] = []  # each mean against each of its members, paired over the same answers
+    unscored: list[str] = []
     for label, col in scored_sets(args, backends):
         y, groups = np.array(col["label"]), col["group"]
         overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
@@ -199,7 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         scores = {b: np.array(col[b], dtype=float) for b in backends if b in col}
         for m in means:
             if all(part in scores for part in m.split("+")):
-                scores[m] = np.mean([scores[part] for part in m.split("+")], axis=0)
+                scores[m] = mean_of_supports([scores[part] for part in m.split("+")])
+        for b, s in scores.items():  # no score (the reader on an answer read as a summary): no opinion, 0.5
+            if np.isnan(s).any():
+                unscored.append(f"- {label}: `{b}` gave no score to {int(np.isnan(s).sum())} answers; they count as "
+                                "0.5 in its column")
+                scores[b] = np.where(np.isnan(s), 0.5, s)
 
         def auc(b: str) -> str:
             return cell(bootstrap_auroc(y, scores[b], groups=groups)) if b in scores else "not scored"
@@ -221,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
-                      *lines, *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
+                      *lines, *(["", *unscored] if unscored else []),
+                      *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
     publish(body, args.results_md, SECTION + record_sets(args)[1])
     return 0
 

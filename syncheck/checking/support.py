@@ -272,8 +272,14 @@ class MeanSupport:
               questions: Sequence[str | None] | None = None) -> np.ndarray:
         """``(n,)`` the members' mean support per (premise, answer) pair, in ``[0, 1]``; a member with no score for
         a pair (``nan``: the span reader on an answer without a question) is left out of that pair's mean."""
-        scores = np.asarray([claim_supports(m, premises, claims, questions, self.claim, batch_size)
-                             for m in self.members], dtype=np.float64)
-        counted = ~np.isnan(scores)
-        return np.where(counted.any(axis=0), np.where(counted, scores, 0.0).sum(axis=0)
-                        / np.maximum(counted.sum(axis=0), 1), np.nan)
+        return mean_of_supports([claim_supports(m, premises, claims, questions, self.claim, batch_size)
+                                 for m in self.members])
+
+
+def mean_of_supports(scores: Sequence[Sequence[float]]) -> np.ndarray:
+    """``(n,)`` the mean of several backends' ``(n,)`` supports, each pair's ``nan`` scores left out (``nan`` where
+    every backend gave ``nan``)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    counted = ~np.isnan(scores)
+    return np.where(counted.any(axis=0), np.where(counted, scores, 0.0).sum(axis=0)
+                    / np.maximum(counted.sum(axis=0), 1), np.nan)
