@@ -78,7 +78,17 @@ def described(sets: tuple[tuple[str, int, int], ...]) -> str:
 def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
     sets = record_sets(args)[0]
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else [s[0] for s in sets]
-    return [s for s in sets if s[0] in wanted]
+    ragtruth = [("ragtruth-qa", 0, args.ragtruth_qa)] if getattr(args, "ragtruth_qa", 0) else []
+    return [s for s in sets if s[0] in wanted] + ragtruth
+
+
+def ragtruth_examples(path: str, limit: int) -> list[tuple[str, str | None, str, str, int]]:
+    """``(group, question, context, answer, label)`` of RAGTruth's first ``limit`` QA responses, grouped by source
+    document; label 1 = no annotated hallucination."""
+    from benchmarks.ragtruth.data import read_ragtruth
+
+    return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label)
+            for r in read_ragtruth(path, tasks=["QA"], limit=limit)]
 
 
 def examples(data_dir: str, name: str, start: int, limit: int) -> list[tuple[str, str | None, str, str, int]]:
@@ -134,7 +144,8 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
     checkers = {b: ProvenanceChecker(nli=b, dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
     for name, start, limit in chosen_sets(args):
-        rows = examples(args.halueval, name, start, limit)
+        rows = (ragtruth_examples(args.ragtruth, limit) if name == "ragtruth-qa"
+                else examples(args.halueval, name, start, limit))
         columns: dict = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
                          "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
         for b, checker in checkers.items():
@@ -173,9 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-rows", default=None,
                     help="read the supports --rows-out wrote instead of scoring (several files, comma-separated, are "
                          "joined row by row: each adds its backends)")
+    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth as JSON lines")
+    ap.add_argument("--ragtruth-qa", type=int, default=0, metavar="N",
+                    help="also RAGTruth's first N QA responses (label: no annotated hallucination), after the sets")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
-    unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", *(name for name, _, _ in SETS)}
+    unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *(name for name, _, _ in SETS)}
     if unknown:
         ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(name for name, _, _ in SETS)}")
     t0 = time.perf_counter()

@@ -64,6 +64,9 @@ def test_the_spec_parses_and_the_claim_form_is_the_question_aware_one():
     claim = alignment_claim("The answer is Warsaw.", QUESTION)
     assert question_and_answer(claim) == (QUESTION, "The answer is Warsaw.")
     assert question_and_answer("Warsaw is in Poland.") == (None, "Warsaw is in Poland.")
+    dialogue = "[Human]: Do you like Iron Man? [Assistant]: Sure do! [Human]: Who starred in it?"
+    assert question_and_answer(alignment_claim("Robert Downey Jr.", dialogue)) == (None, "Robert Downey Jr.")
+    assert question_and_answer(alignment_claim("Paris", "User: hi\nAssistant: hello\nUser: where?"))[0] is None
     assert normalised_words("The answer: Warsaw, Poland!") == ["answer", "warsaw", "poland"]
     assert named_share("Warsaw, Poland", {"warsaw"}) == 0.5 and named_share("", {"warsaw"}) == 0.0
 
@@ -168,3 +171,24 @@ def test_conflict_copies_point_at_the_substitute_and_stay_inside_the_training_re
     for question, passage, at, n in swapped:
         number = int(question.split()[3])
         assert number < 4 and passage[at:at + n] != str(1900 + 7 * number)  # the substitute, not the original
+
+
+def test_a_mean_of_supports_leaves_out_a_member_with_no_score(tokenizer):
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import MeanSupport, VerifierSupport, mean_of_supports
+
+    assert mean_of_supports([[0.2, np.nan, np.nan], [0.4, 0.6, np.nan]]) == pytest.approx([0.3, 0.6, np.nan],
+                                                                                          nan_ok=True)
+    reader = VerifierSupport(SpanReaderScorer(PointingReader(tokenizer, "warsaw"), tokenizer))
+
+    class Half:
+        name = "half"
+
+        def score(self, premises, claims, batch_size=16):
+            return np.full(len(claims), 0.5)
+
+    mean = ProvenanceChecker(nli=MeanSupport([VerifierSupport(Half()), reader]))
+    qa = mean.check(question=QUESTION, context=[DOCUMENT], answer="Warsaw").factuality
+    dialogue = mean.check(question="[Human]: Hi! [Assistant]: Hello. [Human]: Where was she born?",
+                          context=[DOCUMENT], answer="Warsaw").factuality
+    assert qa == pytest.approx(0.75, abs=1e-3) and dialogue == 0.5  # the reader has no say in a conversation

@@ -10,8 +10,9 @@ are in the passage; it cannot tell the passage's answer from another entity of t
 :func:`syncheck.featurize.alignment_claim`) is the share of the reader's answer that ``S`` names: over the reader's
 best spans in every window of the passage (the top :data:`TOP` starts by the top :data:`TOP` ends, at most
 :data:`MAX_SPAN` tokens), a softmax over their start + end logits weighs each span by how many of its normalised
-words ``S`` contains. Sign convention ``+``: higher = the claim gives the passage's answer. A claim with no question
-has nothing to point at and scores ``nan``; an empty answer asserts nothing and scores 1.0; an empty passage
+words ``S`` contains. Sign convention ``+``: higher = the claim gives the passage's answer. A claim with no question,
+or whose question is a conversation (it holds chat turn markers: a reply in a dialogue is not a span of the
+passage), has nothing to point at and scores ``nan``; an empty answer asserts nothing and scores 1.0; an empty passage
 answers nothing and scores 0.0.
 
 The directory is a verifier directory (:mod:`features.alignment.verifier`) whose manifest's ``head`` is
@@ -40,6 +41,8 @@ TOP = 20
 MAX_SPAN = 10
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _QUESTION_AWARE = re.compile(r"\AQuestion: (.*?)\nAnswer: (.*)\Z", re.DOTALL)
+#: A chat turn marker: a question holding one is a conversation, which no span of the context answers.
+_TURN = re.compile(r"\[(?:Human|User|Assistant|System)\]:|^(?:Human|User|Assistant|System):", re.MULTILINE)
 
 
 def shipped_reader_dir() -> Path:
@@ -54,9 +57,13 @@ def normalised_words(text: str) -> list[str]:
 
 
 def question_and_answer(claim: str) -> tuple[str | None, str]:
-    """``"Question: Q\\nAnswer: S"`` -> ``(Q, S)``; any other claim -> ``(None, claim)``."""
+    """``"Question: Q\\nAnswer: S"`` -> ``(Q, S)``; any other claim, or one whose "question" is a conversation (it
+    holds chat turn markers such as ``[Human]:``: a reply in a dialogue answers no span) -> ``(None, S)``."""
     m = _QUESTION_AWARE.match(claim)
-    return (m.group(1).strip() or None, m.group(2)) if m else (None, claim)
+    if not m:
+        return None, claim
+    question = m.group(1).strip()
+    return (question if question and not _TURN.search(question) else None), m.group(2)
 
 
 def named_share(span: str, claim_words: set[str]) -> float:
