@@ -4,7 +4,8 @@ An extractive reader (all-MiniLM-L6-v2's 6 layers with a start/end head, ``AutoM
 by ``syncheck verifier reader`` on HaluEval QA answers that occur in their passage. It reads ``[CLS] question [SEP]
 passage window [SEP]`` and points at the answer. A classifier of (passage, claim) pairs sees whether the claim's words
 are in the passage; it cannot tell the passage's answer from another entity of the same passage (the verifier: AUROC
-0.60 on HaluEval's distractor pairs). Pointing can (0.90; RESULTS.md in the source repository).
+0.60 on HaluEval's distractor pairs). Pointing can (0.92; RESULTS.md in the source repository). It does not suit
+long answers: a faithful paragraph often answers without restating the entity (0.38 on RAGTruth's QA responses).
 
 **The score** of a claim ``"Question: Q\\nAnswer: S"`` (the question-aware form of
 :func:`syncheck.featurize.alignment_claim`) is the share of the reader's answer that ``S`` names: over the reader's
@@ -97,7 +98,7 @@ class SpanReaderScorer(DirectoryScorer):
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """``n`` (premise, claim) pairs -> ``(n,)`` the share of the reader's answer each claim names, in ``[0, 1]``
-        (``nan`` for a claim without a question)."""
+        (``nan`` for a claim without a question, or whose question is a conversation)."""
         if len(premises) != len(claims):
             raise ValueError(f"got {len(premises)} premises but {len(claims)} claims; pass one premise per claim")
         parsed = [question_and_answer(c) for c in claims]

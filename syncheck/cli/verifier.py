@@ -160,6 +160,7 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
            learning_rate, max_steps, seed, progress) -> None:
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
+    from syncheck.verifier.dataset import first_records
     from syncheck.verifier.reader_training import (
         ReaderSettings,
         build_reader,
@@ -167,6 +168,7 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
         halueval_conflicts,
         record_answers,
     )
+    from syncheck.verifier.sources import HALUEVAL_TRAIN
 
     if not (halueval or answers):
         raise click.UsageError("give something to train on: --answers or --halueval")
@@ -181,9 +183,6 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
         click.echo(f"{skipped} rows skipped: no question, or the answer is not in the context", err=True)
     settings = ReaderSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
                               batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
-    from syncheck.verifier.dataset import first_records
-    from syncheck.verifier.sources import HALUEVAL_TRAIN
-
     ranges = first_records(HALUEVAL_TRAIN["qa"], halueval_records) if halueval else ()
     data = {"halueval": str(halueval) if halueval else None, "halueval_qa_ranges": [list(r) for r in ranges],
             "conflict_answers": len(conflicts), "answers_files": [str(p) for p in answers], "skipped": skipped}

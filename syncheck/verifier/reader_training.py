@@ -63,7 +63,9 @@ def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
 def halueval_conflicts(data_dir: str | Path, records: int) -> list[AnswerExample]:
     """Examples of knowledge-conflict copies (:mod:`syncheck.verifier.conflict_set`) of the first ``records`` records
     of HaluEval QA's training ranges: the answer swapped in its passage for another record's, the substitute the
-    target, so the reader learns to point at what the passage says rather than what it knows."""
+    target, so the reader learns to point at what the passage says rather than what it knows. The substitutes are
+    answers of the records the conflict set scans, which run past the training ranges (to record 4619 for the first
+    2,800): other records' answer strings, never their questions or passages."""
     from syncheck.verifier.conflict_set import build_conflict_set
     from syncheck.verifier.dataset import first_records
     from syncheck.verifier.sources import HALUEVAL_TRAIN, in_ranges
