@@ -87,6 +87,8 @@ def ragtruth_examples(path: str, limit: int) -> list[tuple[str, str | None, str,
     document; label 1 = no annotated hallucination."""
     from benchmarks.ragtruth.data import read_ragtruth
 
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path} not found: pass --ragtruth PATH/TO/ragtruth/dev.jsonl (RAGTruth as JSON lines)")
     return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label)
             for r in read_ragtruth(path, tasks=["QA"], limit=limit)]
 
@@ -191,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *(name for name, _, _ in SETS)}
     if unknown:
-        ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(name for name, _, _ in SETS)}")
+        ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(name for name, _, _ in SETS)}, "
+                 "ragtruth-qa (with --ragtruth-qa N)")
     t0 = time.perf_counter()
     backends = [b.strip() for b in args.nli.split(",") if b.strip()]
     means = [m.strip() for m in args.means.split(",") if m.strip()]
