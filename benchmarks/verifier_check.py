@@ -88,7 +88,7 @@ def ragtruth_examples(path: str, limit: int) -> list[tuple[str, str | None, str,
     from benchmarks.ragtruth.data import read_ragtruth
 
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} not found: pass --ragtruth PATH/TO/ragtruth/dev.jsonl (RAGTruth as JSON lines)")
+        raise FileNotFoundError(f"{path} not found: pass --ragtruth PATH/TO/ragtruth/dev.jsonl (RAGTruth JSON lines)")
     return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label)
             for r in read_ragtruth(path, tasks=["QA"], limit=limit)]
 
