@@ -16,7 +16,8 @@ default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a cho
 ``--recheck`` (3750 / 6000 / 5700) one made on the confirmation sets, ``--final`` (3900 / 6150 / 5800) one made on
 the recheck sets: the last QA records of the held-out ranges that no figure had been taken on, 100 of them;
 ``--holdout`` (5550 / 6300 / 5900) a choice made on the first sets above, for the span reader in the support (QA
-records between the knowledge-conflict runs, which no figure had used).
+records between the knowledge-conflict runs, which no figure had used); ``--reserve`` (6400 / 6450 / 6000) the span
+reader's gate to answers of one sentence (the last QA records no figure or conflict run had used).
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -57,12 +58,14 @@ RECHECK_SETS = (("pairs", 3750, 150), ("dialogue", 6000, 150), ("summarization",
 FINAL_SETS = (("pairs", 3900, 100), ("dialogue", 6150, 150), ("summarization", 5800, 100))
 #: And again, for the span reader in the support (QA 5550-5699: no conflict run reached past 5201 or began before 6700).
 HOLDOUT_SETS = (("pairs", 5550, 150), ("dialogue", 6300, 150), ("summarization", 5900, 100))
+#: And again, for the span reader checking one-sentence answers only (QA 6400-6549: past every conflict run's records).
+RESERVE_SETS = (("pairs", 6400, 150), ("dialogue", 6450, 150), ("summarization", 6000, 100))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
 LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS, ", confirmation records"),
               "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records"),
-              "holdout": (HOLDOUT_SETS, ", holdout records")}
+              "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records")}
 
 
 def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:
@@ -78,19 +81,25 @@ def described(sets: tuple[tuple[str, int, int], ...]) -> str:
 def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
     sets = record_sets(args)[0]
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else [s[0] for s in sets]
-    ragtruth = [("ragtruth-qa", 0, args.ragtruth_qa)] if getattr(args, "ragtruth_qa", 0) else []
+    skip = getattr(args, "ragtruth_qa_skip", 0)
+    ragtruth = [("ragtruth-qa", skip, args.ragtruth_qa)] if getattr(args, "ragtruth_qa", 0) else []
     return [s for s in sets if s[0] in wanted] + ragtruth
 
 
-def ragtruth_examples(path: str, limit: int) -> list[tuple[str, str | None, str, str, int]]:
-    """``(group, question, context, answer, label)`` of RAGTruth's first ``limit`` QA responses, grouped by source
-    document; label 1 = no annotated hallucination."""
+def ragtruth_examples(paths: str, limit: int, skip: int = 0) -> list[tuple[str, str | None, str, str, int]]:
+    """``(group, question, context, answer, label)`` of ``limit`` RAGTruth QA responses after the first ``skip``, the
+    files ``paths`` (comma-separated) read in turn, grouped by source document; label 1 = no annotated
+    hallucination."""
     from benchmarks.ragtruth.data import read_ragtruth
 
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} not found: pass --ragtruth PATH/TO/ragtruth/dev.jsonl (RAGTruth JSON lines)")
+    files = [p.strip() for p in paths.split(",") if p.strip()]
+    missing = [p for p in files if not Path(p).is_file()]
+    if missing or not files:
+        raise FileNotFoundError(f"{', '.join(missing) or 'no file'} not found: pass --ragtruth "
+                                "PATH/TO/ragtruth/dev.jsonl (RAGTruth JSON lines, several comma-separated)")
+    rows = [r for p in files for r in read_ragtruth(p, tasks=["QA"], limit=None)]
     return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label)
-            for r in read_ragtruth(path, tasks=["QA"], limit=limit)]
+            for r in rows[skip:skip + limit]]
 
 
 def examples(data_dir: str, name: str, start: int, limit: int) -> list[tuple[str, str | None, str, str, int]]:
@@ -146,7 +155,7 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
     checkers = {b: ProvenanceChecker(nli=b, dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
     for name, start, limit in chosen_sets(args):
-        rows = (ragtruth_examples(args.ragtruth, limit) if name == "ragtruth-qa"
+        rows = (ragtruth_examples(args.ragtruth, limit, start) if name == "ragtruth-qa"
                 else examples(args.halueval, name, start, limit))
         columns: dict = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
                          "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
@@ -186,9 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-rows", default=None,
                     help="read the supports --rows-out wrote instead of scoring (several files, comma-separated, are "
                          "joined row by row: each adds its backends)")
-    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl", help="RAGTruth as JSON lines")
+    ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl",
+                    help="RAGTruth as JSON lines (several files comma-separated, read in turn)")
     ap.add_argument("--ragtruth-qa", type=int, default=0, metavar="N",
-                    help="also RAGTruth's first N QA responses (label: no annotated hallucination), after the sets")
+                    help="also N RAGTruth QA responses (label: no annotated hallucination), after the sets")
+    ap.add_argument("--ragtruth-qa-skip", type=int, default=0, metavar="K",
+                    help="leave out the first K QA responses (of the --ragtruth files read in turn)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *(name for name, _, _ in SETS)}

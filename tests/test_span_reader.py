@@ -192,3 +192,15 @@ def test_a_mean_of_supports_leaves_out_a_member_with_no_score(tokenizer):
     dialogue = mean.check(question="[Human]: Hi! [Assistant]: Hello. [Human]: Where was she born?",
                           context=[DOCUMENT], answer="Warsaw").factuality
     assert qa == pytest.approx(0.75, abs=1e-3) and dialogue == 0.5  # the reader has no say in a conversation
+
+
+def test_the_check_asks_the_reader_only_about_answers_of_one_sentence(tokenizer):
+    from syncheck.checking.support import VerifierSupport
+
+    model = PointingReader(tokenizer, "warsaw")
+    reader = VerifierSupport(SpanReaderScorer(model, tokenizer))
+    paragraph = "She was born in Warsaw. She later moved to Paris to study physics."
+    got = reader.score([DOCUMENT] * 3, ["Warsaw", "She was born in Warsaw.", paragraph], questions=[QUESTION] * 3)
+    assert got[:2] == pytest.approx([1.0, 1.0], abs=1e-3) and np.isnan(got[2])
+    model.calls = 0
+    assert np.isnan(reader.score([DOCUMENT], [paragraph], questions=[QUESTION])).all() and model.calls == 0

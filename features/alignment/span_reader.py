@@ -86,6 +86,10 @@ class SpanReaderScorer(DirectoryScorer):
     """
 
     name = "reader"
+    #: The most sentences of an answer the reader is fit to check: its training answers are HaluEval's, 99.9% of them
+    #: one sentence. A caller that checks whole answers (:class:`syncheck.checking.support.VerifierSupport`) gives a
+    #: longer one no score: a paragraph often answers without restating the span (RAGTruth QA responses: 0.38).
+    max_answer_sentences = 1
 
     @staticmethod
     def shipped_dir() -> Path:

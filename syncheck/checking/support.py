@@ -190,6 +190,9 @@ class VerifierSupport:
             built from ``spec`` when ``None``.
         spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"reader[:<dir>]"`` (the span reader: a
             summary, which has no question, gets ``nan``), ``"probe:<dir>"``.
+
+    A backend with a ``max_answer_sentences`` (the span reader: 1) gives an answer of more sentences no score
+    (``nan``): a mean of supports (:class:`MeanSupport`) then leaves it out for that answer.
         scorer_kwargs: passed on when building it (a probe's ``loader``).
     """
 
@@ -216,12 +219,18 @@ class VerifierSupport:
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
-        """``(n,)`` P(the premise supports the answer) per (premise, answer) pair, in ``[0, 1]``."""
+        """``(n,)`` P(the premise supports the answer) per (premise, answer) pair, in ``[0, 1]`` (``nan`` where the
+        backend gives none: an answer longer than its ``max_answer_sentences``)."""
         if len(premises) != len(claims):
             raise ValueError(f"got {len(premises)} premises but {len(claims)} claims; pass one premise per claim")
         questions = list(questions) if questions is not None else [None] * len(claims)
-        return least_supported(self.scorer, premises, [self.claims(a, q) for a, q in zip(claims, questions)],
-                               batch_size)
+        most = getattr(self.scorer, "max_answer_sentences", None)
+        fit = [i for i, a in enumerate(claims) if most is None or len(split_sentences(a)) <= most]
+        out = np.full(len(claims), np.nan)
+        if fit:
+            out[fit] = least_supported(self.scorer, [premises[i] for i in fit],
+                                       [self.claims(claims[i], questions[i]) for i in fit], batch_size)
+        return out
 
 
 def lean_on_lexical(statistic: Any, local_support: Any, weight: float = SUMMARY_LEXICAL_WEIGHT) -> Any:
