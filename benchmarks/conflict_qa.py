@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from benchmarks.fod_faithfulness import bootstrap_paired_difference
-from benchmarks.fod_table2 import FOD_VARIANTS, build, generate_one, read_rows
+from benchmarks.fod_table2 import FOD_VARIANTS, SUPPORTED_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
 from syncheck.verifier.conflict_set import (
@@ -404,7 +404,7 @@ def _command(args) -> str:
         parts += ["--seed", str(args.seed)]
     if args.typing != "wh":  # the set itself differs: the command must rebuild it
         parts += ["--typing", args.typing, "--spacy-model", args.spacy_model]
-    if "fod-support" in [*args.methods, *args.control, *args.ablations]:
+    if set(SUPPORTED_VARIANTS) & {*args.methods, *args.control, *args.ablations}:
         parts += ["--support", args.support]
     if args.fluency_model:
         parts += ["--fluency-model", args.fluency_model] + (["--fluency-dtype", args.fluency_dtype]
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> str:
                     help="the candidates' temperature (default: each method's own: FOD 0.7, reranking 1.0)")
     ap.add_argument("--tau1", type=float, default=None, help="the abstention baseline's threshold (default: tuned)")
     ap.add_argument("--support", default=None,
-                    help="the support model of the fod-support method (an alignment spec, e.g. probe:DIR)")
+                    help="the support model of the fod-support methods (an alignment spec, e.g. reader, probe:DIR)")
     ap.add_argument("--out", required=True,
                     help="JSON lines, one per answer (resumed); for --report, several files comma-separated")
     ap.add_argument("--shard", default="1/1",

@@ -86,9 +86,10 @@ FOD_VARIANTS = {
     "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
     "fod-a1": {"alpha": 1.0},
     "fod-support": {},  # FOD with a support model (its generator is built with one: build(..., support=SPEC))
+    "fod-support-keep": {"support_fallback": "keep"},  # ... keeping a sentence only it flagged when none replaces it
 }
 #: The variants whose generator reads a support model.
-SUPPORTED_VARIANTS = ("fod-support",)
+SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep")
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
 

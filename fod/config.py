@@ -29,6 +29,9 @@ SEARCHES = ("repair", "beam")
 DECODES = ("greedy", "adacad", "cad")
 CUTS = ("token", "sentence")
 FALLBACKS = ("tau1", "best", "prefix")
+#: What becomes of a sentence only the support model flagged, when no candidate replaces it: ``drop`` ends the
+#: answer before it, ``keep`` keeps it as it was.
+SUPPORT_FALLBACKS = ("drop", "keep")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,10 @@ class FODConfig:
             ``steer="cad"``, the CAD baseline); default :data:`DEFAULT_ALPHA`.
         tau_support: with a support model (``FODGenerator(support=...)``): a sentence it scores below this is
             flagged whatever its faithfulness score, and no candidate below it is chosen.
+        support_fallback: with a support model, what becomes of a sentence that only it flagged (the sentence clears
+            ``tau1``, is not degenerate and names no unsupported specific) when no candidate replaces it:
+            ``"drop"`` (default) ends the answer before it, so a first sentence dropped is an abstention; ``"keep"``
+            keeps it as it was, so the support model can change an answer but never empties it.
     """
 
     tau1: float | None = None
@@ -88,6 +95,7 @@ class FODConfig:
     decode: str = "cad"
     alpha: float = DEFAULT_ALPHA
     tau_support: float = 0.5
+    support_fallback: str = "drop"
 
     def __post_init__(self) -> None:
         if isinstance(self.tau_support, bool) or not isinstance(self.tau_support, (int, float)) \
@@ -106,7 +114,7 @@ class FODConfig:
             raise SettingsError(f"need 0 < num_beams <= num_samples, got K={self.num_beams}, S={self.num_samples}: "
                                 "each beam needs a candidate; lower num_beams or raise num_samples")
         for name, allowed in (("search", SEARCHES), ("cut", CUTS), ("steer", STEERING), ("fallback", FALLBACKS),
-                              ("decode", DECODES)):
+                              ("decode", DECODES), ("support_fallback", SUPPORT_FALLBACKS)):
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0 \
@@ -183,4 +191,5 @@ def resolve(default: FODConfig, config: FODConfig | None, overrides: Mapping[str
     return (config or default).replace(**overrides)
 
 
-__all__ = ["CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "SEARCHES", "FODConfig", "resolve"]
+__all__ = ["CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "SEARCHES", "SUPPORT_FALLBACKS", "FODConfig",
+           "resolve"]

@@ -31,7 +31,8 @@
    keeps the best candidate that clears ``tau1``; ``"best"`` the best one that
    scores above the flagged sentence; ``"prefix"`` (the paper) keeps neither.
    A sentence flagged only for an unsupported specific (``flag_specifics``: it
-   clears ``tau1``) is then kept as it was.
+   clears ``tau1``) is then kept as it was, as is one only the support model
+   flagged where ``support_fallback="keep"``.
    A degenerate flagged sentence gets the fallback only when it is the
    answer's first (a loop after good sentences ends the answer there).
    Otherwise the answer ends with its faithful prefix, before the flagged
@@ -504,9 +505,13 @@ class _Run:
 
     def _kept_as_is(self, ev: SentenceEvent) -> bool:
         """A sentence flagged only for an unsupported specific (it clears ``tau1`` and is not degenerate) stays when
-        no candidate replaces it: dropping it would lose the answer for a name the context may spell another way."""
-        return ev.sentence.score >= self.tau1 and ev.sentence.degenerate not in self.degenerate_kinds \
-            and self.unsupported(ev.sentence.text)
+        no candidate replaces it: dropping it would lose the answer for a name the context may spell another way.
+        So does one only the support model flagged, with ``support_fallback="keep"``."""
+        if ev.sentence.score < self.tau1 or ev.sentence.degenerate in self.degenerate_kinds:
+            return False
+        if self.unsupported(ev.sentence.text):
+            return True
+        return self.config.support_fallback == "keep" and self.unsupported_by_support(ev.sentence.text)
 
     def beam_search(self, beam: _Beam, ev: SentenceEvent) -> _Beam:
         """The paper's sentence-level beam search from the cut, to the end of the answer."""

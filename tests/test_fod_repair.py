@@ -593,9 +593,27 @@ def test_a_support_model_flags_a_sentence_the_score_passes_and_chooses_a_candida
     assert len(scored) == len(set(scored))  # each sentence text is scored once per answer
 
 
+def test_a_sentence_only_the_support_model_flagged_is_dropped_or_kept_when_no_candidate_replaces_it():
+    from mock_lm import CONTEXT
+    from test_fod import make_fod, sampled
+
+    rules = {"": {"Good": 1.0}, "Good.": {" Paris": 1.0}}  # every candidate is the sentence the support rejects
+    settings = {"question": "Q?", "context": CONTEXT, "decoding": sampled(1), "tau1": 0.7, "tau2": 0.85,
+                "num_samples": 3, "steer": "none"}
+    dropped = make_fod(rules, support=TextSupport({"Paris."})).generate(**settings)
+    kept = make_fod(rules, support=TextSupport({"Paris."})).generate(**settings, support_fallback="keep")
+    assert dropped.text == "Good." and kept.text == "Good. Paris."
+    assert kept.trace["steps"][0]["chosen_by"] == "kept" and kept.trace["backtrack"]["text"] == "Paris."
+    alone = make_fod({"": {"Paris": 1.0}}, support=TextSupport({"Paris."}))
+    assert alone.generate(**settings).trace["abstained"]
+    assert alone.generate(**settings, support_fallback="keep").text == "Paris."
+
+
 def test_tau_support_is_checked():
     from fod.config import FODConfig
     from syncheck.decoding import SettingsError
 
     with pytest.raises(SettingsError, match="tau_support"):
         FODConfig(tau_support=1.5)
+    with pytest.raises(SettingsError, match="support_fallback must be one of"):
+        FODConfig(support_fallback="abstain")
