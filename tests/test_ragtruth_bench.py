@@ -312,3 +312,16 @@ def test_the_probe_s_claim_only_check_fits_a_head_without_premises_and_scores_ea
     out = main(["--probe", str(probe), "--ragtruth", str(data), "--limit", "20"])
     assert set(out) <= {"RAGTruth QA", "RAGTruth Summary", "RAGTruth Data2txt"} and out
     assert "claim-only probe (min over claims)" in capsys.readouterr().out
+
+
+def test_the_check_benchmark_reads_qa_responses_after_a_skip_across_files(tmp_path):
+    from benchmarks.verifier_check import ragtruth_examples
+
+    synthetic_ragtruth(tmp_path / "a.jsonl", sources_per_task=2)  # 4 QA responses per file
+    synthetic_ragtruth(tmp_path / "b.jsonl", sources_per_task=3)  # 6
+    both = f"{tmp_path / 'a.jsonl'},{tmp_path / 'b.jsonl'}"
+    assert len(ragtruth_examples(both, 100)) == 10
+    later = ragtruth_examples(both, 5, skip=3)
+    assert [g for g, *_ in later] == ["ragtruth-QA1", "ragtruth-QA0", "ragtruth-QA0", "ragtruth-QA1", "ragtruth-QA1"]
+    with pytest.raises(FileNotFoundError, match="--ragtruth"):
+        ragtruth_examples(f"{tmp_path / 'missing.jsonl'}", 5)
