@@ -190,10 +190,10 @@ class VerifierSupport:
             built from ``spec`` when ``None``.
         spec: ``"verifier"`` (the shipped one), ``"verifier:<dir>"``, ``"reader[:<dir>]"`` (the span reader: a
             summary, which has no question, gets ``nan``), ``"probe:<dir>"``.
+        scorer_kwargs: passed on when building it (a probe's ``loader``).
 
     A backend with a ``max_answer_sentences`` (the span reader: 1) gives an answer of more sentences no score
     (``nan``): a mean of supports (:class:`MeanSupport`) then leaves it out for that answer.
-        scorer_kwargs: passed on when building it (a probe's ``loader``).
     """
 
     name = "verifier"
