@@ -85,8 +85,10 @@ FOD_VARIANTS = {
     "fod-adacad-decode": {"decode": "adacad"},
     "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
     "fod-a1": {"alpha": 1.0},
-    "fod-support": {},  # FOD with a support model (its generator is built with one: build(..., support=SPEC))
-    "fod-support-keep": {"support_fallback": "keep"},  # ... keeping a sentence only it flagged when none replaces it
+    # FOD with a support model (its generator is built with one: build(..., support=SPEC)), ending the answer before
+    # a sentence only the support model flagged that no candidate replaces (so its stored runs decode as they did)
+    "fod-support": {"support_fallback": "drop"},
+    "fod-support-keep": {"support_fallback": "keep"},  # ... keeping that sentence instead: FODConfig's default
 }
 #: The variants whose generator reads a support model.
 SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep")

@@ -31,6 +31,8 @@ METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
 #: the methods that take ``--alpha``: CAD, and FOD, whose greedy phases take CAD's tokens (``alpha`` in their
 #: ``settings``)
 ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in cls.settings)
+#: the methods that take ``--support``: FOD's (``FODGenerator(support=...)``)
+SUPPORTED_METHODS = ("fod", "fod-bt")
 
 
 @click.group(cls=CommandGroup)
@@ -79,17 +81,24 @@ def main() -> None:
 @click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Top-p of the sampled candidates (fod, rerank).")
 @click.option("--stop", multiple=True, help="Stop string (repeatable): the answer ends before it.")
+@click.option("--support", default=None,
+              help="A support model FOD also steers by (fod, fod-bt): any alignment spec, e.g. reader (the shipped "
+                   "span reader, for short answers that name an entity of the context), verifier, probe:<dir>. A "
+                   "sentence it scores below 0.5 is flagged, and no candidate below 0.5 is chosen.")
 @device_option
 @dtype_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Check the final answer with Provenance.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object instead of text (with --input, rows are always JSON).")
 def generate(context_path, question, input_path, output_path, resume, method, model, aggregator, tau1, tau2,
-             num_samples, num_beams, alpha, max_new_tokens, max_sentences, seed, temperature, top_p, stop, device,
-             dtype, check, as_json):
+             num_samples, num_beams, alpha, max_new_tokens, max_sentences, seed, temperature, top_p, stop, support,
+             device, dtype, check, as_json):
     """Answer --question from --context, or every question of --input, scoring each sentence; steer away from
     unfaithful ones."""
     _check_mode(context_path, question, input_path, output_path, resume)
+    if support is not None and method not in SUPPORTED_METHODS:
+        raise click.UsageError(f"--support steers {' and '.join(SUPPORTED_METHODS)} only; drop it, or use "
+                               f"--method fod")
     context = None
     if context_path is not None:
         context = _parse_context(context_path.read())
@@ -103,7 +112,7 @@ def generate(context_path, question, input_path, output_path, resume, method, mo
     scorer, checker = _load_scorer(model, device, dtype, aggregator, check)
     answer = answerer(method, scorer, checker, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
                       alpha=alpha, max_new_tokens=max_new_tokens, max_sentences=max_sentences, seed=seed,
-                      temperature=temperature, top_p=top_p, stop=stop)
+                      temperature=temperature, top_p=top_p, stop=stop, support=support)
     if input_path is None:
         _print_result(answer(question=question, context=context), as_json)
         return
@@ -145,7 +154,7 @@ def _load_scorer(model: str, device: str | None, dtype: str, aggregator: str, ch
 def answerer(
     method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2: float | None, num_samples: int, num_beams: int,
     alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float | None, top_p: float,
-    stop: tuple[str, ...],
+    stop: tuple[str, ...], support: str | None = None,
 ) -> Callable[..., Any]:
     """The decoder of ``method``, built once: a function that answers ``(question=..., context=...)`` with it and
     returns its :class:`~fod.results.GenerationResult`.
@@ -153,7 +162,8 @@ def answerer(
     Every decoder of :data:`fod.baselines.METHODS` is built and called the same way, with one
     :class:`~fod.config.FODConfig` of the command's settings: each reads the ones in its ``settings`` (``tau1`` is
     the abstention threshold too), and a decoder that ``samples`` (fod, rerank) gets sampled candidates, the others
-    greedy decoding. ``checker``: the final answer's checker, or ``None``.
+    greedy decoding. ``checker``: the final answer's checker, or ``None``. ``support``: FOD's support model (an
+    alignment spec; :data:`SUPPORTED_METHODS` only).
     """
     from fod.config import FODConfig
     from syncheck.decoding import Decoding
@@ -167,7 +177,8 @@ def answerer(
              "max_sentences": max_sentences, "backtrack_only": method == "fod-bt", "decoding": decoding,
              "alpha": alpha}
     config = FODConfig(**{name: value for name, value in given.items() if name in cls.settings})
-    return functools.partial(cls(scorer, checker=checker).generate, config=config)
+    extra = {"support": support} if support is not None else {}
+    return functools.partial(cls(scorer, checker=checker, **extra).generate, config=config)
 
 
 def _answer_row(item, answer: Callable[..., Any], method: str) -> dict[str, Any]:

@@ -210,3 +210,27 @@ def test_a_saved_model_without_scores_answers_a_file(tiny_dir, tmp_path, monkeyp
 
 def test_the_method_list_is_fod_baselines_own():
     assert set(METHOD_NAMES) == {*METHODS, "fod-bt"}
+
+
+def test_support_steers_fod_and_is_refused_for_the_baselines(scripted, tmp_path, monkeypatch):
+    import numpy as np
+
+    import fod.support
+
+    class RejectsBad:
+        name = "rejects-bad"
+
+        def score(self, premises, claims, batch_size=16):
+            return np.array([0.1 if c.endswith("Bad.") else 0.9 for c in claims])
+
+    specs = []
+    monkeypatch.setattr(fod.support, "build_support", lambda spec, lm=None: specs.append(spec) or RejectsBad())
+    out = tmp_path / "a.jsonl"
+    result = run("--input", write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:1]), "-o", out, "--method", "fod",
+                 "--support", "reader", "-S", "4", "--temperature", "1.0")
+    assert result.exit_code == 0, result.output
+    row = read_rows(out)[0]
+    assert specs == ["reader"] and row["text"] == "Good. Fine." and row["trace"]["backtrack"]["support"] == 0.1
+    refused = run("--input", write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:1]), "--method", "greedy",
+                  "--support", "reader")
+    assert refused.exit_code == 2 and "--support steers fod and fod-bt only" in refused.output

@@ -600,13 +600,13 @@ def test_a_sentence_only_the_support_model_flagged_is_dropped_or_kept_when_no_ca
     rules = {"": {"Good": 1.0}, "Good.": {" Paris": 1.0}}  # every candidate is the sentence the support rejects
     settings = {"question": "Q?", "context": CONTEXT, "decoding": sampled(1), "tau1": 0.7, "tau2": 0.85,
                 "num_samples": 3, "steer": "none"}
-    dropped = make_fod(rules, support=TextSupport({"Paris."})).generate(**settings)
-    kept = make_fod(rules, support=TextSupport({"Paris."})).generate(**settings, support_fallback="keep")
+    dropped = make_fod(rules, support=TextSupport({"Paris."})).generate(**settings, support_fallback="drop")
+    kept = make_fod(rules, support=TextSupport({"Paris."})).generate(**settings)  # the default keeps it
     assert dropped.text == "Good." and kept.text == "Good. Paris."
     assert kept.trace["steps"][0]["chosen_by"] == "kept" and kept.trace["backtrack"]["text"] == "Paris."
     alone = make_fod({"": {"Paris": 1.0}}, support=TextSupport({"Paris."}))
-    assert alone.generate(**settings).trace["abstained"]
-    assert alone.generate(**settings, support_fallback="keep").text == "Paris."
+    assert alone.generate(**settings, support_fallback="drop").trace["abstained"]
+    assert alone.generate(**settings).text == "Paris."
 
 
 def test_tau_support_is_checked():
