@@ -99,23 +99,31 @@ def answer_nll(lm, prompt: str, answer: str) -> tuple[float, int]:
     return answers_nll(lm, prompt, [answer])[0]
 
 
+def cache_path(run_file: str) -> str:
+    """The fluency cache beside a run file: ``RUN.fluency.jsonl``, or its gzipped copy where only that exists (as in
+    ``benchmarks/runs``)."""
+    plain = run_file.removesuffix(".gz").removesuffix(".jsonl") + ".fluency.jsonl"
+    return plain + ".gz" if not Path(plain).exists() and Path(plain + ".gz").exists() else plain
+
+
 def score_answers(lm, model_name: str, rows: Iterable[Mapping], prompts: Mapping[tuple[str, str], str],
                   cache: str | Path | None = None) -> dict[str, tuple[float, int]]:
     """``{fluency_key: (nll, tokens)}`` for every answered row; ``prompts`` maps ``(condition, id)`` to the prompt
-    (:data:`PROMPT` filled in). Rows already in ``cache`` are read back; new ones are appended to it as scored."""
+    (:data:`PROMPT` filled in). Rows already in ``cache`` (JSON lines, gzipped where it ends in ``.gz``) are read
+    back; new ones are appended to it as scored."""
+    import gzip
+
     from tqdm import tqdm
 
-    done: dict[str, tuple[float, int]] = {}
-    if cache and Path(cache).exists():
-        for line in Path(cache).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done[r["key"]] = (r["nll"], r["tokens"])
+    from benchmarks.fod_table2 import read_rows
+
+    done = {r["key"]: (r["nll"], r["tokens"]) for r in read_rows(str(cache))} if cache else {}
     todo: dict[str, list[Mapping]] = {}  # the answers of one prompt are scored together
     for r in rows:
         if answered(r) and fluency_key(model_name, r) not in done:
             todo.setdefault(prompts[(r["condition"], r["id"])], []).append(r)
-    out = open(cache, "a", encoding="utf-8") if cache else None
+    out = ((gzip.open if str(cache).endswith(".gz") else open)(cache, "at", encoding="utf-8")
+           if cache and todo else None)
     try:
         for prompt, group in tqdm(todo.items(), desc=f"fluency under {model_name}", unit="question",
                                   disable=not todo):

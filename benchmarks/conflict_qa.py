@@ -365,7 +365,7 @@ def fluency_lines(args, rows: list[dict], items: list[ConflictItem], condition: 
     wanted = {it.id for it in items}
     rows = [r for r in rows if r["id"] in wanted and r["condition"] == condition and r["method"] in methods]
     lm = answer_fluency.scoring_model(args.fluency_model, args.fluency_dtype or "float32")
-    cache = args.fluency_cache or args.out.split(",")[0].removesuffix(".gz").removesuffix(".jsonl") + ".fluency.jsonl"
+    cache = args.fluency_cache or answer_fluency.cache_path(args.out.split(",")[0])
     scores = answer_fluency.score_answers(lm, args.fluency_model, rows, prompts, cache=cache)
     decoded = [m for m in methods if m != "abstain"]
     return [f"Fluency: each answer's perplexity under `{args.fluency_model}` (which did not decode them), given the "

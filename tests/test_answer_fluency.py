@@ -99,3 +99,19 @@ def test_the_ratio_within_one_form_pairs_only_questions_where_both_answers_take_
     assert len(lines) == 3 and lines[2].startswith("| fod | 1 | 2.00 [2.00, 2.00] | 1 | 1.00 [1.00, 1.00] |")
     assert af.answer_form("The answer is Lyon.") == "bare"
     assert af.answer_form("It is in the south of France.") == "sentence"
+
+
+def test_a_gzipped_cache_is_read_back_and_found_beside_its_run(tiny_lm, tmp_path, monkeypatch):
+    import gzip
+
+    rows = [_row("greedy", "a", "the cat"), _row("fod", "a", "the dog")]
+    prompts = {("swapped", "a"): af.PROMPT.format(context="the cat sat", question="who?")}
+    plain = tmp_path / "run.fluency.jsonl"
+    first = af.score_answers(tiny_lm, "tiny", rows, prompts, cache=plain)
+    packed = tmp_path / "run.fluency.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    assert af.cache_path(str(tmp_path / "run.jsonl.gz")) == str(packed)
+    monkeypatch.setattr(af, "answers_nll", lambda *a: pytest.fail("a cached answer was scored again"))
+    assert af.score_answers(tiny_lm, "tiny", rows, prompts, cache=packed) == first
+    assert af.cache_path(str(tmp_path / "other.jsonl")) == str(tmp_path / "other.fluency.jsonl")
