@@ -300,6 +300,21 @@ def abstentions_beside_cad(rows: list[dict], ids: set[str]) -> list[str]:
     return lines
 
 
+def against_cad(res: dict, methods: list[str]) -> list[str]:
+    """Each FOD variant's faithful share against CAD's on the questions both answered, paired (the decoder FOD's
+    greedy phases take their tokens from, so the gain the repairs add); none without a CAD run."""
+    cad = res.get(("swapped", "cad"), {})
+    lines = []
+    for m in methods:
+        got = res.get(("swapped", m), {})
+        ids = [i for i in got if i in cad]
+        if m in FOD_VARIANTS and ids:
+            d = bootstrap_paired_difference([[cad[i]["faithful"]] for i in ids], [[got[i]["faithful"]] for i in ids],
+                                            n=2000)
+            lines.append(f"`{m}` − `cad`, faithful, paired over {len(ids)} questions: {_fmt(d)}.")
+    return lines
+
+
 def report(args, items: list[ConflictItem]) -> str:
     rows = [r for r in run_rows(args.out) if r.get("model", args.model) == args.model]
     tau1 = _tau1(rows, args.tau1)
@@ -327,6 +342,7 @@ def report(args, items: list[ConflictItem]) -> str:
         f"`abstain` is greedy refusing below tau1 = {tau1}. Differences paired over records.",
         "",
         *table(res, "swapped", methods, ["faithful", "memory", "neither", "abstained"]),
+        *(["", *beside] if (beside := against_cad(res, methods)) else []),
         "",
         f"FOD's replacements in this table: {chosen} chosen, {bad} of them a question, an echo of the question or "
         f"off the subject; {skipped} candidates skipped as non-answers.",

@@ -93,10 +93,10 @@ def ragtruth_examples(paths: str, limit: int, skip: int = 0) -> list[tuple[str, 
     from benchmarks.ragtruth.data import read_ragtruth
 
     files = [p.strip() for p in paths.split(",") if p.strip()]
-    missing = [p for p in files if not Path(p).is_file()]
-    if missing or not files:
-        raise FileNotFoundError(f"{', '.join(missing) or 'no file'} not found: pass --ragtruth "
-                                "PATH/TO/ragtruth/dev.jsonl (RAGTruth JSON lines, several comma-separated)")
+    missing = [p for p in files if not Path(p).is_file()] if files else ["(no file given)"]
+    if missing:
+        raise FileNotFoundError(f"{', '.join(missing)} not found: pass --ragtruth PATH/TO/ragtruth/dev.jsonl "
+                                "(RAGTruth JSON lines, several comma-separated)")
     rows = [r for p in files for r in read_ragtruth(p, tasks=["QA"], limit=None)]
     return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label)
             for r in rows[skip:skip + limit]]
@@ -204,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *(name for name, _, _ in SETS)}
+    if args.ragtruth_qa_skip and not args.ragtruth_qa:
+        ap.error("--ragtruth-qa-skip K goes with --ragtruth-qa N: add the number of QA responses to read after the "
+                 "first K")
+    if args.ragtruth_qa_skip < 0 or args.ragtruth_qa < 0:
+        ap.error("--ragtruth-qa and --ragtruth-qa-skip count responses: give numbers >= 0")
     if unknown:
         ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(name for name, _, _ in SETS)}, "
                  "ragtruth-qa (with --ragtruth-qa N)")

@@ -162,3 +162,15 @@ def test_changes_from_greedy_count_gains_and_losses_and_which_came_with_a_repair
             row("d", "greedy", "In 1965."), row("d", "fod", "1965"), row("d", "cad", "1965")]
     lines = changes_from_greedy(rows, {"a", "b", "c", "d"}, ["greedy", "abstain", "cad", "fod"])
     assert lines[2:] == ["| cad | 1 |  | 0 |  | +1 of 4 |", "| fod | 2 | 1 | 1 | 0 | +1 of 4 |"]
+
+
+def test_each_fod_variant_is_paired_with_cad_on_the_questions_both_answered():
+    from benchmarks.conflict_qa import against_cad
+
+    res = {("swapped", "cad"): {"a": {"faithful": 0.0}, "b": {"faithful": 1.0}},
+           ("swapped", "fod-support-keep"): {"a": {"faithful": 1.0}, "b": {"faithful": 1.0}, "c": {"faithful": 0.0}},
+           ("swapped", "greedy"): {"a": {"faithful": 0.0}, "b": {"faithful": 0.0}}}
+    lines = against_cad(res, ["greedy", "cad", "fod-support-keep"])
+    assert len(lines) == 1
+    assert lines[0].startswith("`fod-support-keep` − `cad`, faithful, paired over 2 questions: +0.500")
+    assert against_cad({("swapped", "fod"): {"a": {"faithful": 1.0}}}, ["fod"]) == []  # no CAD run, no line
