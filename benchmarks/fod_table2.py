@@ -89,9 +89,11 @@ FOD_VARIANTS = {
     # a sentence only the support model flagged that no candidate replaces (so its stored runs decode as they did)
     "fod-support": {"support_fallback": "drop"},
     "fod-support-keep": {"support_fallback": "keep"},  # ... keeping that sentence instead: FODConfig's default
+    # ... and its greedy phases on plain greedy tokens, so an answer keeps greedy's form until a sentence is flagged
+    "fod-support-keep-greedy-decode": {"support_fallback": "keep", "decode": "greedy"},
 }
 #: The variants whose generator reads a support model.
-SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep")
+SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep", "fod-support-keep-greedy-decode")
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
 
