@@ -13,6 +13,7 @@ import click
 
 from fod import __version__
 from fod.baselines import METHODS
+from fod.config import DECODES
 from syncheck.cli.common import (
     CommandGroup,
     count_lines,
@@ -33,6 +34,9 @@ METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
 ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in cls.settings)
 #: the methods that take ``--support``: FOD's (``FODGenerator(support=...)``)
 SUPPORTED_METHODS = ("fod", "fod-bt")
+#: the methods that take ``--decode``: those that read ``decode`` (FOD's greedy phases)
+DECODE_METHODS = tuple(name for name in METHOD_NAMES
+                       if "decode" in METHODS["fod" if name == "fod-bt" else name].settings)
 
 
 @click.group(cls=CommandGroup)
@@ -85,6 +89,9 @@ def main() -> None:
               help="A support model FOD also steers by (fod, fod-bt): any alignment spec, e.g. reader (the shipped "
                    "span reader, for short answers that name an entity of the context), verifier, probe:<dir>. A "
                    "sentence it scores below 0.5 is flagged, and no candidate below 0.5 is chosen.")
+@click.option("--decode", default=None, type=click.Choice(DECODES),
+              help="What FOD's greedy phases decode on (fod, fod-bt): cad (CAD's tokens, the default), adacad, or "
+                   "greedy (plain greedy tokens: with --support reader, FOD kept greedy's fluency; docs/fod.md).")
 @device_option
 @dtype_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Check the final answer with Provenance.")
@@ -92,13 +99,16 @@ def main() -> None:
               help="Print one JSON object instead of text (with --input, rows are always JSON).")
 def generate(context_path, question, input_path, output_path, resume, method, model, aggregator, tau1, tau2,
              num_samples, num_beams, alpha, max_new_tokens, max_sentences, seed, temperature, top_p, stop, support,
-             device, dtype, check, as_json):
+             decode, device, dtype, check, as_json):
     """Answer --question from --context, or every question of --input, scoring each sentence; steer away from
     unfaithful ones."""
     _check_mode(context_path, question, input_path, output_path, resume)
     if support is not None and method not in SUPPORTED_METHODS:
         raise click.UsageError(f"--support steers {' and '.join(SUPPORTED_METHODS)} only; drop it, or use "
                                f"--method fod")
+    if decode is not None and method not in DECODE_METHODS:
+        raise click.UsageError(f"--decode sets what {' and '.join(DECODE_METHODS)} decode on; {method} decodes its "
+                               f"own way: drop --decode, or use --method fod")
     context = None
     if context_path is not None:
         context = _parse_context(context_path.read())
@@ -112,7 +122,7 @@ def generate(context_path, question, input_path, output_path, resume, method, mo
     scorer, checker = _load_scorer(model, device, dtype, aggregator, check)
     answer = answerer(method, scorer, checker, tau1=tau1, tau2=tau2, num_samples=num_samples, num_beams=num_beams,
                       alpha=alpha, max_new_tokens=max_new_tokens, max_sentences=max_sentences, seed=seed,
-                      temperature=temperature, top_p=top_p, stop=stop, support=support)
+                      temperature=temperature, top_p=top_p, stop=stop, support=support, decode=decode)
     if input_path is None:
         _print_result(answer(question=question, context=context), as_json)
         return
@@ -154,7 +164,7 @@ def _load_scorer(model: str, device: str | None, dtype: str, aggregator: str, ch
 def answerer(
     method: str, scorer: Any, checker: Any, *, tau1: float | None, tau2: float | None, num_samples: int, num_beams: int,
     alpha: float, max_new_tokens: int, max_sentences: int, seed: int, temperature: float | None, top_p: float,
-    stop: tuple[str, ...], support: str | None = None,
+    stop: tuple[str, ...], support: str | None = None, decode: str | None = None,
 ) -> Callable[..., Any]:
     """The decoder of ``method``, built once: a function that answers ``(question=..., context=...)`` with it and
     returns its :class:`~fod.results.GenerationResult`.
@@ -163,7 +173,8 @@ def answerer(
     :class:`~fod.config.FODConfig` of the command's settings: each reads the ones in its ``settings`` (``tau1`` is
     the abstention threshold too), and a decoder that ``samples`` (fod, rerank) gets sampled candidates, the others
     greedy decoding. ``checker``: the final answer's checker, or ``None``. ``support``: FOD's support model (an
-    alignment spec; :data:`SUPPORTED_METHODS` only).
+    alignment spec; :data:`SUPPORTED_METHODS` only). ``decode``: what FOD's greedy phases decode on
+    (:data:`DECODE_METHODS` only); ``None``: the config's default.
     """
     from fod.config import FODConfig
     from syncheck.decoding import Decoding
@@ -175,7 +186,7 @@ def answerer(
         {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if cls.samples else {}))
     given = {"tau1": tau1, "tau2": tau2, "num_samples": num_samples, "num_beams": num_beams,
              "max_sentences": max_sentences, "backtrack_only": method == "fod-bt", "decoding": decoding,
-             "alpha": alpha}
+             "alpha": alpha, **({"decode": decode} if decode is not None else {})}
     config = FODConfig(**{name: value for name, value in given.items() if name in cls.settings})
     extra = {"support": support} if support is not None else {}
     return functools.partial(cls(scorer, checker=checker, **extra).generate, config=config)

@@ -234,3 +234,15 @@ def test_support_steers_fod_and_is_refused_for_the_baselines(scripted, tmp_path,
     refused = run("--input", write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:1]), "--method", "greedy",
                   "--support", "reader")
     assert refused.exit_code == 2 and "--support steers fod and fod-bt only" in refused.output
+
+
+def test_decode_sets_what_fod_decodes_on_and_is_refused_for_the_baselines(scripted, tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:1])
+    for given, expected in ((None, "cad"), ("greedy", "greedy")):
+        out = tmp_path / f"{given}.jsonl"
+        result = run("--input", questions, "-o", out, "--method", "fod",
+                     *(("--decode", given) if given else ()))
+        assert result.exit_code == 0, result.output
+        assert read_rows(out)[0]["trace"]["decode"] == expected
+    refused = run("--input", questions, "--method", "cad", "--decode", "greedy")
+    assert refused.exit_code == 2 and "--decode sets what fod and fod-bt decode on" in refused.output
