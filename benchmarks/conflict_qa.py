@@ -300,18 +300,23 @@ def abstentions_beside_cad(rows: list[dict], ids: set[str]) -> list[str]:
     return lines
 
 
-def against_cad(res: dict, methods: list[str]) -> list[str]:
-    """Each FOD variant's faithful share against CAD's on the questions both answered, paired (the decoder FOD's
-    greedy phases take their tokens from, so the gain the repairs add); none without a CAD run."""
-    cad = res.get(("swapped", "cad"), {})
+def against(res: dict, methods: list[str], base: str) -> list[str]:
+    """Each FOD variant's faithful share against ``base``'s on the questions both answered, paired, with the answers
+    it gains (``base`` misses the passage's answer, the variant gives it) and loses; none without a ``base`` run.
+    Against CAD, whose tokens FOD's greedy phases take, it is the gain the repairs add; against ``fod``, what a
+    variant adds to FOD's defaults."""
+    ref = res.get(("swapped", base), {})
     lines = []
     for m in methods:
         got = res.get(("swapped", m), {})
-        ids = [i for i in got if i in cad]
-        if m in FOD_VARIANTS and ids:
-            d = bootstrap_paired_difference([[cad[i]["faithful"]] for i in ids], [[got[i]["faithful"]] for i in ids],
+        ids = [i for i in got if i in ref]
+        if m in FOD_VARIANTS and m != base and ids:
+            d = bootstrap_paired_difference([[ref[i]["faithful"]] for i in ids], [[got[i]["faithful"]] for i in ids],
                                             n=2000)
-            lines.append(f"`{m}` − `cad`, faithful, paired over {len(ids)} questions: {_fmt(d)}.")
+            gained = sum(got[i]["faithful"] > ref[i]["faithful"] for i in ids)
+            lost = sum(got[i]["faithful"] < ref[i]["faithful"] for i in ids)
+            lines.append(f"`{m}` − `{base}`, faithful, paired over {len(ids)} questions: {_fmt(d)}; "
+                         f"{gained} gained, {lost} lost.")
     return lines
 
 
@@ -342,7 +347,7 @@ def report(args, items: list[ConflictItem]) -> str:
         f"`abstain` is greedy refusing below tau1 = {tau1}. Differences paired over records.",
         "",
         *table(res, "swapped", methods, ["faithful", "memory", "neither", "abstained"]),
-        *(["", *beside] if (beside := against_cad(res, methods)) else []),
+        *(["", *beside] if (beside := against(res, methods, "cad") + against(res, methods, "fod")) else []),
         "",
         f"FOD's replacements in this table: {chosen} chosen, {bad} of them a question, an echo of the question or "
         f"off the subject; {skipped} candidates skipped as non-answers.",

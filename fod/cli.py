@@ -29,14 +29,20 @@ from syncheck.records import has_text
 
 #: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and fod-bt (FOD that only backtracks)
 METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
+
+
+def decoder_class(method: str) -> type:
+    """The decoder class of a ``--method`` name (fod-bt is FOD that only backtracks)."""
+    return METHODS["fod" if method == "fod-bt" else method]
+
+
 #: the methods that take ``--alpha``: CAD, and FOD, whose greedy phases take CAD's tokens (``alpha`` in their
 #: ``settings``)
 ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in cls.settings)
 #: the methods that take ``--support``: FOD's (``FODGenerator(support=...)``)
 SUPPORTED_METHODS = ("fod", "fod-bt")
 #: the methods that take ``--decode``: those that read ``decode`` (FOD's greedy phases)
-DECODE_METHODS = tuple(name for name in METHOD_NAMES
-                       if "decode" in METHODS["fod" if name == "fod-bt" else name].settings)
+DECODE_METHODS = tuple(name for name in METHOD_NAMES if "decode" in decoder_class(name).settings)
 
 
 @click.group(cls=CommandGroup)
@@ -179,7 +185,7 @@ def answerer(
     from fod.config import FODConfig
     from syncheck.decoding import Decoding
 
-    cls = METHODS["fod" if method == "fod-bt" else method]
+    cls = decoder_class(method)
     if temperature is None and cls.samples:
         temperature = cls.candidate_sampling.temperature
     decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(

@@ -164,13 +164,18 @@ def test_changes_from_greedy_count_gains_and_losses_and_which_came_with_a_repair
     assert lines[2:] == ["| cad | 1 |  | 0 |  | +1 of 4 |", "| fod | 2 | 1 | 1 | 0 | +1 of 4 |"]
 
 
-def test_each_fod_variant_is_paired_with_cad_on_the_questions_both_answered():
-    from benchmarks.conflict_qa import against_cad
+def test_each_fod_variant_is_paired_with_cad_and_fod_on_the_questions_both_answered():
+    from benchmarks.conflict_qa import against
 
     res = {("swapped", "cad"): {"a": {"faithful": 0.0}, "b": {"faithful": 1.0}},
            ("swapped", "fod-support-keep"): {"a": {"faithful": 1.0}, "b": {"faithful": 1.0}, "c": {"faithful": 0.0}},
            ("swapped", "greedy"): {"a": {"faithful": 0.0}, "b": {"faithful": 0.0}}}
-    lines = against_cad(res, ["greedy", "cad", "fod-support-keep"])
+    lines = against(res, ["greedy", "cad", "fod-support-keep"], "cad")
     assert len(lines) == 1
     assert lines[0].startswith("`fod-support-keep` − `cad`, faithful, paired over 2 questions: +0.500")
-    assert against_cad({("swapped", "fod"): {"a": {"faithful": 1.0}}}, ["fod"]) == []  # no CAD run, no line
+    assert lines[0].endswith("; 1 gained, 0 lost.")
+    assert against({("swapped", "fod"): {"a": {"faithful": 1.0}}}, ["fod"], "cad") == []  # no CAD run, no line
+    with_fod = {**res, ("swapped", "fod"): {"a": {"faithful": 1.0}, "b": {"faithful": 0.0}, "c": {"faithful": 1.0}}}
+    lines = against(with_fod, ["fod", "fod-support-keep"], "fod")  # FOD itself is not paired with itself
+    assert len(lines) == 1 and lines[0].startswith("`fod-support-keep` − `fod`, faithful, paired over 3 questions: ")
+    assert lines[0].endswith("; 1 gained, 1 lost.")
