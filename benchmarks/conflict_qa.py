@@ -57,6 +57,7 @@ SECTION = "## FOD on knowledge-conflict QA"
 CONDITIONS = ("swapped", "original")
 DEFAULT_METHODS = ("greedy", "cad", "adacad", "fod")
 DEFAULT_CONTROL = ("greedy", "cad", "adacad", "fod")
+DEFAULT_DATA_DIR = "../shared/data/halueval"
 #: derived from greedy's rows, never decoded
 DERIVED = ("abstain",)
 
@@ -341,6 +342,8 @@ def report(args, items: list[ConflictItem]) -> str:
         _command(args),
         "```",
         "",
+        *(["`DIR` holds HaluEval's full files (`python -m benchmarks.halueval.full DIR`), whose records 8000-9999 the "
+           "shared first 8,000 lack.", ""] if args.data_dir != DEFAULT_DATA_DIR else []),
         "### The conflict: the passage's answer against the model's memory",
         "",
         "faithful = the answer gives the passage's (swapped) answer; memory = it gives the original answer. "
@@ -409,6 +412,8 @@ def _tau1(rows: list[dict], given: float | None) -> float | None:
 def _command(args) -> str:
     parts = ["--start", str(args.start), "--limit", str(args.limit),
              "--model", args.model, "--max-new-tokens", str(args.max_new_tokens), "--out", args.out]
+    if args.data_dir != DEFAULT_DATA_DIR:  # a machine's path: the line under the command says what DIR holds
+        parts += ["--data-dir", "DIR"]
     if list(args.methods) != list(DEFAULT_METHODS):
         parts += ["--methods", ",".join(args.methods)]
     if list(args.control) != list(DEFAULT_CONTROL):
@@ -446,7 +451,7 @@ def _methods(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", default="../shared/data/halueval", help="the HaluEval directory (holds qa.jsonl)")
+    ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the HaluEval directory (holds qa.jsonl)")
     ap.add_argument("--start", type=int, default=6000, help="first HaluEval QA record read")
     ap.add_argument("--limit", type=int, default=300, help="conflict questions (fixed before the run)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the substitutes and of the sampled candidates")

@@ -80,7 +80,10 @@ def test_the_printed_command_rebuilds_the_set_it_ran_on():
     args = Namespace(start=3250, limit=120, model="smollm2-135m", max_new_tokens=32, out="a.jsonl",
                      methods=["greedy"], control=[], ablations=[], shard="1/1", title=None, dtype=None,
                      support=None, typing="ner", spacy_model="en_core_web_sm", seed=0, fluency_model=None,
-                     fluency_dtype=None)
+                     fluency_dtype=None, data_dir="../shared/data/halueval")
+    assert "--data-dir" not in _command(args)
+    elsewhere = _command(Namespace(**{**vars(args), "data_dir": "/home/me/halueval-full"}))
+    assert "--data-dir DIR" in elsewhere and "/home/me" not in elsewhere  # no machine's path in RESULTS
     assert "--typing ner --spacy-model en_core_web_sm" in _command(args)
     assert "--typing" not in _command(Namespace(**{**vars(args), "typing": "wh"}))
     assert "--seed" not in _command(args) and "--seed 3" in _command(Namespace(**{**vars(args), "seed": 3}))
