@@ -73,7 +73,8 @@ def check_prefix(out: Path, shared: Path) -> None:
     for subset in SHA256:
         head = (shared / f"{subset}.jsonl").read_bytes()
         if not (out / f"{subset}.jsonl").read_bytes().startswith(head):
-            raise ValueError(f"{shared / subset}.jsonl is not the start of {out / subset}.jsonl")
+            raise ValueError(f"{shared / subset}.jsonl is not the start of {out / subset}.jsonl: pass --check the "
+                             "directory that holds HaluEval's first 8,000 records (../shared/data/halueval)")
 
 
 def main(argv: list[str] | None = None) -> int:
