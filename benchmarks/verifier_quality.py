@@ -43,9 +43,10 @@ from features.alignment import parse_alignment_spec
 from features.alignment.lexical import lexical_precision
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
+from syncheck.checking.support import verifier_claims
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
-from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, halueval_records
+from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, HALUEVAL_HELD_OUT, halueval_records
 
 SECTION = "## The verifier alone, on records it never saw"
 
@@ -64,11 +65,31 @@ class Unit:
     against: list[float] = field(default_factory=list)
 
 
-def halueval_units(data_dir: str) -> list[Unit]:
+def parse_records(specs: list[str]) -> dict[str, tuple[int, int]]:
+    """``["summarization=8000-8300", ...]`` -> ``{subset: (start, end)}``, each range inside the verifier's held-out
+    records (:data:`~syncheck.verifier.sources.HALUEVAL_HELD_OUT`), so no figure is read on its training data."""
+    ranges = {}
+    for spec in specs:
+        subset, _, span = spec.partition("=")
+        start, _, end = span.partition("-")
+        if subset not in HALUEVAL_HELD_OUT or not (start.isdigit() and end.isdigit()) or int(start) >= int(end):
+            raise SystemExit(f"--records {spec!r}: write SUBSET=START-END with SUBSET one of "
+                             f"{sorted(HALUEVAL_HELD_OUT)} and START < END (records [START, END))")
+        a, b = int(start), int(end)
+        if not any(lo <= a and b <= hi for lo, hi in HALUEVAL_HELD_OUT[subset]):
+            raise SystemExit(f"--records {spec!r} is not inside the verifier's held-out {subset} records "
+                             f"{HALUEVAL_HELD_OUT[subset]}; the verifier trained on the others")
+        ranges[subset] = (a, b)
+    return ranges
+
+
+def halueval_units(data_dir: str, records: dict[str, tuple[int, int]] | None = None) -> list[Unit]:
+    """The HaluEval sets, each on its evaluation records (:data:`HALUEVAL_EVAL`, or ``records`` per subset)."""
+    ranges = {**HALUEVAL_EVAL, **(records or {})}
     units: list[Unit] = []
     for subset in ("qa", "dialogue", "summarization"):
         _, ctx_f, q_f, good_f, bad_f = HALUEVAL_FIELDS[subset]
-        for i, row in halueval_records(data_dir, subset, [HALUEVAL_EVAL[subset]]):
+        for i, row in halueval_records(data_dir, subset, [ranges[subset]]):
             for f, label in ((good_f, 1), (bad_f, 0)):
                 text = row[f].strip()
                 if q_f is not None:
@@ -76,7 +97,7 @@ def halueval_units(data_dir: str) -> list[Unit]:
                 else:
                     claims = [s.text for s in split_sentences(text) if s.text.strip()] or [text]
                 units.append(Unit(subset, f"{subset}-{i}", row[ctx_f], text, claims, label))
-    start, end = HALUEVAL_EVAL["qa"]
+    start, end = ranges["qa"]
     for p in build_pairs(data_dir, limit=end - start, start=start):
         for entity, label in ((p.answer, 1), (p.distractor, 0)):
             text = answer_sentence(entity)
@@ -85,10 +106,17 @@ def halueval_units(data_dir: str) -> list[Unit]:
     return units
 
 
-def ragtruth_units(paths: str) -> list[Unit]:
+def ragtruth_units(paths: str, responses: bool = False) -> list[Unit]:
+    """RAGTruth's sentences, one unit each; with ``responses``, its responses, each read as ``syncheck check`` reads
+    an answer with a verifier (:func:`~syncheck.checking.support.verifier_claims`: a summary sentence by sentence,
+    any other answer whole), labelled faithful when it has no annotated span."""
     units = []
     for r in read_ragtruth_files(paths):
         sentences = r.sentences()
+        if responses:
+            units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, r.response,
+                              verifier_claims(r.response, r.question), r.label))
+            continue
         for s, label in zip(sentences, r.sentence_labels(sentences)):
             if s.text.strip():
                 units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, s.text,
@@ -140,8 +168,9 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
     """The table of the backend ``name``; with ``against``, a column of the paired difference against it (min over
     claims), which is also put into ``diffs`` per set."""
     lines = [f"| set | units | {name} (min) | {name} (mean) | word overlap | length (shorter = faithful) | "
-             f"{name} − word overlap |" + (f" `{against}` (min) | {name} − `{against}` |" if against else ""),
-             "| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if against else "")]
+             f"{name} − word overlap | mean − min |"
+             + (f" `{against}` (min) | {name} − `{against}` |" if against else ""),
+             "| --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if against else "")]
     for name in set_names:
         us = [u for u in units if u.set == name]
         if not us:
@@ -155,7 +184,8 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
         row = [name, str(len(us)), fmt(bootstrap_auroc(y, v_min, groups=groups)),
                fmt(bootstrap_auroc(y, v_mean, groups=groups)), fmt(bootstrap_auroc(y, overlap, groups=groups)),
                fmt(bootstrap_auroc(y, length, groups=groups)),
-               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups))]
+               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups)),
+               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
         if against:
             other = np.array([min(u.against) for u in us])
             diff = bootstrap_auroc_difference(y, v_min, other, groups=groups)
@@ -188,14 +218,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="units per set (smoke runs)")
     ap.add_argument("--skip", type=int, default=0,
                     help="skip the first N units of each set (a check on units a --limit run left untouched)")
+    ap.add_argument("--records", action="append", default=[], metavar="SUBSET=START-END",
+                    help="HaluEval records [START, END) of one subset instead of its evaluation sample (inside the "
+                         "verifier's held-out records; repeat per subset), e.g. summarization=8000-8300")
+    ap.add_argument("--responses", action="store_true",
+                    help="RAGTruth units are responses, each read as `syncheck check` reads it with a verifier (a "
+                         "summary sentence by sentence), not sentences")
     ap.add_argument("--sets", default=None, help="only these sets, comma-separated (e.g. 'RAGTruth Summary')")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     ap.add_argument("--results-section", default=SECTION, help="the heading of the section it writes")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     scorer = make_alignment_scorer(args.alignment, **({"max_length": args.max_length} if args.max_length else {}))
-    units = (halueval_units(args.halueval) if args.halueval else []) + (
-        ragtruth_units(args.ragtruth) if args.ragtruth else [])
+    records = {**HALUEVAL_EVAL, **parse_records(args.records)}
+    units = (halueval_units(args.halueval, records) if args.halueval else []) + (
+        ragtruth_units(args.ragtruth, args.responses) if args.ragtruth else [])
     if args.sets:
         units = [u for u in units if u.set in {name.strip() for name in args.sets.split(",")}]
     if args.limit or args.skip:
@@ -211,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s). Backend `{args.alignment}`"
         + (f", {built_from(manifest)}." if manifest else "."),
         "",
-        "HaluEval units are responses (a summary's score is the min over its sentences, the mean beside it); RAGTruth "
-        "units are sentences. AUROC, faithful = positive, 95% bootstrap over records or source documents. "
+        "HaluEval units are responses (a summary's score is the min over its sentences, the mean beside it), on "
+        "records " + ", ".join(f"{k} {a}-{b - 1}" for k, (a, b) in records.items()) + "; RAGTruth units are "
+        + ("responses (a summary's sentences each a claim, any other response one claim)" if args.responses
+           else "sentences") + ". AUROC, faithful = positive, 95% bootstrap over records or source documents. "
         "Every range here is outside the verifier's training data.",
         "",
         table(units, sets, args.against, diffs, parse_alignment_spec(args.alignment)[0]),

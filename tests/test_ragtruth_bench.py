@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.ragtruth.data import TASK_QUESTIONS, read_ragtruth
+from features.sentences import split_sentences
 
 SENTENCES = {
     "QA": ["The tower was completed in 1889.", "It is 330 m tall.", "It was painted gold in 1999."],
@@ -325,3 +326,21 @@ def test_the_check_benchmark_reads_qa_responses_after_a_skip_across_files(tmp_pa
     assert [g for g, *_ in later] == ["ragtruth-QA1", "ragtruth-QA0", "ragtruth-QA0", "ragtruth-QA1", "ragtruth-QA1"]
     with pytest.raises(FileNotFoundError, match="--ragtruth"):
         ragtruth_examples(f"{tmp_path / 'missing.jsonl'}", 5)
+
+
+def test_the_verifier_benchmark_reads_responses_as_the_check_does_and_only_held_out_records(tmp_path):
+    from benchmarks.verifier_quality import parse_records, ragtruth_units
+
+    data = tmp_path / "rt.jsonl"
+    synthetic_ragtruth(data)
+    responses = ragtruth_units(str(data), responses=True)
+    assert len(responses) == 24 and {u.label for u in responses} == {0, 1}
+    summary = next(u for u in responses if u.set == "RAGTruth Summary")
+    assert summary.claims == [s.text for s in split_sentences(summary.text)]  # a summary: each sentence alone
+    qa = next(u for u in responses if u.set == "RAGTruth QA")
+    assert qa.claims == [f"Question: When was it built?\nAnswer: {qa.text}"]  # any other answer whole
+    assert parse_records(["summarization=8000-8300"]) == {"summarization": (8000, 8300)}
+    with pytest.raises(SystemExit, match="not inside the verifier's held-out summarization records"):
+        parse_records(["summarization=100-200"])
+    with pytest.raises(SystemExit, match="SUBSET=START-END"):
+        parse_records(["summaries=8000-8300"])

@@ -179,6 +179,16 @@ class SynCheckSupport:
         return out
 
 
+def verifier_claims(answer: str, question: str | None) -> list[str]:
+    """The claims a verifier-kind backend checks one answer as: a QA answer whole and question-aware
+    (``"Question: Q\nAnswer: A"``), a summary (by :func:`answer_task`) sentence by sentence."""
+    from syncheck.featurize import alignment_claim
+
+    if answer_task(question) == "summary":
+        return [s.text for s in split_sentences(answer) if s.text.strip()] or [answer.strip()]
+    return [alignment_claim(answer.strip(), question)]
+
+
 class VerifierSupport:
     """The verifier (:mod:`features.alignment.verifier`), or the probe (:mod:`syncheck.model.probe_scorer`), as
     Provenance's support model, reading each answer as it was trained to: a QA answer whole and question-aware
@@ -211,11 +221,7 @@ class VerifierSupport:
 
     def claims(self, answer: str, question: str | None) -> list[str]:
         """The claims one answer is checked as (see the class docstring)."""
-        from syncheck.featurize import alignment_claim
-
-        if answer_task(question) == "summary":
-            return [s.text for s in split_sentences(answer) if s.text.strip()] or [answer.strip()]
-        return [alignment_claim(answer.strip(), question)]
+        return verifier_claims(answer, question)
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
