@@ -168,9 +168,9 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
     """The table of the backend ``name``; with ``against``, a column of the paired difference against it (min over
     claims), which is also put into ``diffs`` per set."""
     lines = [f"| set | units | {name} (min) | {name} (mean) | word overlap | length (shorter = faithful) | "
-             f"{name} − word overlap | mean − min |"
+             f"{name} − word overlap | mean − word overlap | mean − min |"
              + (f" `{against}` (min) | {name} − `{against}` |" if against else ""),
-             "| --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if against else "")]
+             "| --- " * 9 + "|" + (" --- | --- |" if against else "")]
     for name in set_names:
         us = [u for u in units if u.set == name]
         if not us:
@@ -185,6 +185,7 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
                fmt(bootstrap_auroc(y, v_mean, groups=groups)), fmt(bootstrap_auroc(y, overlap, groups=groups)),
                fmt(bootstrap_auroc(y, length, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups)),
+               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, overlap, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
         if against:
             other = np.array([min(u.against) for u in us])

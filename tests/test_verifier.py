@@ -319,7 +319,14 @@ def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sen
     scorer.claims.clear()
     summary = checker.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
     assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
-    assert summary.factuality == pytest.approx(0.1)  # the least supported sentence
+    assert summary.factuality == pytest.approx(0.5)  # the mean over its sentences
+    least = ProvenanceChecker(nli=VerifierSupport(RecordingScorer(), summary_statistic="min"))
+    assert least.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.",
+                       ).factuality == pytest.approx(0.1)  # the least supported sentence
+    assert least.check(question="Where was she born?", context=DOCUMENT, answer="In Warsaw.").factuality == \
+        pytest.approx(0.9)  # a QA answer is one claim either way
+    with pytest.raises(ValueError, match="use one of"):
+        VerifierSupport(RecordingScorer(), summary_statistic="median")
 
 
 def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_keeps_them():
@@ -345,7 +352,7 @@ def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_
     routed = ProvenanceChecker(nli="lexical", summary_nli=VerifierSupport(scorer))
     summary = routed.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
     assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
-    assert summary.factuality == pytest.approx(0.1)
+    assert summary.factuality == pytest.approx(0.5)
 
 
 def test_a_mean_of_supports_on_the_joined_premise_is_the_mean_of_each_support_s_check():
