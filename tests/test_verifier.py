@@ -490,3 +490,33 @@ def test_the_provenance_check_s_record_sets_never_meet_each_other_or_the_trainin
         assert not any(s < te and ts < e for s, e in spans for ts, te in train), kind
     assert record_sets(argparse.Namespace(final=True, recheck=False))[0][0] == ("pairs", 3900, 100)
     assert record_sets(argparse.Namespace())[0] == SETS
+
+
+def test_a_checker_s_summary_statistic_reads_summaries_by_it_and_leaves_the_backend_passed_in_alone():
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import MeanSupport, VerifierSupport, with_summary_statistic
+
+    summary = "She was born in Warsaw. She moved to Rome."
+    given = VerifierSupport(RecordingScorer())
+    least = ProvenanceChecker(nli="lexical", summary_nli=given, summary_statistic="min")
+    assert least.check(question=None, context=DOCUMENT, answer=summary).factuality == pytest.approx(0.1)
+    assert given.summary_statistic == "mean"  # a copy was changed, sharing the scorer
+    assert least.support_for(None).scorer is given.scorer
+    mean = with_summary_statistic(MeanSupport([VerifierSupport(RecordingScorer()), "lexical-like"]), "min")
+    assert [getattr(m, "summary_statistic", None) for m in mean.members] == ["min", None]
+    with pytest.raises(ValueError, match="reads a summary its own way"):
+        ProvenanceChecker(nli="lexical", summary_nli="lexical", summary_statistic="min")
+    with pytest.raises(ValueError, match="use one of"):
+        with_summary_statistic(given, "median")
+
+
+def test_check_cli_refuses_a_summary_statistic_its_summary_support_cannot_use(tmp_path):
+    from click.testing import CliRunner
+
+    from syncheck.cli import main
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": 1, "context": "Ann wrote it.", "response": "Ann wrote it."}\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--summary-nli", "lexical",
+                                    "--summary-statistic", "min"])
+    assert res.exit_code != 0 and "reads a summary its own way" in res.output

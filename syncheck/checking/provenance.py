@@ -313,6 +313,9 @@ class ProvenanceChecker:
         summary_nli: the support backend (spec or object) of the answers checked as summaries. ``None`` (default):
             :data:`DEFAULT_SUMMARY_NLI` where ``nli`` is the default (:data:`DEFAULT_NLI`), else ``nli`` itself, as
             ``task`` describes.
+        summary_statistic: how a verifier-kind summary support reads a summary from its sentences' scores:
+            ``"mean"`` or ``"min"`` (the least supported sentence's). ``None`` (default): the backend's own
+            (:data:`syncheck.checking.support.DEFAULT_SUMMARY_STATISTIC` for one built from a spec).
     """
 
     def __init__(
@@ -332,6 +335,7 @@ class ProvenanceChecker:
         query: str = DEFAULT_QUERY,
         task: str = "auto",
         summary_nli: AlignmentScorer | str | None = None,
+        summary_statistic: str | None = None,
     ) -> None:
         from syncheck.checking.support import TASKS
 
@@ -369,6 +373,10 @@ class ProvenanceChecker:
         self._summary_nli = (summary_support(self.nli) if summary_nli is None else
                              make_support(summary_nli, device=device, dtype=dtype,
                                           trust_remote_code=trust_remote_code, claim=claim))
+        if summary_statistic is not None:
+            from syncheck.checking.support import with_summary_statistic
+
+            self._summary_nli = with_summary_statistic(self._summary_nli, summary_statistic)
 
     def support_for(self, question: str | None) -> Any:
         """The support backend an answer to ``question`` is checked with under this checker's ``task``."""

@@ -16,6 +16,7 @@ goes in the prompt, as in the rest of syncheck.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, Sequence
 
@@ -256,6 +257,34 @@ class VerifierSupport:
                                       [self.claims(claims[i], questions[i]) for i in fit], batch_size,
                                       self.summary_statistic)
         return out
+
+
+def with_summary_statistic(support: Any, statistic: str) -> Any:
+    """A copy of ``support`` whose verifier-kind backends (:class:`VerifierSupport`, alone or in a
+    :class:`MeanSupport`) read a summary by ``statistic`` (:data:`SUMMARY_STATISTICS`); the models are shared, and
+    ``support`` itself is not changed.
+
+    Raises:
+        ValueError: an unknown statistic, or a support with no verifier-kind backend (it reads summaries its own way).
+    """
+    if statistic not in SUMMARY_STATISTICS:
+        raise ValueError(f"unknown summary statistic {statistic!r}; use one of {SUMMARY_STATISTICS}")
+    members = list(getattr(support, "members", [support]))
+    if not any(isinstance(m, VerifierSupport) for m in members):
+        raise ValueError(f"a summary statistic applies to a verifier, reader or probe support; "
+                         f"{getattr(support, 'name', type(support).__name__)} reads a summary its own way "
+                         "(check summaries with --summary-nli verifier, or leave the statistic out)")
+    copies = []
+    for m in members:
+        if isinstance(m, VerifierSupport):
+            m = copy.copy(m)  # shares the scorer: no second model
+            m.summary_statistic = statistic
+        copies.append(m)
+    if not isinstance(support, MeanSupport):
+        return copies[0]
+    mean = copy.copy(support)
+    mean.members = copies
+    return mean
 
 
 def lean_on_lexical(statistic: Any, local_support: Any, weight: float = SUMMARY_LEXICAL_WEIGHT) -> Any:

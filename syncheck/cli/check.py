@@ -32,6 +32,10 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--summary-nli", default=None,
               help="Support scorer of the answers checked as summaries (see --task), any --nli spec. Default: "
                    "verifier where --nli is the default (measured better on summaries), else --nli's.")
+@click.option("--summary-statistic", default=None, type=click.Choice(["mean", "min"]),
+              help="How a verifier-kind summary support (verifier, probe) reads a summary from its sentences' "
+                   "scores: mean (the default, measured better on HaluEval summaries) or min (the least supported "
+                   "sentence's).")
 @preset_option
 @click.option("--model", default=None,
               help="Scoring model of the syncheck support backend: alias (smollm2-135m, qwen2.5-coder-1.5b), hub id, "
@@ -67,8 +71,8 @@ from syncheck.io import dumps_row, guard_row
                    "else qa.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
-def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, top_p, aggregation, device, dtype,
-          batch_size, claim, premise, query, task, trust_remote_code):
+def check(input_path, output_path, relevance, nli, summary_nli, summary_statistic, model, top_k, top_p, aggregation,
+          device, dtype, batch_size, claim, premise, query, task, trust_remote_code):
     """Check each answer of INPUT.jsonl against its context (Provenance).
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
@@ -102,7 +106,7 @@ def check(input_path, output_path, relevance, nli, summary_nli, model, top_k, to
             relevance or DEFAULT_RELEVANCE, nli, top_k=top_k, top_p=top_p, aggregation=aggregation,
             device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
             claim=claim, premise=premise or DEFAULT_PREMISE, query=query or DEFAULT_QUERY, task=task,
-            summary_nli=summary_nli,
+            summary_nli=summary_nli, summary_statistic=summary_statistic,
         )
     except (OSError, ValueError) as exc:  # unknown spec or a model that cannot be loaded: say why, no traceback
         raise click.ClickException(str(exc)) from None
