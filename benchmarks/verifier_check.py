@@ -17,7 +17,8 @@ default support made on the sets above, ``--confirm`` (3600 / 5850 / 5600) a cho
 the recheck sets: the last QA records of the held-out ranges that no figure had been taken on, 100 of them;
 ``--holdout`` (5550 / 6300 / 5900) a choice made on the first sets above, for the span reader in the support (QA
 records between the knowledge-conflict runs, which no figure had used); ``--reserve`` (6400 / 6450 / 6000) the span
-reader's gate to answers of one sentence (the last QA records no figure or conflict run had used).
+reader's gate to answers of one sentence (the last QA records no figure or conflict run had used); ``--unread``
+(8300 / 8000 / 8300) records only HaluEval's full files hold (``python -m benchmarks.halueval.full DIR``).
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -60,12 +61,16 @@ FINAL_SETS = (("pairs", 3900, 100), ("dialogue", 6150, 150), ("summarization", 5
 HOLDOUT_SETS = (("pairs", 5550, 150), ("dialogue", 6300, 150), ("summarization", 5900, 100))
 #: And again, for the span reader checking one-sentence answers only (QA 6400-6549: past every conflict run's records).
 RESERVE_SETS = (("pairs", 6400, 150), ("dialogue", 6450, 150), ("summarization", 6000, 100))
+#: And again on records only HaluEval's full files hold (``python -m benchmarks.halueval.full DIR``, then
+#: ``--halueval DIR``): QA past the conflict questions of records 8003-8283, summarization past 8000-8299.
+UNREAD_SETS = (("pairs", 8300, 150), ("dialogue", 8000, 150), ("summarization", 8300, 100))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
 LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS, ", confirmation records"),
               "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records"),
-              "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records")}
+              "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records"),
+              "unread": (UNREAD_SETS, ", records past 8000")}
 
 
 def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:
@@ -102,8 +107,22 @@ def ragtruth_examples(paths: str, limit: int, skip: int = 0) -> list[tuple[str, 
             for r in rows[skip:skip + limit]]
 
 
+def require_records(data_dir: str, name: str, end: int) -> None:
+    """Raise ``SystemExit`` (saying where the full files come from) when ``name``'s file holds fewer than ``end``
+    records."""
+    path = Path(data_dir) / HALUEVAL_FIELDS["qa" if name == "pairs" else name][0]
+    if not path.exists():
+        raise SystemExit(f"{path} not found: pass --halueval, the HaluEval directory that holds it")
+    with open(path, encoding="utf-8") as f:
+        have = sum(1 for _ in f)
+    if have < end:
+        raise SystemExit(f"{path} holds {have} records and these sets read up to record {end - 1}: write HaluEval's "
+                         "full files with `python -m benchmarks.halueval.full DIR` and pass --halueval DIR")
+
+
 def examples(data_dir: str, name: str, start: int, limit: int) -> list[tuple[str, str | None, str, str, int]]:
     """``(group, question, context, answer, label)`` rows of one set."""
+    require_records(data_dir, name, start + limit)
     if name == "pairs":
         return [(f"pairs-{p.record}", p.question, p.context, answer_sentence(e), label)
                 for p in build_pairs(data_dir, limit=limit, start=start)

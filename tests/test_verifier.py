@@ -492,6 +492,18 @@ def test_the_provenance_check_s_record_sets_never_meet_each_other_or_the_trainin
     assert record_sets(argparse.Namespace())[0] == SETS
 
 
+def test_the_provenance_check_says_where_records_past_the_shared_copy_come_from(tmp_path):
+    from benchmarks.verifier_check import examples
+
+    (tmp_path / "summarization.jsonl").write_text('{"document": "d", "right_summary": "r", '
+                                                  '"hallucinated_summary": "h"}\n' * 3, encoding="utf-8")
+    assert len(examples(str(tmp_path), "summarization", 1, 2)) == 4
+    with pytest.raises(SystemExit, match=r"holds 3 records .*python -m benchmarks.halueval.full DIR"):
+        examples(str(tmp_path), "summarization", 8300, 100)
+    with pytest.raises(SystemExit, match="qa.jsonl not found"):
+        examples(str(tmp_path), "pairs", 0, 10)
+
+
 def test_a_checker_s_summary_statistic_reads_summaries_by_it_and_leaves_the_backend_passed_in_alone():
     from syncheck.checking.provenance import ProvenanceChecker
     from syncheck.checking.support import MeanSupport, VerifierSupport, with_summary_statistic
