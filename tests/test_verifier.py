@@ -532,3 +532,22 @@ def test_check_cli_refuses_a_summary_statistic_its_summary_support_cannot_use(tm
     res = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--summary-nli", "lexical",
                                     "--summary-statistic", "min"])
     assert res.exit_code != 0 and "reads a summary its own way" in res.output
+
+
+def test_a_checker_told_the_task_makes_its_verifier_read_every_answer_so():
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import MeanSupport, VerifierSupport, read_as
+
+    summary = "She was born in Warsaw. She moved to Rome."
+    given = VerifierSupport(RecordingScorer())
+    ProvenanceChecker(nli=given, task="summary").check(question="Where did she live?", context=DOCUMENT,
+                                                       answer=summary)
+    assert given.scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]  # a summary, despite its question
+    given.scorer.claims.clear()
+    ProvenanceChecker(nli=given, task="qa").check(question="Summarize the document.", context=DOCUMENT, answer=summary)
+    assert given.scorer.claims == [f"Question: Summarize the document.\nAnswer: {summary}"]  # an answer, whole
+    assert given.task == "auto"  # the backend passed in reads by the question, as before
+    mean = read_as(MeanSupport([VerifierSupport(RecordingScorer()), "lexical-like"]), "qa")
+    assert [getattr(m, "task", None) for m in mean.members] == ["qa", None]
+    with pytest.raises(ValueError, match="use one of"):
+        read_as(given, "dialogue")

@@ -373,10 +373,16 @@ class ProvenanceChecker:
         self._summary_nli = (summary_support(self.nli) if summary_nli is None else
                              make_support(summary_nli, device=device, dtype=dtype,
                                           trust_remote_code=trust_remote_code, claim=claim))
-        if summary_statistic is not None:
-            from syncheck.checking.support import with_summary_statistic
+        from syncheck.checking.support import read_as, with_summary_statistic
 
+        if summary_statistic is not None:
             self._summary_nli = with_summary_statistic(self._summary_nli, summary_statistic)
+        # told the task, a verifier reads every answer so: a summary sentence by sentence whatever its question, a QA
+        # answer whole even where its question asks for a summary
+        if task == "summary":
+            self._summary_nli = read_as(self._summary_nli, "summary")
+        elif task == "qa":
+            self.nli = read_as(self.nli, "qa")
 
     def support_for(self, question: str | None) -> Any:
         """The support backend an answer to ``question`` is checked with under this checker's ``task``."""

@@ -192,12 +192,12 @@ class SynCheckSupport:
         return out
 
 
-def verifier_claims(answer: str, question: str | None) -> list[str]:
+def verifier_claims(answer: str, question: str | None, task: str = "auto") -> list[str]:
     """The claims a verifier-kind backend checks one answer as: a QA answer whole and question-aware
-    (``"Question: Q\nAnswer: A"``), a summary (by :func:`answer_task`) sentence by sentence."""
+    (``"Question: Q\nAnswer: A"``), a summary (by :func:`answer_task` under ``task``) sentence by sentence."""
     from syncheck.featurize import alignment_claim
 
-    if answer_task(question) == "summary":
+    if answer_task(question, task) == "summary":
         return [s.text for s in split_sentences(answer) if s.text.strip()] or [answer.strip()]
     return [alignment_claim(answer.strip(), question)]
 
@@ -231,6 +231,9 @@ class VerifierSupport:
         if summary_statistic not in SUMMARY_STATISTICS:
             raise ValueError(f"unknown summary_statistic {summary_statistic!r}; use one of {SUMMARY_STATISTICS}")
         self.summary_statistic = summary_statistic
+        #: What the answers are (:data:`TASKS`): ``"auto"`` reads each by its question; a checker told the task
+        #: sets it on its copy (:func:`read_as`).
+        self.task = "auto"
         if scorer is None:
             from syncheck.alignment import make_alignment_scorer
 
@@ -240,7 +243,7 @@ class VerifierSupport:
 
     def claims(self, answer: str, question: str | None) -> list[str]:
         """The claims one answer is checked as (see the class docstring)."""
-        return verifier_claims(answer, question)
+        return verifier_claims(answer, question, self.task)
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
@@ -269,16 +272,31 @@ def with_summary_statistic(support: Any, statistic: str) -> Any:
     """
     if statistic not in SUMMARY_STATISTICS:
         raise ValueError(f"unknown summary statistic {statistic!r}; use one of {SUMMARY_STATISTICS}")
-    members = list(getattr(support, "members", [support]))
-    if not any(isinstance(m, VerifierSupport) for m in members):
+    if not any(isinstance(m, VerifierSupport) for m in getattr(support, "members", [support])):
         raise ValueError(f"a summary statistic applies to a verifier, reader or probe support; "
                          f"{getattr(support, 'name', type(support).__name__)} reads a summary its own way "
                          "(check summaries with --summary-nli verifier, or leave the statistic out)")
+    return _verifiers_set(support, summary_statistic=statistic)
+
+
+def read_as(support: Any, task: str) -> Any:
+    """A copy of ``support`` whose verifier-kind backends read every answer as ``task`` says (:data:`TASKS`:
+    ``"summary"`` sentence by sentence, ``"qa"`` whole with its question), not by its question; other backends are
+    kept as they are, and ``support`` itself is not changed."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
+    return _verifiers_set(support, task=task)
+
+
+def _verifiers_set(support: Any, **attributes: Any) -> Any:
+    """A copy of ``support`` (alone or a :class:`MeanSupport`) with ``attributes`` set on copies of its
+    :class:`VerifierSupport` backends, which share their scorers: no second model."""
     copies = []
-    for m in members:
+    for m in getattr(support, "members", [support]):
         if isinstance(m, VerifierSupport):
-            m = copy.copy(m)  # shares the scorer: no second model
-            m.summary_statistic = statistic
+            m = copy.copy(m)
+            for name, value in attributes.items():
+                setattr(m, name, value)
         copies.append(m)
     if not isinstance(support, MeanSupport):
         return copies[0]
