@@ -41,14 +41,17 @@ from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
 from benchmarks.results_md import measured_line
 from features.alignment import parse_alignment_spec
 from features.alignment.lexical import lexical_precision
+from features.locality import local_support
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
-from syncheck.checking.support import verifier_claims
+from syncheck.checking.support import lean_on_lexical, verifier_claims
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, HALUEVAL_HELD_OUT, halueval_records
 
 SECTION = "## The verifier alone, on records it never saw"
+#: The sets whose units are summaries read sentence by sentence: the column leaning on local support is theirs.
+SUMMARY_SETS = ("summarization", "RAGTruth Summary")
 
 
 @dataclass
@@ -168,9 +171,10 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
     """The table of the backend ``name``; with ``against``, a column of the paired difference against it (min over
     claims), which is also put into ``diffs`` per set."""
     lines = [f"| set | units | {name} (min) | {name} (mean) | word overlap | length (shorter = faithful) | "
-             f"{name} − word overlap | mean − word overlap | mean − min |"
+             f"{name} − word overlap | mean − word overlap | mean − min | mean leaning on local support | "
+             "leaning − mean |"
              + (f" `{against}` (min) | {name} − `{against}` |" if against else ""),
-             "| --- " * 9 + "|" + (" --- | --- |" if against else "")]
+             "| --- " * 11 + "|" + (" --- | --- |" if against else "")]
     for name in set_names:
         us = [u for u in units if u.set == name]
         if not us:
@@ -187,6 +191,13 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, overlap, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
+        if name in SUMMARY_SETS:  # the summary support leaning on each sentence's local support, as the check's can
+            lean = np.array([lean_on_lexical(np.mean(u.scores), np.mean([local_support(u.premise, c)
+                                                                          for c in u.claims])) for u in us])
+            row += [fmt(bootstrap_auroc(y, lean, groups=groups)),
+                    "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, lean, v_mean, groups=groups))]
+        else:
+            row += ["-", "-"]
         if against:
             other = np.array([min(u.against) for u in us])
             diff = bootstrap_auroc_difference(y, v_min, other, groups=groups)
