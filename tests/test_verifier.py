@@ -551,3 +551,19 @@ def test_a_checker_told_the_task_makes_its_verifier_read_every_answer_so():
     assert [getattr(m, "task", None) for m in mean.members] == ["qa", None]
     with pytest.raises(ValueError, match="use one of"):
         read_as(given, "dialogue")
+
+
+def test_a_verifier_support_can_lean_a_summary_on_its_sentences_local_support():
+    from features.locality import local_support
+    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.support import VerifierSupport
+
+    summary = "She was born in Warsaw. She moved to Rome."
+    held = np.mean([local_support(DOCUMENT, s) for s in ("She was born in Warsaw.", "She moved to Rome.")])
+    leaning = ProvenanceChecker(nli=VerifierSupport(RecordingScorer(), summary_lexical_weight=0.5))
+    got = leaning.check(question=None, context=DOCUMENT, answer=summary).factuality
+    assert got == pytest.approx(0.5 * 0.5 + 0.5 * held)  # the mean of 0.9 and 0.1, leaning on the local support
+    qa = leaning.check(question="Where was she born?", context=DOCUMENT, answer="In Warsaw.").factuality
+    assert qa == pytest.approx(0.9)  # a QA answer does not lean
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        VerifierSupport(RecordingScorer(), summary_lexical_weight=1.5)

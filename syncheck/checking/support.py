@@ -55,6 +55,8 @@ SUMMARY_STATISTICS = ("min", "mean")
 #: (0.804 against 0.764, paired +0.040 [+0.024, +0.056]), and equal on RAGTruth Summary responses (+0.006
 #: [-0.069, +0.074]); RESULTS.md in the source repository, "The verifier on summaries".
 DEFAULT_SUMMARY_STATISTIC = "mean"
+#: Weight of a summary's mean ``local_support`` in a verifier-kind support's reading of it (:class:`VerifierSupport`).
+VERIFIER_SUMMARY_LEXICAL_WEIGHT = 0.0
 
 
 def answer_task(question: str | None, task: str = "auto") -> str:
@@ -216,6 +218,10 @@ class VerifierSupport:
             summary, which has no question, gets ``nan``), ``"probe:<dir>"``.
         summary_statistic: how a summary's sentences' scores make its support: ``"mean"`` (default) or ``"min"``,
             the least supported sentence's (:data:`SUMMARY_STATISTICS`). A QA answer is one claim either way.
+        summary_lexical_weight: the weight of a summary's mean ``local_support`` (:func:`features.locality.
+            local_support`: the share of each sentence's content words one premise sentence holds) in its support,
+            leaning on it as the ``syncheck`` support does (:func:`lean_on_lexical`); default
+            :data:`VERIFIER_SUMMARY_LEXICAL_WEIGHT`.
         scorer_kwargs: passed on when building it (a probe's ``loader``).
 
     A backend with a ``max_answer_sentences`` (the span reader: 1) gives an answer of more sentences no score
@@ -227,10 +233,15 @@ class VerifierSupport:
     question_aware = True
 
     def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None,
-                 summary_statistic: str = DEFAULT_SUMMARY_STATISTIC, **scorer_kwargs: Any) -> None:
+                 summary_statistic: str = DEFAULT_SUMMARY_STATISTIC,
+                 summary_lexical_weight: float | None = None, **scorer_kwargs: Any) -> None:
         if summary_statistic not in SUMMARY_STATISTICS:
             raise ValueError(f"unknown summary_statistic {summary_statistic!r}; use one of {SUMMARY_STATISTICS}")
+        weight = VERIFIER_SUMMARY_LEXICAL_WEIGHT if summary_lexical_weight is None else summary_lexical_weight
+        if not 0 <= weight <= 1:
+            raise ValueError(f"summary_lexical_weight must be in [0, 1], got {weight}")
         self.summary_statistic = summary_statistic
+        self.summary_lexical_weight = weight
         #: What the answers are (:data:`TASKS`): ``"auto"`` reads each by its question; a checker told the task
         #: sets it on its copy (:func:`read_as`).
         self.task = "auto"
@@ -255,10 +266,18 @@ class VerifierSupport:
         most = getattr(self.scorer, "max_answer_sentences", None)
         fit = [i for i, a in enumerate(claims) if most is None or len(split_sentences(a)) <= most]
         out = np.full(len(claims), np.nan)
-        if fit:
-            out[fit] = claims_support(self.scorer, [premises[i] for i in fit],
-                                      [self.claims(claims[i], questions[i]) for i in fit], batch_size,
-                                      self.summary_statistic)
+        if not fit:
+            return out
+        per_pair = [self.claims(claims[i], questions[i]) for i in fit]
+        out[fit] = claims_support(self.scorer, [premises[i] for i in fit], per_pair, batch_size,
+                                  self.summary_statistic)
+        if self.summary_lexical_weight:
+            from features.locality import local_support
+
+            for i, cs in zip(fit, per_pair):
+                if answer_task(questions[i], self.task) == "summary" and not np.isnan(out[i]):
+                    held = float(np.mean([local_support(premises[i], c) for c in cs]))
+                    out[i] = lean_on_lexical(out[i], held, self.summary_lexical_weight)
         return out
 
 
