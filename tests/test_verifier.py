@@ -312,7 +312,7 @@ def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sen
     from syncheck.checking.support import VerifierSupport
 
     scorer = RecordingScorer()
-    checker = ProvenanceChecker(nli=VerifierSupport(scorer))
+    checker = ProvenanceChecker(nli=VerifierSupport(scorer, summary_lexical_weight=0.0))
     qa = checker.check(question="Where was she born?", context=DOCUMENT, answer="In Warsaw.")
     assert scorer.claims == ["Question: Where was she born?\nAnswer: In Warsaw."]
     assert qa.factuality == pytest.approx(0.9)
@@ -320,7 +320,7 @@ def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sen
     summary = checker.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
     assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
     assert summary.factuality == pytest.approx(0.5)  # the mean over its sentences
-    least = ProvenanceChecker(nli=VerifierSupport(RecordingScorer(), summary_statistic="min"))
+    least = ProvenanceChecker(nli=VerifierSupport(RecordingScorer(), summary_statistic="min", summary_lexical_weight=0))
     assert least.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.",
                        ).factuality == pytest.approx(0.1)  # the least supported sentence
     assert least.check(question="Where was she born?", context=DOCUMENT, answer="In Warsaw.").factuality == \
@@ -349,7 +349,7 @@ def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_
     chosen = ProvenanceChecker(nli="lexical")
     assert chosen.support_for(None) is chosen.nli
     scorer = RecordingScorer()
-    routed = ProvenanceChecker(nli="lexical", summary_nli=VerifierSupport(scorer))
+    routed = ProvenanceChecker(nli="lexical", summary_nli=VerifierSupport(scorer, summary_lexical_weight=0.0))
     summary = routed.check(question=None, context=DOCUMENT, answer="She was born in Warsaw. She moved to Rome.")
     assert scorer.claims == ["She was born in Warsaw.", "She moved to Rome."]
     assert summary.factuality == pytest.approx(0.5)
@@ -506,20 +506,22 @@ def test_the_provenance_check_says_where_records_past_the_shared_copy_come_from(
 
 def test_a_checker_s_summary_statistic_reads_summaries_by_it_and_leaves_the_backend_passed_in_alone():
     from syncheck.checking.provenance import ProvenanceChecker
-    from syncheck.checking.support import MeanSupport, VerifierSupport, with_summary_statistic
+    from syncheck.checking.support import MeanSupport, VerifierSupport, with_summary_reading
 
     summary = "She was born in Warsaw. She moved to Rome."
     given = VerifierSupport(RecordingScorer())
-    least = ProvenanceChecker(nli="lexical", summary_nli=given, summary_statistic="min")
+    least = ProvenanceChecker(nli="lexical", summary_nli=given, summary_statistic="min", summary_lexical_weight=0)
     assert least.check(question=None, context=DOCUMENT, answer=summary).factuality == pytest.approx(0.1)
-    assert given.summary_statistic == "mean"  # a copy was changed, sharing the scorer
+    assert (given.summary_statistic, given.summary_lexical_weight) == ("mean", 0.5)  # a copy was changed
     assert least.support_for(None).scorer is given.scorer
-    mean = with_summary_statistic(MeanSupport([VerifierSupport(RecordingScorer()), "lexical-like"]), "min")
+    mean = with_summary_reading(MeanSupport([VerifierSupport(RecordingScorer()), "lexical-like"]), "min")
     assert [getattr(m, "summary_statistic", None) for m in mean.members] == ["min", None]
     with pytest.raises(ValueError, match="reads a summary its own way"):
         ProvenanceChecker(nli="lexical", summary_nli="lexical", summary_statistic="min")
     with pytest.raises(ValueError, match="use one of"):
-        with_summary_statistic(given, "median")
+        with_summary_reading(given, "median")
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        with_summary_reading(given, lexical_weight=2.0)
 
 
 def test_check_cli_refuses_a_summary_statistic_its_summary_support_cannot_use(tmp_path):
@@ -531,6 +533,9 @@ def test_check_cli_refuses_a_summary_statistic_its_summary_support_cannot_use(tm
     inp.write_text('{"id": 1, "context": "Ann wrote it.", "response": "Ann wrote it."}\n', encoding="utf-8")
     res = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--summary-nli", "lexical",
                                     "--summary-statistic", "min"])
+    assert res.exit_code != 0 and "reads a summary its own way" in res.output
+    res = CliRunner().invoke(main, ["check", str(inp), "--nli", "lexical", "--summary-nli", "lexical",
+                                    "--summary-lexical-weight", "0"])
     assert res.exit_code != 0 and "reads a summary its own way" in res.output
 
 

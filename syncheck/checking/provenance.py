@@ -316,6 +316,9 @@ class ProvenanceChecker:
         summary_statistic: how a verifier-kind summary support reads a summary from its sentences' scores:
             ``"mean"`` or ``"min"`` (the least supported sentence's). ``None`` (default): the backend's own
             (:data:`syncheck.checking.support.DEFAULT_SUMMARY_STATISTIC` for one built from a spec).
+        summary_lexical_weight: the weight in ``[0, 1]`` of a summary's mean local support in a verifier-kind summary
+            support's reading (``0`` reads the verifier alone). ``None`` (default): the backend's own
+            (:data:`syncheck.checking.support.VERIFIER_SUMMARY_LEXICAL_WEIGHT` for one built from a spec).
     """
 
     def __init__(
@@ -336,6 +339,7 @@ class ProvenanceChecker:
         task: str = "auto",
         summary_nli: AlignmentScorer | str | None = None,
         summary_statistic: str | None = None,
+        summary_lexical_weight: float | None = None,
     ) -> None:
         from syncheck.checking.support import TASKS
 
@@ -373,10 +377,10 @@ class ProvenanceChecker:
         self._summary_nli = (summary_support(self.nli) if summary_nli is None else
                              make_support(summary_nli, device=device, dtype=dtype,
                                           trust_remote_code=trust_remote_code, claim=claim))
-        from syncheck.checking.support import read_as, with_summary_statistic
+        from syncheck.checking.support import read_as, with_summary_reading
 
-        if summary_statistic is not None:
-            self._summary_nli = with_summary_statistic(self._summary_nli, summary_statistic)
+        if summary_statistic is not None or summary_lexical_weight is not None:
+            self._summary_nli = with_summary_reading(self._summary_nli, summary_statistic, summary_lexical_weight)
         # told the task, a verifier reads every answer so: a summary sentence by sentence whatever its question, a QA
         # answer whole even where its question asks for a summary
         if task == "summary":

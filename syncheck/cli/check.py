@@ -36,6 +36,10 @@ from syncheck.io import dumps_row, guard_row
               help="How a verifier-kind summary support (verifier, probe) reads a summary from its sentences' "
                    "scores: mean (the default, measured better on HaluEval summaries) or min (the least supported "
                    "sentence's).")
+@click.option("--summary-lexical-weight", default=None, type=click.FloatRange(0, 1),
+              help="Weight of a summary's mean local support (the share of each sentence's words one context "
+                   "sentence holds) in a verifier-kind summary support's reading of it. Default 0.5 (measured "
+                   "better on HaluEval and RAGTruth summaries); 0 reads the verifier alone.")
 @preset_option
 @click.option("--model", default=None,
               help="Scoring model of the syncheck support backend: alias (smollm2-135m, qwen2.5-coder-1.5b), hub id, "
@@ -71,8 +75,8 @@ from syncheck.io import dumps_row, guard_row
                    "else qa.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
-def check(input_path, output_path, relevance, nli, summary_nli, summary_statistic, model, top_k, top_p, aggregation,
-          device, dtype, batch_size, claim, premise, query, task, trust_remote_code):
+def check(input_path, output_path, relevance, nli, summary_nli, summary_statistic, summary_lexical_weight, model, top_k,
+          top_p, aggregation, device, dtype, batch_size, claim, premise, query, task, trust_remote_code):
     """Check each answer of INPUT.jsonl against its context (Provenance).
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
@@ -106,7 +110,7 @@ def check(input_path, output_path, relevance, nli, summary_nli, summary_statisti
             relevance or DEFAULT_RELEVANCE, nli, top_k=top_k, top_p=top_p, aggregation=aggregation,
             device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
             claim=claim, premise=premise or DEFAULT_PREMISE, query=query or DEFAULT_QUERY, task=task,
-            summary_nli=summary_nli, summary_statistic=summary_statistic,
+            summary_nli=summary_nli, summary_statistic=summary_statistic, summary_lexical_weight=summary_lexical_weight,
         )
     except (OSError, ValueError) as exc:  # unknown spec or a model that cannot be loaded: say why, no traceback
         raise click.ClickException(str(exc)) from None
