@@ -213,8 +213,9 @@ class VerifierSupport:
     """The verifier (:mod:`features.alignment.verifier`), or the probe (:mod:`syncheck.model.probe_scorer`), as
     Provenance's support model, reading each answer as it was trained to: a QA answer whole and question-aware
     (``"Question: Q\nAnswer: A"``), a summary (by :func:`answer_task`) sentence by sentence, its support being the
-    mean over its sentences (``summary_statistic``, :data:`DEFAULT_SUMMARY_STATISTIC`). The premise's windows and the
-    max over them are the backend's own.
+    mean over its sentences (``summary_statistic``, :data:`DEFAULT_SUMMARY_STATISTIC`) leaning on their local support
+    (``summary_lexical_weight``, :data:`VERIFIER_SUMMARY_LEXICAL_WEIGHT`). The premise's windows and the max over
+    them are the backend's own.
 
     Args:
         scorer: a :class:`~features.alignment.verifier.VerifierScorer` (or any alignment scorer of that claim form);
