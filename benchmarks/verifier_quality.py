@@ -41,10 +41,9 @@ from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
 from benchmarks.results_md import measured_line
 from features.alignment import parse_alignment_spec
 from features.alignment.lexical import lexical_precision
-from features.locality import local_support
 from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
-from syncheck.checking.support import lean_on_lexical, verifier_claims
+from syncheck.checking.support import held_locally, lean_on_lexical, verifier_claims
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, HALUEVAL_HELD_OUT, halueval_records
@@ -192,8 +191,7 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, overlap, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
         if name in SUMMARY_SETS:  # the summary support leaning on each sentence's local support, as the check's can
-            lean = np.array([lean_on_lexical(np.mean(u.scores), np.mean([local_support(u.premise, c)
-                                                                          for c in u.claims])) for u in us])
+            lean = np.array([lean_on_lexical(np.mean(u.scores), held_locally(u.premise, u.claims)) for u in us])
             row += [fmt(bootstrap_auroc(y, lean, groups=groups)),
                     "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, lean, v_mean, groups=groups))]
         else:

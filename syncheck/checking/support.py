@@ -241,11 +241,8 @@ class VerifierSupport:
     def __init__(self, scorer: Any = None, spec: str = "verifier", *, device: Any = None, dtype: Any = None,
                  summary_statistic: str = DEFAULT_SUMMARY_STATISTIC,
                  summary_lexical_weight: float | None = None, **scorer_kwargs: Any) -> None:
-        if summary_statistic not in SUMMARY_STATISTICS:
-            raise ValueError(f"unknown summary_statistic {summary_statistic!r}; use one of {SUMMARY_STATISTICS}")
         weight = VERIFIER_SUMMARY_LEXICAL_WEIGHT if summary_lexical_weight is None else summary_lexical_weight
-        if not 0 <= weight <= 1:
-            raise ValueError(f"summary_lexical_weight must be in [0, 1], got {weight}")
+        check_summary_reading(summary_statistic, weight)
         self.summary_statistic = summary_statistic
         self.summary_lexical_weight = weight
         #: What the answers are (:data:`TASKS`): ``"auto"`` reads each by its question; a checker told the task
@@ -278,13 +275,27 @@ class VerifierSupport:
         out[fit] = claims_support(self.scorer, [premises[i] for i in fit], per_pair, batch_size,
                                   self.summary_statistic)
         if self.summary_lexical_weight:
-            from features.locality import local_support
-
             for i, cs in zip(fit, per_pair):
                 if answer_task(questions[i], self.task) == "summary" and not np.isnan(out[i]):
-                    held = float(np.mean([local_support(premises[i], c) for c in cs]))
-                    out[i] = lean_on_lexical(out[i], held, self.summary_lexical_weight)
+                    out[i] = lean_on_lexical(out[i], held_locally(premises[i], cs), self.summary_lexical_weight)
         return out
+
+
+def check_summary_reading(statistic: str | None, lexical_weight: float | None) -> None:
+    """Raise ``ValueError`` (naming the values allowed) for a summary statistic outside :data:`SUMMARY_STATISTICS`
+    or a lexical weight outside ``[0, 1]``; ``None`` is not checked."""
+    if statistic is not None and statistic not in SUMMARY_STATISTICS:
+        raise ValueError(f"unknown summary statistic {statistic!r}; use one of {SUMMARY_STATISTICS}")
+    if lexical_weight is not None and not 0 <= lexical_weight <= 1:
+        raise ValueError(f"a summary's lexical weight must be in [0, 1], got {lexical_weight}")
+
+
+def held_locally(premise: str, sentences: Sequence[str]) -> float:
+    """A summary's mean :func:`features.locality.local_support` against ``premise``, over its ``sentences``: what
+    a verifier-kind support leans a summary's reading on."""
+    from features.locality import local_support
+
+    return float(np.mean([local_support(premise, c) for c in sentences]))
 
 
 def with_summary_reading(support: Any, statistic: str | None = None, lexical_weight: float | None = None) -> Any:
@@ -297,10 +308,7 @@ def with_summary_reading(support: Any, statistic: str | None = None, lexical_wei
         ValueError: an unknown statistic, a weight outside ``[0, 1]``, or a support with no verifier-kind backend (it
             reads summaries its own way).
     """
-    if statistic is not None and statistic not in SUMMARY_STATISTICS:
-        raise ValueError(f"unknown summary statistic {statistic!r}; use one of {SUMMARY_STATISTICS}")
-    if lexical_weight is not None and not 0 <= lexical_weight <= 1:
-        raise ValueError(f"the summary's lexical weight must be in [0, 1], got {lexical_weight}")
+    check_summary_reading(statistic, lexical_weight)
     if not any(isinstance(m, VerifierSupport) for m in getattr(support, "members", [support])):
         raise ValueError(f"a summary statistic or lexical weight applies to a verifier, reader or probe support; "
                          f"{getattr(support, 'name', type(support).__name__)} reads a summary its own way "
