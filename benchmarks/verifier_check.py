@@ -18,7 +18,9 @@ the recheck sets: the last QA records of the held-out ranges that no figure had 
 ``--holdout`` (5550 / 6300 / 5900) a choice made on the first sets above, for the span reader in the support (QA
 records between the knowledge-conflict runs, which no figure had used); ``--reserve`` (6400 / 6450 / 6000) the span
 reader's gate to answers of one sentence (the last QA records no figure or conflict run had used); ``--unread``
-(8300 / 8000 / 8300) records only HaluEval's full files hold (``python -m benchmarks.halueval.full DIR``).
+(8300 / 8000 / 8300) records only HaluEval's full files hold (``python -m benchmarks.halueval.full DIR``);
+``--latest`` the span reader's gate to bare answers that name the passage, on QA distractor pairs 8450-8599 and on
+HaluEval QA's own right and hallucinated answers (as given) of records 8600-8749, the ``qa`` set.
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -64,13 +66,18 @@ RESERVE_SETS = (("pairs", 6400, 150), ("dialogue", 6450, 150), ("summarization",
 #: And again on records only HaluEval's full files hold (``python -m benchmarks.halueval.full DIR``, then
 #: ``--halueval DIR``): QA past the conflict questions of records 8003-8283, summarization past 8000-8299.
 UNREAD_SETS = (("pairs", 8300, 150), ("dialogue", 8000, 150), ("summarization", 8300, 100))
+#: And again on full-file records no figure had read, for the span reader's gate to bare answers (QA only: dialogue and
+#: summaries do not reach the reader), with HaluEval QA's own answers beside the pairs.
+LATEST_SETS = (("pairs", 8450, 150), ("qa", 8600, 150))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
 LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS, ", confirmation records"),
               "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records"),
               "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records"),
-              "unread": (UNREAD_SETS, ", records past 8000")}
+              "unread": (UNREAD_SETS, ", records past 8000"), "latest": (LATEST_SETS, ", records past 8450")}
+#: Every set's name.
+SET_NAMES = ("pairs", "qa", "dialogue", "summarization")
 
 
 def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:
@@ -204,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     for option, (sets, title) in LATER_SETS.items():
         which.add_argument(f"--{option}", action="store_true", help=f"the {title[2:].replace(' records', '')} sets "
                            f"({described(sets)})")
-    ap.add_argument("--sets", default=None, help="only these sets, comma-separated (pairs, dialogue, summarization)")
+    ap.add_argument("--sets", default=None,
+                    help="only these sets, comma-separated (pairs, qa, dialogue, summarization)")
     ap.add_argument("--compare", default="",
                     help="paired differences between two columns, A~B (comma-separated; each one of --nli or "
                          "--means), beside each mean against its members")
@@ -220,16 +228,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="also N RAGTruth QA responses (label: no annotated hallucination), after the sets")
     ap.add_argument("--ragtruth-qa-skip", type=int, default=0, metavar="K",
                     help="leave out the first K QA responses (of the --ragtruth files read in turn)")
+    ap.add_argument("--reader-every-answer", action="store_true",
+                    help="the span reader checks every one-sentence answer, not only bare answers that name the "
+                         "passage (as the check read them before that gate)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
-    unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *(name for name, _, _ in SETS)}
+    if args.reader_every_answer:
+        from features.alignment.span_reader import SpanReaderScorer
+
+        SpanReaderScorer.bare_answers_only = False
+    unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *SET_NAMES}
     if args.ragtruth_qa_skip and not args.ragtruth_qa:
         ap.error("--ragtruth-qa-skip K goes with --ragtruth-qa N: add the number of QA responses to read after the "
                  "first K")
     if args.ragtruth_qa_skip < 0 or args.ragtruth_qa < 0:
         ap.error("--ragtruth-qa and --ragtruth-qa-skip count responses: give numbers >= 0")
     if unknown:
-        ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(name for name, _, _ in SETS)}, "
+        ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(SET_NAMES)}, "
                  "ragtruth-qa (with --ragtruth-qa N)")
     t0 = time.perf_counter()
     backends = [b.strip() for b in args.nli.split(",") if b.strip()]

@@ -14,6 +14,7 @@ from features.alignment import make_alignment_scorer, parse_alignment_spec
 from features.alignment.span_reader import (
     READER_HEAD,
     SpanReaderScorer,
+    bare_answer,
     named_share,
     normalised_words,
     question_and_answer,
@@ -204,3 +205,28 @@ def test_the_check_asks_the_reader_only_about_answers_of_one_sentence(tokenizer)
     assert got[:2] == pytest.approx([1.0, 1.0], abs=1e-3) and np.isnan(got[2])
     model.calls = 0
     assert np.isnan(reader.score([DOCUMENT], [paragraph], questions=[QUESTION])).all() and model.calls == 0
+
+
+def test_a_bare_answer_names_the_passage_in_a_few_content_words():
+    assert bare_answer(DOCUMENT, "Warsaw") and bare_answer(DOCUMENT, "The answer is Warsaw.")
+    assert bare_answer(DOCUMENT, "Based on the given passages, she was born in Warsaw.")  # citing words name nothing
+    assert bare_answer(DOCUMENT, "Paris or Berlin")  # half its words in the passage
+    assert not bare_answer(DOCUMENT, "Berlin")  # names nothing of the passage: the other supports decide
+    assert not bare_answer(DOCUMENT, "Unable to answer based on given passages.")  # a refusal
+    assert not bare_answer(DOCUMENT, "She was born in Warsaw, studied physics in Paris and won the Nobel Prize.")
+    assert not bare_answer(DOCUMENT, "") and not bare_answer(DOCUMENT, "It is.")  # no content words
+    assert not bare_answer("", "Warsaw")
+
+
+def test_the_check_asks_the_reader_only_about_bare_answers_that_name_the_passage(tokenizer):
+    from syncheck.checking.support import VerifierSupport
+
+    model = PointingReader(tokenizer, "warsaw")
+    reader = VerifierSupport(SpanReaderScorer(model, tokenizer))
+    answers = ["The answer is Paris.", "Unable to answer based on given passages.", "Berlin",
+               "She was born in Warsaw in 1867, studied physics in Paris and shared the Nobel Prize in 1903."]
+    got = reader.score([DOCUMENT] * 4, answers, questions=[QUESTION] * 4)
+    assert got[0] == pytest.approx(0.0, abs=1e-3) and np.isnan(got[1:]).all()
+    reader.scorer.bare_answers_only = False  # every one-sentence answer, as before the gate
+    got = reader.score([DOCUMENT] * 4, answers, questions=[QUESTION] * 4)
+    assert not np.isnan(got).any() and got[2] == pytest.approx(0.0, abs=1e-3)

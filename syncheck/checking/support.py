@@ -231,7 +231,9 @@ class VerifierSupport:
         scorer_kwargs: passed on when building it (a probe's ``loader``).
 
     A backend with a ``max_answer_sentences`` (the span reader: 1) gives an answer of more sentences no score
-    (``nan``): a mean of supports (:class:`MeanSupport`) then leaves it out for that answer.
+    (``nan``), and one with a ``reads(premise, answer)`` (the span reader: a bare answer that names the passage,
+    :func:`features.alignment.span_reader.bare_answer`) any answer it is not fit to check: a mean of supports
+    (:class:`MeanSupport`) then leaves it out for that answer.
     """
 
     name = "verifier"
@@ -262,12 +264,14 @@ class VerifierSupport:
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
         """``(n,)`` P(the premise supports the answer) per (premise, answer) pair, in ``[0, 1]`` (``nan`` where the
-        backend gives none: an answer longer than its ``max_answer_sentences``)."""
+        backend gives none: an answer longer than its ``max_answer_sentences``, or one its ``reads`` refuses)."""
         if len(premises) != len(claims):
             raise ValueError(f"got {len(premises)} premises but {len(claims)} claims; pass one premise per claim")
         questions = list(questions) if questions is not None else [None] * len(claims)
         most = getattr(self.scorer, "max_answer_sentences", None)
-        fit = [i for i, a in enumerate(claims) if most is None or len(split_sentences(a)) <= most]
+        reads = getattr(self.scorer, "reads", None)
+        fit = [i for i, a in enumerate(claims) if (most is None or len(split_sentences(a)) <= most)
+               and (reads is None or reads(premises[i], a))]
         out = np.full(len(claims), np.nan)
         if not fit:
             return out
