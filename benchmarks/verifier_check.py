@@ -20,7 +20,9 @@ records between the knowledge-conflict runs, which no figure had used); ``--rese
 reader's gate to answers of one sentence (the last QA records no figure or conflict run had used); ``--unread``
 (8300 / 8000 / 8300) records only HaluEval's full files hold (``python -m benchmarks.halueval.full DIR``);
 ``--latest`` the span reader's gate to bare answers that name the passage, on QA distractor pairs 8450-8599 and on
-HaluEval QA's own right and hallucinated answers (as given) of records 8600-8749, the ``qa`` set.
+HaluEval QA's own right and hallucinated answers (as given) of records 8600-8749, the ``qa`` set; ``--further`` (pairs
+8750-8899, qa 8900-9049) the reader's weight in the mean (``--means syncheck+verifier+reader@0.2``: a member's share
+after ``@``, the others sharing the rest), chosen on the ``--latest`` sets.
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -44,7 +46,7 @@ from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import ProvenanceChecker
-from syncheck.checking.support import mean_of_supports
+from syncheck.checking.support import mean_of_supports, member_weights, split_weight
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
 
@@ -69,13 +71,16 @@ UNREAD_SETS = (("pairs", 8300, 150), ("dialogue", 8000, 150), ("summarization", 
 #: And again on full-file records no figure had read, for the span reader's gate to bare answers (QA only: dialogue and
 #: summaries do not reach the reader), with HaluEval QA's own answers beside the pairs.
 LATEST_SETS = (("pairs", 8450, 150), ("qa", 8600, 150))
+#: And again, for the span reader's weight in the mean, chosen on :data:`LATEST_SETS`.
+FURTHER_SETS = (("pairs", 8750, 150), ("qa", 8900, 150))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
 LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS, ", confirmation records"),
               "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records"),
               "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records"),
-              "unread": (UNREAD_SETS, ", records past 8000"), "latest": (LATEST_SETS, ", records past 8450")}
+              "unread": (UNREAD_SETS, ", records past 8000"), "latest": (LATEST_SETS, ", records past 8450"),
+              "further": (FURTHER_SETS, ", records past 8750")}
 #: Every set's name.
 SET_NAMES = ("pairs", "qa", "dialogue", "summarization")
 
@@ -250,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     backends = [b.strip() for b in args.nli.split(",") if b.strip()]
     means = [m.strip() for m in args.means.split(",") if m.strip()]
     for m in means:
-        if any(part not in backends for part in m.split("+")):
+        if any(split_weight(part)[0] not in backends for part in m.split("+")):
             ap.error(f"--means {m}: every member must be one of --nli {args.nli}")
     columns = backends + means
     compare = [tuple(c.strip().split("~")) for c in args.compare.split(",") if c.strip()]
@@ -268,8 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         # a backend scored on some sets only (joined from another run) has no column on the others
         scores = {b: np.array(col[b], dtype=float) for b in backends if b in col}
         for m in means:
-            if all(part in scores for part in m.split("+")):
-                scores[m] = mean_of_supports([scores[part] for part in m.split("+")])
+            parts = [split_weight(part) for part in m.split("+")]
+            if all(part in scores for part, _ in parts):
+                scores[m] = mean_of_supports([scores[part] for part, _ in parts],
+                                             member_weights([w for _, w in parts]))
         for b, s in scores.items():  # no score (the reader on an answer read as a summary): no opinion, 0.5
             if np.isnan(s).any():
                 unscored.append(f"- {label}: `{b}` gave no score to {int(np.isnan(s).sum())} answers; they count as "
@@ -290,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                                    cell(bootstrap_auroc(y, length, groups=groups))]
                                 + [diff(b, overlap) or "not scored" for b in columns]) + " |")
         print(lines[-1], flush=True)
-        pairs = [(m, part) for m in means for part in m.split("+")] + compare
+        pairs = [(m, split_weight(part)[0]) for m in means for part in m.split("+")] + compare
         paired += [f"- {label}: {a} − {b} {d}" for a, b in pairs if (d := diff(a, b)) is not None]
     cmd = "python -m benchmarks.verifier_check " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",

@@ -230,3 +230,31 @@ def test_the_check_asks_the_reader_only_about_bare_answers_that_name_the_passage
     reader.scorer.bare_answers_only = False  # every one-sentence answer, as before the gate
     got = reader.score([DOCUMENT] * 4, answers, questions=[QUESTION] * 4)
     assert not np.isnan(got).any() and got[2] == pytest.approx(0.0, abs=1e-3)
+
+
+def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_has_no_score():
+    from syncheck.checking.provenance import make_support
+    from syncheck.checking.support import MeanSupport, mean_of_supports, member_weights, split_weight
+
+    assert split_weight("reader@0.2") == ("reader", 0.2) and split_weight("verifier") == ("verifier", None)
+    assert member_weights([None, None, 0.2]) == pytest.approx([0.4, 0.4, 0.2])
+    scores = [[0.5, 0.5], [1.0, 1.0], [0.0, np.nan]]
+    assert mean_of_supports(scores, member_weights([None, None, 0.2])) == pytest.approx([0.6, 0.75])
+    assert mean_of_supports(scores) == pytest.approx([0.5, 0.75])  # equal weights, as before
+    for bad in ([0.7, 0.5], [1.5, None], [0.3, 0.3]):
+        with pytest.raises(ValueError, match="share"):
+            member_weights(bad)
+    with pytest.raises(ValueError, match="a number after '@'"):
+        split_weight("reader@heavy")
+
+    class Fixed:
+        def __init__(self, value):
+            self.value, self.name = value, f"fixed{value}"
+
+        def score(self, premises, claims, batch_size=16):
+            return np.full(len(claims), self.value)
+
+    mean = MeanSupport([Fixed(1.0), Fixed(0.0)], weights=[None, 0.25])
+    assert mean.score(["p"], ["c"]) == pytest.approx([0.75]) and mean.name == "fixed1.0+fixed0.0@0.25"
+    with pytest.raises(ValueError, match="join two or more supports"):
+        make_support("reader@0.2")

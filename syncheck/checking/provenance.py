@@ -224,7 +224,8 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]``, ``reader[:<dir>]`` and
     ``probe:<dir>`` (question-aware: :class:`syncheck.checking.support.VerifierSupport`), any
     :func:`make_alignment_scorer` spec, or several joined by ``+`` (:class:`syncheck.checking.support.MeanSupport`,
-    the mean of their scores, its members that read no question checking the claim form ``claim``); an object passes
+    the mean of their scores, its members that read no question checking the claim form ``claim``; ``member@w`` gives
+    one its share ``w`` of the mean, the others sharing the rest); an object passes
     through. The members of a mean that run a
     causal LM (``llm-judge``, ``probe``) load each model once and share it
     (:func:`syncheck.model.models.shared_loader`); ``loader`` loads those members' models (default
@@ -232,12 +233,17 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     if not isinstance(spec, str):
         return spec
     if "+" in spec:
-        from syncheck.checking.support import MeanSupport
+        from syncheck.checking.support import MeanSupport, split_weight
         from syncheck.model.models import shared_loader
 
         shared = shared_loader(loader)
-        return MeanSupport([make_support(part.strip(), device=device, dtype=dtype, trust_remote_code=trust_remote_code,
-                                         loader=shared) for part in spec.split("+")], claim=claim)
+        parts = [split_weight(part.strip()) for part in spec.split("+")]
+        return MeanSupport([make_support(part, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+                                         loader=shared) for part, _ in parts], claim=claim,
+                           weights=[w for _, w in parts])
+    if "@" in spec.partition(":")[0]:
+        raise ValueError(f"{spec!r}: a weight is a member's share of a mean; join two or more supports with '+', "
+                         "e.g. syncheck+verifier+reader@0.2")
     kind = spec.partition(":")[0]
     if kind == "syncheck":
         from syncheck.checking.support import SynCheckSupport
@@ -370,7 +376,9 @@ class ProvenanceChecker:
         self.batch_size = batch_size
         if summary_nli is None and isinstance(nli, str) and nli == DEFAULT_NLI:
             summary_nli = DEFAULT_SUMMARY_NLI
-        parts = [part.strip() for part in nli.split("+")] if isinstance(nli, str) else []
+        from syncheck.checking.support import split_weight
+
+        parts = [split_weight(part.strip())[0] for part in nli.split("+")] if isinstance(nli, str) else []
         if isinstance(summary_nli, str) and summary_nli.strip() in parts:
             # the support's own member of that spec checks summaries: one model, loaded once
             summary_nli = getattr(self.nli, "members", [self.nli])[parts.index(summary_nli.strip())]

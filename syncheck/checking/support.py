@@ -367,20 +367,24 @@ class MeanSupport:
 
     Each member reads the pair in its own form: a question-aware member (``syncheck``) gets the answer as the claim
     and the question apart; any other member gets the answer in the claim form ``claim`` (:data:`CLAIMS`; by default
-    Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (equal
-    weights, nothing fitted). Two checks that read different things make errors of different kinds: on HaluEval's QA
-    distractor pairs (records 2000+) the mean of the default support and the Qwen judge scored 0.80, where each alone
-    scored 0.70 and 0.78 (RESULTS.md in the source repository).
+    Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (nothing
+    fitted): equal weights unless ``weights`` names some (``--nli syncheck+verifier+reader@0.2``). Two checks that
+    read different things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean
+    of the default support and the Qwen judge scored 0.80, where each alone scored 0.70 and 0.78 (RESULTS.md in the
+    source repository).
 
     Args:
         members: the backends (each with ``score(premises, claims, batch_size)``), at least two.
         claim: the claim form the members that read no question check (:func:`claim_supports`).
+        weights: per member, its share of the mean, or ``None`` for an equal share of what the named ones leave
+            (:func:`member_weights`); default: equal shares.
     """
 
     #: ProvenanceChecker passes the question separately; each member gets the claim form it reads.
     question_aware = True
 
-    def __init__(self, members: Sequence[Any], claim: str = "paper") -> None:
+    def __init__(self, members: Sequence[Any], claim: str = "paper",
+                 weights: Sequence[float | None] | None = None) -> None:
         if claim not in CLAIMS:
             raise ValueError(f"unknown claim form {claim!r}; use one of {CLAIMS}")
         self.claim = claim
@@ -389,20 +393,61 @@ class MeanSupport:
             raise ValueError(f"a mean of supports needs at least two backends, got {len(members)}; "
                              "join the specs with '+', e.g. syncheck+llm-judge:qwen2.5-coder-1.5b")
         self.members = members
-        self.name = "+".join(getattr(m, "name", type(m).__name__) for m in members)
+        given = list(weights) if weights is not None else [None] * len(members)
+        if len(given) != len(members):
+            raise ValueError(f"got {len(given)} weights for {len(members)} members; give one per member (None: an "
+                             "equal share of the rest)")
+        self.weights = member_weights(given)
+        names = [getattr(m, "name", type(m).__name__) for m in members]
+        self.name = "+".join(n if w is None else f"{n}@{w:g}" for n, w in zip(names, given))
 
     def score(self, premises: Sequence[str], claims: Sequence[str], batch_size: int = 16,
               questions: Sequence[str | None] | None = None) -> np.ndarray:
-        """``(n,)`` the members' mean support per (premise, answer) pair, in ``[0, 1]``; a member with no score for
-        a pair (``nan``: the span reader on an answer without a question) is left out of that pair's mean."""
+        """``(n,)`` the members' (weighted) mean support per (premise, answer) pair, in ``[0, 1]``; a member with no
+        score for a pair (``nan``: the span reader on an answer it does not read) is left out of that pair's mean,
+        the others' weights scaled to sum to 1."""
         return mean_of_supports([claim_supports(m, premises, claims, questions, self.claim, batch_size)
-                                 for m in self.members])
+                                 for m in self.members], self.weights)
 
 
-def mean_of_supports(scores: Sequence[Sequence[float]]) -> np.ndarray:
-    """``(n,)`` the mean of several backends' ``(n,)`` supports, each pair's ``nan`` scores left out (``nan`` where
-    every backend gave ``nan``)."""
+def member_weights(weights: Sequence[float | None]) -> list[float]:
+    """Each member's share of a mean: a named weight as it is, ``None`` an equal share of what the named ones leave.
+
+    Raises:
+        ValueError: a weight outside ``(0, 1)``, named weights summing past 1, or all of them named and not summing
+            to 1.
+    """
+    named = [w for w in weights if w is not None]
+    if any(not 0 < w < 1 for w in named):
+        raise ValueError(f"a member's weight is its share of the mean, in (0, 1); got {named}")
+    rest, free = 1.0 - sum(named), sum(w is None for w in weights)
+    if rest < -1e-9 or (free == 0 and abs(rest) > 1e-9) or (free and rest <= 1e-9):
+        raise ValueError(f"the named weights {named} leave {rest:.3g} for {free} other member(s); name shares that "
+                         "sum to 1, or below 1 with members left to share the rest")
+    return [rest / free if w is None else w for w in weights]
+
+
+def split_weight(spec: str) -> tuple[str, float | None]:
+    """``"reader@0.2"`` -> ``("reader", 0.2)``: a member spec of a mean and its weight (``None`` when it names none).
+
+    Raises:
+        ValueError: a weight that is not a number.
+    """
+    base, at, weight = spec.rpartition("@")
+    if not at:
+        return spec, None
+    try:
+        return base, float(weight)
+    except ValueError:
+        raise ValueError(f"{spec!r}: write a member's weight as a number after '@', e.g. reader@0.2") from None
+
+
+def mean_of_supports(scores: Sequence[Sequence[float]], weights: Sequence[float] | None = None) -> np.ndarray:
+    """``(n,)`` the mean of several backends' ``(n,)`` supports (weighted by ``weights``, default equal), each pair's
+    ``nan`` scores left out and the others' weights scaled to sum to 1 (``nan`` where every backend gave ``nan``)."""
     scores = np.asarray(scores, dtype=np.float64)
-    counted = ~np.isnan(scores)
-    return np.where(counted.any(axis=0), np.where(counted, scores, 0.0).sum(axis=0)
-                    / np.maximum(counted.sum(axis=0), 1), np.nan)
+    w = np.ones(len(scores)) if weights is None else np.asarray(weights, dtype=np.float64)
+    counted = (~np.isnan(scores)) * w[:, None]
+    total = counted.sum(axis=0)
+    weighted = (np.where(np.isnan(scores), 0.0, scores) * counted).sum(axis=0)
+    return np.where(total > 0, weighted / np.where(total > 0, total, 1.0), np.nan)
