@@ -26,7 +26,9 @@ from syncheck.io import dumps_row, guard_row
                    "wrote; a QA answer checked whole with its question, a summary sentence by sentence), probe:<dir> "
                    "(a head `syncheck verifier train --probe` fitted on a causal LM's states, read the same way), "
                    "embedding, lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several "
-                   "joined by + (the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b). "
+                   "joined by + (the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b; member@w "
+                   "gives one its share w, e.g. syncheck+verifier+reader@0.2 for short answers that name an entity "
+                   "of the context). "
                    "Default: syncheck+verifier (the best offline one measured; with --model, syncheck:<model>; "
                    "summaries: see --summary-nli; paper: nli:vectara/hallucination_evaluation_model).")
 @click.option("--summary-nli", default=None,
