@@ -258,3 +258,4 @@ def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_
     assert mean.score(["p"], ["c"]) == pytest.approx([0.75]) and mean.name == "fixed1.0+fixed0.0@0.25"
     with pytest.raises(ValueError, match="join two or more supports"):
         make_support("reader@0.2")
+    assert make_support("lexical+lexical@0.3").weights == pytest.approx([0.7, 0.3])
