@@ -254,12 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     diffs: dict[str, tuple[float, float, float]] = {}
     manifest = getattr(scorer, "manifest", {}) or {}
     cmd = "python -m benchmarks.verifier_quality " + " ".join(sys.argv[1:] if argv is None else argv)
+    # the HaluEval ranges of the sets scored (the pairs are QA records)
+    read = [f"{k} {a}-{b - 1}" for k, (a, b) in records.items()
+            if any(u.set in (k, "pairs" if k == "qa" else k) for u in units)]
     body = "\n".join([
         f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s). Backend `{args.alignment}`"
         + (f", {built_from(manifest)}." if manifest else "."),
         "",
-        "HaluEval units are responses (a summary's score is the min over its sentences, the mean beside it), on "
-        "records " + ", ".join(f"{k} {a}-{b - 1}" for k, (a, b) in records.items()) + "; RAGTruth units are "
+        "HaluEval units are responses (a summary's score is the min over its sentences, the mean beside it)"
+        + (", on records " + ", ".join(read) if read else "") + "; RAGTruth units are "
         + ("responses (a summary's sentences each a claim, any other response one claim)" if args.responses
            else "sentences") + ". AUROC, faithful = positive, 95% bootstrap over records or source documents. "
         "Every range here is outside the verifier's training data.",
