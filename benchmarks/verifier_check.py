@@ -83,6 +83,8 @@ LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS
               "further": (FURTHER_SETS, ", records past 8750")}
 #: Every set's name.
 SET_NAMES = ("pairs", "qa", "dialogue", "summarization")
+#: What ``--reader-every-answer`` adds to a span reader's column name, so its rows join beside the gated reader's.
+EVERY_ANSWER = "-every-answer"
 
 
 def record_sets(args: argparse.Namespace) -> tuple[tuple[tuple[str, int, int], ...], str]:
@@ -183,7 +185,7 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
             if part:
                 yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
         return
-    checkers = {b: ProvenanceChecker(nli=b, dtype=args.dtype) for b in backends}
+    checkers = {b: ProvenanceChecker(nli=b.removesuffix(EVERY_ANSWER), dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
     for name, start, limit in chosen_sets(args):
         rows = (ragtruth_examples(args.ragtruth, limit, start) if name == "ragtruth-qa"
@@ -235,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave out the first K QA responses (of the --ragtruth files read in turn)")
     ap.add_argument("--reader-every-answer", action="store_true",
                     help="the span reader checks every one-sentence answer, not only bare answers that name the "
-                         "passage (as the check read them before that gate)")
+                         "passage (as the check read them before that gate); its column is reader-every-answer, for "
+                         "--means and for joining with a gated reader's rows by --from-rows")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     args = ap.parse_args(argv)
     if args.reader_every_answer:
@@ -253,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                  "ragtruth-qa (with --ragtruth-qa N)")
     t0 = time.perf_counter()
     backends = [b.strip() for b in args.nli.split(",") if b.strip()]
+    if args.reader_every_answer:  # the reader's column is named apart: reader-every-answer
+        backends = [b + EVERY_ANSWER if b.partition(":")[0] == "reader" else b for b in backends]
     means = [m.strip() for m in args.means.split(",") if m.strip()]
     for m in means:
         if any(split_weight(part)[0] not in backends for part in m.split("+")):

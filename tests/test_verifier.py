@@ -376,6 +376,23 @@ def test_a_mean_of_supports_on_the_joined_premise_is_the_mean_of_each_support_s_
         assert mean == pytest.approx(np.mean(alone))
 
 
+def test_the_provenance_benchmark_weighs_a_mean_and_keeps_the_ungated_reader_apart(tmp_path, capsys):
+    from benchmarks.verifier_check import main
+
+    base = [{"set": "pairs", "group": f"pairs-{8450 + i // 2}", "label": 1 - i % 2, "overlap": 0.5, "length": 20}
+            for i in range(8)]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({**r, "syncheck": 0.5, "verifier": 0.5, "reader": 0.9 - 0.8 * (i % 2)}) + "\n"
+                         for i, r in enumerate(base)), encoding="utf-8")
+    b.write_text("".join(json.dumps({**r, "reader-every-answer": 0.5}) + "\n" for r in base), encoding="utf-8")
+    assert main(["--latest", "--from-rows", f"{a},{b}", "--nli", "syncheck,verifier,reader,reader-every-answer",
+                 "--means", "syncheck+verifier+reader@0.2,syncheck+verifier+reader-every-answer",
+                 "--compare", "syncheck+verifier+reader@0.2~syncheck+verifier+reader-every-answer"]) == 0
+    out = capsys.readouterr().out
+    assert "`--nli syncheck+verifier+reader@0.2` | `--nli syncheck+verifier+reader-every-answer`" in out
+    assert "syncheck+verifier+reader@0.2 − reader +" in out  # each mean against its members, the weight left off
+
+
 def test_rows_of_separate_runs_join_row_by_row_and_refuse_other_answers(tmp_path):
     from benchmarks.verifier_check import joined_rows
 
