@@ -237,6 +237,8 @@ def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_
     from syncheck.checking.support import MeanSupport, mean_of_supports, member_weights, split_weight
 
     assert split_weight("reader@0.2") == ("reader", 0.2) and split_weight("verifier") == ("verifier", None)
+    assert split_weight("verifier:/data/me@lab/v1") == ("verifier:/data/me@lab/v1", None)
+    assert split_weight("verifier:/data/me@lab/v1@0.3") == ("verifier:/data/me@lab/v1", 0.3)
     assert member_weights([None, None, 0.2]) == pytest.approx([0.4, 0.4, 0.2])
     scores = [[0.5, 0.5], [1.0, 1.0], [0.0, np.nan]]
     assert mean_of_supports(scores, member_weights([None, None, 0.2])) == pytest.approx([0.6, 0.75])
@@ -256,6 +258,7 @@ def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_
 
     mean = MeanSupport([Fixed(1.0), Fixed(0.0)], weights=[None, 0.25])
     assert mean.score(["p"], ["c"]) == pytest.approx([0.75]) and mean.name == "fixed1.0+fixed0.0@0.25"
-    with pytest.raises(ValueError, match="join two or more supports"):
-        make_support("reader@0.2")
+    for alone in ("reader@0.2", "verifier:/data/v1@0.5"):
+        with pytest.raises(ValueError, match="join two or more supports"):
+            make_support(alone)
     assert make_support("lexical+lexical@0.3").weights == pytest.approx([0.7, 0.3])

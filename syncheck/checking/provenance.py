@@ -232,8 +232,10 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     :func:`~syncheck.model.models.load_model`)."""
     if not isinstance(spec, str):
         return spec
+    from syncheck.checking.support import split_weight
+
     if "+" in spec:
-        from syncheck.checking.support import MeanSupport, split_weight
+        from syncheck.checking.support import MeanSupport
         from syncheck.model.models import shared_loader
 
         shared = shared_loader(loader)
@@ -241,7 +243,7 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
         return MeanSupport([make_support(part, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
                                          loader=shared) for part, _ in parts], claim=claim,
                            weights=[w for _, w in parts])
-    if "@" in spec.partition(":")[0]:
+    if split_weight(spec)[1] is not None:
         raise ValueError(f"{spec!r}: a weight is a member's share of a mean; join two or more supports with '+', "
                          "e.g. syncheck+verifier+reader@0.2")
     kind = spec.partition(":")[0]

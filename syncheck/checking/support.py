@@ -428,13 +428,14 @@ def member_weights(weights: Sequence[float | None]) -> list[float]:
 
 
 def split_weight(spec: str) -> tuple[str, float | None]:
-    """``"reader@0.2"`` -> ``("reader", 0.2)``: a member spec of a mean and its weight (``None`` when it names none).
+    """``"reader@0.2"`` -> ``("reader", 0.2)``: a member spec of a mean and its weight (``None`` when it names none;
+    an ``@`` inside a directory, ``verifier:/data/me@lab/v1``, names none).
 
     Raises:
         ValueError: a weight that is not a number.
     """
     base, at, weight = spec.rpartition("@")
-    if not at:
+    if not at or "/" in weight or "\\" in weight:
         return spec, None
     try:
         return base, float(weight)
