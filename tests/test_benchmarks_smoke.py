@@ -415,3 +415,15 @@ def test_verifier_span_scores_the_reader_beside_word_overlap_and_the_verifier(tm
     assert set(out) == {"dev:span reader", "dev:word overlap (trivial)", "test:span reader",
                         "test:word overlap (trivial)", "test:shipped verifier"}
     assert "### test: distractor pairs of records 2-3 (4 answers)" in capsys.readouterr().out
+
+
+def test_check_cost_benchmark_times_supports_side_by_side_on_the_same_answers(capsys):
+    from benchmarks.check_cost import main
+
+    root = shared_data("halueval/qa.jsonl", "ragtruth/dev.jsonl")
+    summary = main(["--supports", "lexical,lexical+lexical@0.3", "--halueval", str(root / "halueval"), "--pairs", "2",
+                    "--ragtruth", str(root / "ragtruth" / "dev.jsonl"), "--ragtruth-qa", "2", "--rounds", "2"])
+    assert set(summary) == {"lexical", "lexical+lexical@0.3"}
+    assert all(v > 0 for per in summary.values() for v in per.values())
+    out = capsys.readouterr().out
+    assert "| `lexical+lexical@0.3` |" in out and "(1.00x)" in out  # the baseline against itself
