@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from features.alignment.lexical import content_words
+from features.alignment.lexical import content_words, lexical_precision
 from features.alignment.verifier import DirectoryScorer
 from features.alignment.windows import ClaimTooLongError, premise_budget, split_windows
 
@@ -83,10 +83,7 @@ def bare_answer(premise: str, answer: str) -> bool:
     passage); a refusal ("Unable to answer based on given passages.") names nothing of the passage, and a longer
     answer lists or paraphrases more than the one span the reader points at."""
     words = [w for w in content_words(answer) if w not in CITING_WORDS]
-    if not words or len(words) > BARE_ANSWER_WORDS:
-        return False
-    passage = set(content_words(premise))
-    return 2 * sum(w in passage for w in words) >= len(words)
+    return 0 < len(words) <= BARE_ANSWER_WORDS and lexical_precision(premise, " ".join(words)) >= 0.5
 
 
 def named_share(span: str, claim_words: set[str]) -> float:
