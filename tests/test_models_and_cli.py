@@ -219,8 +219,9 @@ def test_every_alignment_backend_takes_the_auto_dtype(monkeypatch):
 @pytest.mark.parametrize("args, expected_nli, expected_dtype", [
     (["--preset", "quality"], "verifier+llm-judge:qwen2.5-coder-1.5b+probe", "auto"),
     (["--preset", "quality", "--nli", "lexical"], "lexical", "auto"),
-    ([], "syncheck+verifier", None),  # no --dtype: float32 for every model, a probe's LM in its head's dtype
-    (["--dtype", "float32"], "syncheck+verifier", "float32"),
+    # no --dtype: float32 for every model, a probe's LM in its head's dtype
+    ([], "syncheck+verifier+reader@0.2", None),
+    (["--dtype", "float32"], "syncheck+verifier+reader@0.2", "float32"),
 ])
 def test_the_quality_preset_checks_with_the_mean_of_the_verifier_the_qwen_judge_and_the_shipped_probe(
         monkeypatch, tmp_path, args, expected_nli, expected_dtype):

@@ -330,21 +330,23 @@ def test_provenance_checks_a_qa_answer_whole_with_its_question_and_a_summary_sen
 
 
 def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_keeps_them():
-    from syncheck.checking.provenance import ProvenanceChecker
+    from syncheck.checking.provenance import DEFAULT_NLI, ProvenanceChecker
     from syncheck.checking.support import MeanSupport, SynCheckSupport, VerifierSupport
 
     default = ProvenanceChecker()
     qa = default.support_for("Who wrote it?")
     assert isinstance(qa, MeanSupport)
-    assert [type(m) for m in qa.members] == [SynCheckSupport, VerifierSupport]
+    assert [type(m) for m in qa.members] == [SynCheckSupport, VerifierSupport, VerifierSupport]
+    assert type(qa.members[2].scorer).__name__ == "SpanReaderScorer"  # the span reader, a fifth of the mean
+    assert qa.weights == pytest.approx([0.4, 0.4, 0.2])
     assert default.support_for(None) is qa.members[1]  # one verifier serves both: the model is loaded once
     assert isinstance(default.support_for("Summarize the document."), VerifierSupport)
     named = ProvenanceChecker(summary_nli="verifier")  # naming the default's summary backend loads no second copy
     assert named.support_for(None) is named.nli.members[1]
     from syncheck.cli.check import support_with_model
 
-    assert support_with_model("syncheck+verifier", "smollm2-135m") == "syncheck+verifier"  # --preset default
-    assert support_with_model("syncheck+verifier", "qwen2.5-coder-1.5b") == "syncheck:qwen2.5-coder-1.5b"
+    assert support_with_model(DEFAULT_NLI, "smollm2-135m") == DEFAULT_NLI  # --preset default
+    assert support_with_model(DEFAULT_NLI, "qwen2.5-coder-1.5b") == "syncheck:qwen2.5-coder-1.5b"
     assert support_with_model("syncheck", "smollm2-135m") == "syncheck:smollm2-135m"
     chosen = ProvenanceChecker(nli="lexical")
     assert chosen.support_for(None) is chosen.nli

@@ -23,14 +23,16 @@ from syncheck.io import dumps_row, guard_row
 @click.option("--nli", default=None,
               help="Support scorer: syncheck[:<model>] (SynCheck's own score of the answer given each source), "
                    "verifier[:<dir>] (the cross-encoder shipped in the package, or one `syncheck verifier train` "
-                   "wrote; a QA answer checked whole with its question, a summary sentence by sentence), probe:<dir> "
-                   "(a head `syncheck verifier train --probe` fitted on a causal LM's states, read the same way), "
-                   "embedding, lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], or several "
-                   "joined by + (the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b; member@w "
-                   "gives one its share w, e.g. syncheck+verifier+reader@0.2 for short answers that name an entity "
-                   "of the context). "
-                   "Default: syncheck+verifier (the best offline one measured; with --model, syncheck:<model>; "
-                   "summaries: see --summary-nli; paper: nli:vectara/hallucination_evaluation_model).")
+                   "wrote; a QA answer checked whole with its question, a summary sentence by sentence), "
+                   "reader[:<dir>] (the span reader shipped in the package: the share of the span it reads as the "
+                   "answer that the answer names; in a mean it checks only bare answers that name the context), "
+                   "probe:<dir> (a head `syncheck verifier train --probe` fitted on a causal LM's states, read like "
+                   "the verifier), embedding, lexical, llm-judge[:<model>], nli:<hub id or dir>, alignscore[:<ckpt>], "
+                   "or several joined by + (the mean of their supports, e.g. syncheck+llm-judge:qwen2.5-coder-1.5b; "
+                   "member@w gives one its share w of the mean, the others sharing the rest). "
+                   "Default: syncheck+verifier+reader@0.2 (the best offline one measured; with --model, "
+                   "syncheck:<model>; summaries: see --summary-nli; paper: "
+                   "nli:vectara/hallucination_evaluation_model).")
 @click.option("--summary-nli", default=None,
               help="Support scorer of the answers checked as summaries (see --task), any --nli spec. Default: "
                    "verifier where --nli is the default (measured better on summaries), else --nli's.")
