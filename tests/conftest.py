@@ -163,8 +163,17 @@ def server(serve_dir, tmp_path_factory):
     srv.stop()
 
 
+#: the cache the run started with: slow tests use it even if a fixture left another in the environment
+_REAL_CACHE = os.environ.get("SYNCHECK_CACHE")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch, request):
-    """Tiny-model tests write caches to a temp dir; slow tests share the real cache (the converted GGUF)."""
+    """Tiny-model tests write caches to a temp dir; slow tests share the real cache (the converted GGUF), so it is
+    converted once per machine and not once per test module."""
     if request.node.get_closest_marker("slow") is None:
         monkeypatch.setenv("SYNCHECK_CACHE", str(tmp_path_factory.getbasetemp() / "syncheck-cache"))
+    elif _REAL_CACHE is None:
+        monkeypatch.delenv("SYNCHECK_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("SYNCHECK_CACHE", _REAL_CACHE)

@@ -264,7 +264,7 @@ def test_provenance_offline_benchmark_smoke(tmp_path):
     shared = shared_data("halueval/qa.jsonl", "ragtruth/dev.jsonl")
     results = tmp_path / "RESULTS.md"
     out = main(["--halueval-dir", str(shared / "halueval"), "--ragtruth", str(shared / "ragtruth" / "dev.jsonl"),
-                "--pairs", "8", "--ragtruth-limit", "6", "--backends", "lexical,syncheck", "--bootstrap", "20",
+                "--pairs", "8", "--ragtruth-limit", "4", "--backends", "lexical,syncheck", "--bootstrap", "20",
                 "--results-md", str(results)])
     assert set(out) == {"QA distractor pairs", "RAGTruth QA"}
     assert any(line.startswith("| syncheck | TopP 0.9 | max |") for line in out["RAGTruth QA"])

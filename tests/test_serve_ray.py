@@ -4,7 +4,6 @@ cluster of 2 CPUs, driven by the official ``openai`` client and raw HTTP, beside
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -29,14 +28,12 @@ class RayServer:
     """The Ray Serve application on a free loopback port (``url``, ``get``, ``post``, ``client`` as conftest's
     ``Server``)."""
 
-    def __init__(self, model: str, cache: str, **settings) -> None:
+    def __init__(self, model: str, **settings) -> None:
         from ray import serve
 
         from syncheck.serve.config import ServerConfig
         from syncheck.serve.ray_app import build_app
 
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ["SYNCHECK_CACHE"] = cache  # inherited by the replicas' workers
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -73,17 +70,21 @@ class RayServer:
 
 @pytest.fixture(scope="module")
 def ray_server(serve_dir, tmp_path_factory):
-    cache = str(tmp_path_factory.mktemp("ray-serve-cache"))
-    for attempt in range(3):
-        try:
-            srv = RayServer(str(serve_dir), cache)
-            break
-        except ray.exceptions.RayError:  # a machine with busy cores can lose Ray's proxy actor as it starts: again
-            RayServer.stop()
-            if attempt == 2:
-                raise
-    yield srv
-    srv.stop()
+    # the replicas' workers inherit the driver's environment; it is restored afterwards, so the tests that follow
+    # read their own cache (the real one, with the converted SmolLM2) and not this one
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HF_HUB_OFFLINE", "1")
+        env.setenv("SYNCHECK_CACHE", str(tmp_path_factory.mktemp("ray-serve-cache")))
+        for attempt in range(3):
+            try:
+                srv = RayServer(str(serve_dir))
+                break
+            except ray.exceptions.RayError:  # a machine with busy cores can lose Ray's proxy actor as it starts: again
+                RayServer.stop()
+                if attempt == 2:
+                    raise
+        yield srv
+        srv.stop()
 
 
 def test_health_is_ready_once_the_router_sees_every_replica(ray_server):
