@@ -345,6 +345,9 @@ def test_the_default_check_sends_summaries_to_the_verifier_and_a_chosen_backend_
     assert named.support_for(None) is named.nli.members[1]
     from syncheck.cli.check import support_with_model
 
+    spelt = ProvenanceChecker(nli="verifier@0.4 + syncheck + reader@0.20")  # the default, written another way
+    assert isinstance(spelt.support_for("Summarize the document."), VerifierSupport)
+    assert isinstance(ProvenanceChecker(nli="syncheck+verifier").support_for(None), MeanSupport)  # not the default
     assert support_with_model(DEFAULT_NLI, "smollm2-135m") == DEFAULT_NLI  # --preset default
     assert support_with_model(DEFAULT_NLI, "qwen2.5-coder-1.5b") == "syncheck:qwen2.5-coder-1.5b"
     assert support_with_model("syncheck", "smollm2-135m") == "syncheck:smollm2-135m"

@@ -222,6 +222,22 @@ def combine(
     return factuality, sources, best
 
 
+def same_support_spec(a: str, b: str) -> bool:
+    """Whether two support specs name the same members with the same shares of the mean, whatever their order,
+    spacing or the way a weight is written (``syncheck+verifier+reader@0.2`` and ``verifier@0.4 + syncheck +
+    reader@0.20`` are the same)."""
+    from syncheck.checking.support import member_weights, split_weight
+
+    def members(spec: str) -> list[tuple[str, float]]:
+        names, weights = zip(*(split_weight(part.strip()) for part in spec.split("+")))
+        return sorted(zip(names, (round(w, 9) for w in member_weights(weights))))
+
+    try:
+        return members(a) == members(b)
+    except ValueError:  # a spec whose weights do not parse is not the default; make_support says why
+        return False
+
+
 def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any = None,
                  trust_remote_code: bool = False, claim: str = "paper", loader: Any = None) -> Any:
     """A support backend from its spec: ``syncheck[:<model>]``, ``verifier[:<dir>]``, ``reader[:<dir>]`` and
@@ -379,7 +395,7 @@ class ProvenanceChecker:
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
         self.premise, self.query, self.task = premise, query, task
         self.batch_size = batch_size
-        if summary_nli is None and isinstance(nli, str) and nli == DEFAULT_NLI:
+        if summary_nli is None and isinstance(nli, str) and same_support_spec(nli, DEFAULT_NLI):
             summary_nli = DEFAULT_SUMMARY_NLI
         from syncheck.checking.support import split_weight
 
