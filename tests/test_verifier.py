@@ -75,6 +75,8 @@ def test_a_long_premise_is_split_into_windows_and_the_score_is_the_max_over_them
     assert out.tolist() == [1.0, 0.0]
     assert len(scorer.seen) > 4  # both premises were cut into several windows
     assert all(len(tokenizer(w, "a claim")["input_ids"]) <= 64 for w in scorer.seen)
+    # cutting a premise longer than the model's window is what windows are for: no "indexing errors" warning
+    assert "sequence-length-is-longer-than-the-specified-maximum" not in tokenizer.deprecation_warnings
 
 
 def test_empty_claims_empty_contexts_and_overlong_claims_get_an_answer(tiny_model, tokenizer):

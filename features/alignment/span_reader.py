@@ -159,7 +159,7 @@ class SpanReaderScorer(DirectoryScorer):
             try:
                 budget = premise_budget(self.tokenizer, q, self.max_length)
             except ClaimTooLongError:  # a question that fills the input: its first half of the input is kept
-                ids = self.tokenizer(q, add_special_tokens=False)["input_ids"][:self.max_length // 2]
+                ids = self.tokenizer(q, add_special_tokens=False, verbose=False)["input_ids"][:self.max_length // 2]
                 q = self.tokenizer.decode(ids)
                 budget = premise_budget(self.tokenizer, q, self.max_length)
             jobs.extend((k, q, w.text) for w in split_windows(p, budget, self.overlap, self.tokenizer))

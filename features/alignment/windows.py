@@ -61,7 +61,7 @@ def token_offsets(text: str, tokenizer: Any = None) -> np.ndarray:
     if tokenizer is None:
         spans = [(m.start(), m.end()) for m in _WORDS.finditer(text)]
     else:
-        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         spans = [(int(a), int(b)) for a, b in enc["offset_mapping"] if b > a]
     return np.array(spans, dtype=np.int64).reshape(-1, 2)
 
@@ -106,7 +106,7 @@ def _fitted(text: str, offsets: np.ndarray, t0: int, t1: int, max_tokens: int, t
         piece = text[start:end]
         if tokenizer is None or t1 - t0 <= 1:
             return Window(piece, start, end)
-        excess = len(tokenizer(piece, add_special_tokens=False)["input_ids"]) - max_tokens
+        excess = len(tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"]) - max_tokens
         if excess <= 0:
             return Window(piece, start, end)
         t1 = max(t0 + 1, t1 - excess)
@@ -121,7 +121,7 @@ def premise_budget(tokenizer: Any, claim: str, max_length: int, *, extra_tokens:
     Raises:
         ClaimTooLongError: fewer than ``MIN_PREMISE_TOKENS`` would be left.
     """
-    n_claim = len(tokenizer(claim, add_special_tokens=False)["input_ids"])
+    n_claim = len(tokenizer(claim, add_special_tokens=False, verbose=False)["input_ids"])
     try:
         n_special = tokenizer.num_special_tokens_to_add(pair=True)
     except (AttributeError, NotImplementedError):
