@@ -163,6 +163,15 @@ def server(serve_dir, tmp_path_factory):
     srv.stop()
 
 
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """A test that runs a benchmark's ``--threads`` (``torch.set_num_threads``) does not slow every test after it."""
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 #: the cache the run started with: slow tests use it even if a fixture left another in the environment
 _REAL_CACHE = os.environ.get("SYNCHECK_CACHE")
 
