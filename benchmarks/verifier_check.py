@@ -47,7 +47,7 @@ from benchmarks.provenance_offline import publish
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import ProvenanceChecker
-from syncheck.checking.support import mean_of_supports, member_weights, split_weight
+from syncheck.checking.support import mean_members, mean_of_supports, member_weights
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
 
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         backends = [b + EVERY_ANSWER if b.partition(":")[0] == "reader" else b for b in backends]
     means = [m.strip() for m in args.means.split(",") if m.strip()]
     for m in means:
-        if any(split_weight(part)[0] not in backends for part in m.split("+")):
+        if any(name not in backends for name, _ in mean_members(m)):
             ap.error(f"--means {m}: every member must be one of --nli {args.nli}")
     columns = backends + means
     compare = [tuple(c.strip().split("~")) for c in args.compare.split(",") if c.strip()]
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         # a backend scored on some sets only (joined from another run) has no column on the others
         scores = {b: np.array(col[b], dtype=float) for b in backends if b in col}
         for m in means:
-            parts = [split_weight(part) for part in m.split("+")]
+            parts = mean_members(m)
             if all(part in scores for part, _ in parts):
                 scores[m] = mean_of_supports([scores[part] for part, _ in parts],
                                              member_weights([w for _, w in parts]))
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                                    cell(bootstrap_auroc(y, length, groups=groups))]
                                 + [diff(b, overlap) or "not scored" for b in columns]) + " |")
         print(lines[-1], flush=True)
-        pairs = [(m, split_weight(part)[0]) for m in means for part in m.split("+")] + compare
+        pairs = [(m, name) for m in means for name, _ in mean_members(m)] + compare
         paired += [f"- {label}: {a} − {b} {d}" for a, b in pairs if (d := diff(a, b)) is not None]
     cmd = "python -m benchmarks.verifier_check " + " ".join(sys.argv[1:] if argv is None else argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",

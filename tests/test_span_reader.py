@@ -234,11 +234,12 @@ def test_the_check_asks_the_reader_only_about_bare_answers_that_name_the_passage
 
 def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_has_no_score():
     from syncheck.checking.provenance import make_support
-    from syncheck.checking.support import MeanSupport, mean_of_supports, member_weights, split_weight
+    from syncheck.checking.support import MeanSupport, mean_members, mean_of_supports, member_weights, split_weight
 
     assert split_weight("reader@0.2") == ("reader", 0.2) and split_weight("verifier") == ("verifier", None)
     assert split_weight("verifier:/data/me@lab/v1") == ("verifier:/data/me@lab/v1", None)
     assert split_weight("verifier:/data/me@lab/v1@0.3") == ("verifier:/data/me@lab/v1", 0.3)
+    assert mean_members("syncheck + verifier+reader@0.2") == [("syncheck", None), ("verifier", None), ("reader", 0.2)]
     assert member_weights([None, None, 0.2]) == pytest.approx([0.4, 0.4, 0.2])
     scores = [[0.5, 0.5], [1.0, 1.0], [0.0, np.nan]]
     assert mean_of_supports(scores, member_weights([None, None, 0.2])) == pytest.approx([0.6, 0.75])

@@ -226,10 +226,10 @@ def same_support_spec(a: str, b: str) -> bool:
     """Whether two support specs name the same members with the same shares of the mean, whatever their order,
     spacing or the way a weight is written (``syncheck+verifier+reader@0.2`` and ``verifier@0.4 + syncheck +
     reader@0.20`` are the same)."""
-    from syncheck.checking.support import member_weights, split_weight
+    from syncheck.checking.support import mean_members, member_weights
 
     def members(spec: str) -> list[tuple[str, float]]:
-        names, weights = zip(*(split_weight(part.strip()) for part in spec.split("+")))
+        names, weights = zip(*mean_members(spec))
         return sorted(zip(names, (round(w, 9) for w in member_weights(weights))))
 
     try:
@@ -251,14 +251,14 @@ def make_support(spec: AlignmentScorer | str, *, device: Any = None, dtype: Any 
     :func:`~syncheck.model.models.load_model`)."""
     if not isinstance(spec, str):
         return spec
-    from syncheck.checking.support import split_weight
+    from syncheck.checking.support import mean_members, split_weight
 
     if "+" in spec:
         from syncheck.checking.support import MeanSupport
         from syncheck.model.models import shared_loader
 
         shared = shared_loader(loader)
-        parts = [split_weight(part.strip()) for part in spec.split("+")]
+        parts = mean_members(spec)
         return MeanSupport([make_support(part, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
                                          loader=shared) for part, _ in parts], claim=claim,
                            weights=[w for _, w in parts])
@@ -397,9 +397,9 @@ class ProvenanceChecker:
         self.batch_size = batch_size
         if summary_nli is None and isinstance(nli, str) and same_support_spec(nli, DEFAULT_NLI):
             summary_nli = DEFAULT_SUMMARY_NLI
-        from syncheck.checking.support import split_weight
+        from syncheck.checking.support import mean_members
 
-        parts = [split_weight(part.strip())[0] for part in nli.split("+")] if isinstance(nli, str) else []
+        parts = [name for name, _ in mean_members(nli)] if isinstance(nli, str) else []
         if isinstance(summary_nli, str) and summary_nli.strip() in parts:
             # the support's own member of that spec checks summaries: one model, loaded once
             summary_nli = getattr(self.nli, "members", [self.nli])[parts.index(summary_nli.strip())]

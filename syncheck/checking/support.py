@@ -443,6 +443,17 @@ def split_weight(spec: str) -> tuple[str, float | None]:
         raise ValueError(f"{spec!r}: write a member's weight as a number after '@', e.g. reader@0.2") from None
 
 
+def mean_members(spec: str) -> list[tuple[str, float | None]]:
+    """``"syncheck + verifier+reader@0.2"`` -> ``[("syncheck", None), ("verifier", None), ("reader", 0.2)]``: the
+    members of a support spec joined by ``+`` (one member when there is no ``+``), each with its named weight
+    (:func:`split_weight`).
+
+    Raises:
+        ValueError: a weight that is not a number.
+    """
+    return [split_weight(part.strip()) for part in spec.split("+")]
+
+
 def mean_of_supports(scores: Sequence[Sequence[float]], weights: Sequence[float] | None = None) -> np.ndarray:
     """``(n,)`` the mean of several backends' ``(n,)`` supports (weighted by ``weights``, default equal), each pair's
     ``nan`` scores left out and the others' weights scaled to sum to 1 (``nan`` where every backend gave ``nan``)."""
