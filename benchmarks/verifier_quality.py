@@ -16,8 +16,9 @@ documents), and the paired difference against word overlap.
 ``--against SPEC`` scores the same units with a second backend (the shipped verifier, when a rebuild is the
 candidate) and adds the paired difference against it, with the shipping rule's verdict (:func:`shipping_verdict`):
 a candidate ships when its paired interval against the shipped one is above 0 on the set it was built for and no
-set's interval lies wholly below 0. A point bound on each set's fall would stop a candidate for a fall smaller than
-that set's own interval.
+set's interval lies wholly below 0. On summary sets the rule also reads the mean over sentences and the mean leaning
+on local support, each against the same reading of the other backend, since those are what ``syncheck check`` uses.
+A point bound on each set's fall would stop a candidate for a fall smaller than that set's own interval.
 
 Run::
 
@@ -172,8 +173,9 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
     lines = [f"| set | units | {name} (min) | {name} (mean) | word overlap | length (shorter = faithful) | "
              f"{name} − word overlap | mean − word overlap | mean − min | mean leaning on local support | "
              "leaning − mean |"
-             + (f" `{against}` (min) | {name} − `{against}` |" if against else ""),
-             "| --- " * 11 + "|" + (" --- | --- |" if against else "")]
+             + (f" `{against}` (min) | {name} − `{against}` | mean: {name} − `{against}` | "
+                f"leaning: {name} − `{against}` |" if against else ""),
+             "| --- " * 11 + "|" + (" --- | --- | --- | --- |" if against else "")]
     for name in set_names:
         us = [u for u in units if u.set == name]
         if not us:
@@ -190,20 +192,32 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, overlap, groups=groups)),
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
-        if name in SUMMARY_SETS:  # the summary support leaning on each sentence's local support, as the check's can
-            lean = np.array([lean_on_lexical(np.mean(u.scores), held_locally(u.premise, u.claims)) for u in us])
+        summary = name in SUMMARY_SETS  # the summary support leaning on each sentence's local support, as the check's
+        if summary:
+            lean = leaning(us, "scores")
             row += [fmt(bootstrap_auroc(y, lean, groups=groups)),
                     "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, lean, v_mean, groups=groups))]
         else:
             row += ["-", "-"]
         if against:
             other = np.array([min(u.against) for u in us])
-            diff = bootstrap_auroc_difference(y, v_min, other, groups=groups)
+            readings = {name: (v_min, other)}
+            if summary:  # the readings `syncheck check` takes of a summary, each against the same reading of the other
+                readings[f"{name} (mean)"] = (v_mean, np.array([np.mean(u.against) for u in us]))
+                readings[f"{name} (leaning)"] = (lean, leaning(us, "against"))
+            paired = {key: bootstrap_auroc_difference(y, a, b, groups=groups) for key, (a, b) in readings.items()}
             if diffs is not None:
-                diffs[name] = diff
-            row += [fmt(bootstrap_auroc(y, other, groups=groups)), "{:+.3f} [{:+.3f}, {:+.3f}]".format(*diff)]
+                diffs.update(paired)
+            row += [fmt(bootstrap_auroc(y, other, groups=groups))] + [
+                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*paired[key]) if key in paired else "-"
+                for key in (name, f"{name} (mean)", f"{name} (leaning)")]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def leaning(units: list[Unit], attr: str) -> np.ndarray:
+    """Each summary's mean claim score (``attr``) leaning on its sentences' local support, as the check reads it."""
+    return np.array([lean_on_lexical(np.mean(getattr(u, attr)), held_locally(u.premise, u.claims)) for u in units])
 
 
 def built_from(manifest: dict) -> str:

@@ -270,6 +270,17 @@ def test_the_verifier_shipping_rule_reads_paired_intervals_not_point_falls(tmp_p
     qa = [u for u in units if u.set == "RAGTruth QA"]
     assert [u for u in first_per_set(units, 2, skip=1) if u.set == "RAGTruth QA"] == qa[1:3]
     assert "lexical − `lexical` |" in out and "+0.000 [+0.000, +0.000]" in out and "no verdict" in out
+    from benchmarks.verifier_quality import table
+
+    summaries = [u for u in units if u.set == "RAGTruth Summary"]
+    for n, u in enumerate(summaries):
+        u.scores = [float(n % 2)] * len(u.claims)
+        u.against = [float(u.label)] * len(u.claims)
+    diffs: dict = {}
+    shown = table(summaries, ["RAGTruth Summary"], "lexical", diffs)
+    # the rule reads every reading the check takes of a summary, each against the same reading of the other backend
+    assert set(diffs) == {"RAGTruth Summary", "RAGTruth Summary (mean)", "RAGTruth Summary (leaning)"}
+    assert "mean: verifier − `lexical` | leaning: verifier − `lexical` |" in shown
 
 
 def test_alignment_scores_are_cached_per_pair_and_a_torn_last_line_is_scored_again(tmp_path):
