@@ -194,7 +194,8 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
         summary = name in SUMMARY_SETS  # the summary support leaning on each sentence's local support, as the check's
         if summary:
-            lean = leaning(us, "scores")
+            local = [held_locally(u.premise, u.claims) for u in us]  # each summary's sentences' local support, once
+            lean = leaning(us, "scores", local)
             row += [fmt(bootstrap_auroc(y, lean, groups=groups)),
                     "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, lean, v_mean, groups=groups))]
         else:
@@ -204,7 +205,7 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
             readings = {name: (v_min, other)}
             if summary:  # the readings `syncheck check` takes of a summary, each against the same reading of the other
                 readings[f"{name} (mean)"] = (v_mean, np.array([np.mean(u.against) for u in us]))
-                readings[f"{name} (leaning)"] = (lean, leaning(us, "against"))
+                readings[f"{name} (leaning)"] = (lean, leaning(us, "against", local))
             paired = {key: bootstrap_auroc_difference(y, a, b, groups=groups) for key, (a, b) in readings.items()}
             if diffs is not None:
                 diffs.update(paired)
@@ -215,9 +216,9 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
     return "\n".join(lines)
 
 
-def leaning(units: list[Unit], attr: str) -> np.ndarray:
-    """Each summary's mean claim score (``attr``) leaning on its sentences' local support, as the check reads it."""
-    return np.array([lean_on_lexical(np.mean(getattr(u, attr)), held_locally(u.premise, u.claims)) for u in units])
+def leaning(units: list[Unit], attr: str, local: list) -> np.ndarray:
+    """Each summary's mean claim score (``attr``) leaning on its sentences' ``local`` support, as the check reads it."""
+    return np.array([lean_on_lexical(np.mean(getattr(u, attr)), held) for u, held in zip(units, local)])
 
 
 def built_from(manifest: dict) -> str:
