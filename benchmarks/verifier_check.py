@@ -23,7 +23,9 @@ reader's gate to answers of one sentence (the last QA records no figure or confl
 HaluEval QA's own right and hallucinated answers (as given) of records 8600-8749, the ``qa`` set; ``--further`` (pairs
 8750-8899, qa 8900-9049) the reader's weight in the mean (``--means syncheck+verifier+reader@0.2``: a member's share
 after ``@``, the others sharing the rest), chosen on the ``--latest`` sets; ``--beyond`` (pairs 9050-9199, qa
-9200-9349) that weighted mean as the default, read against a margin on the ``qa`` set fixed before the reading.
+9200-9349) that weighted mean as the default, read against a margin on the ``qa`` set fixed before the reading;
+``--onward`` (pairs 9650-9799, qa 9800-9949, dialogue 6900-7049, summarization 6500-6599) the defaults again once
+the shipped verifier changed.
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -76,6 +78,8 @@ LATEST_SETS = (("pairs", 8450, 150), ("qa", 8600, 150))
 FURTHER_SETS = (("pairs", 8750, 150), ("qa", 8900, 150))
 #: And again, for the reader's weighted mean as the default under a margin on HaluEval QA fixed before the reading.
 BEYOND_SETS = (("pairs", 9050, 150), ("qa", 9200, 150))
+#: And again, every shape, for the check's defaults once the shipped verifier changed (nothing had read these records).
+ONWARD_SETS = (("pairs", 9650, 150), ("qa", 9800, 150), ("dialogue", 6900, 150), ("summarization", 6500, 100))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
@@ -83,7 +87,8 @@ LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS
               "recheck": (RECHECK_SETS, ", recheck records"), "final": (FINAL_SETS, ", final records"),
               "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records"),
               "unread": (UNREAD_SETS, ", records past 8000"), "latest": (LATEST_SETS, ", records past 8450"),
-              "further": (FURTHER_SETS, ", records past 8750"), "beyond": (BEYOND_SETS, ", records past 9050")}
+              "further": (FURTHER_SETS, ", records past 8750"), "beyond": (BEYOND_SETS, ", records past 9050"),
+              "onward": (ONWARD_SETS, ", records past 9650")}
 #: Every set's name.
 SET_NAMES = ("pairs", "qa", "dialogue", "summarization")
 #: What ``--reader-every-answer`` adds to a span reader's column name, so its rows join beside the gated reader's.

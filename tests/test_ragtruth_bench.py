@@ -306,6 +306,32 @@ def test_alignment_scores_are_cached_per_pair_and_a_torn_last_line_is_scored_aga
     assert Counting.calls == [3, 1]
 
 
+def test_a_verifier_s_cached_scores_are_named_by_its_weights_so_new_weights_score_again(tmp_path):
+    import json
+
+    from benchmarks.ragtruth.alignment_feature import backend_identity, cached_scores
+
+    weights = tmp_path / "verifier"
+    weights.mkdir()
+    spec = f"verifier:{weights}"
+
+    def build(sha: str, value: float):
+        (weights / "manifest.json").write_text(json.dumps({"weights_sha256": sha}))
+
+        class Fixed:
+            def score(self, premises, claims):
+                return np.full(len(claims), value)
+        return Fixed
+
+    assert backend_identity(spec) == spec  # no manifest yet: the spec alone
+    first = cached_scores(spec, tmp_path / "cache", ["p"], ["c"], make_scorer=build("a" * 64, 0.1))
+    assert backend_identity(spec) == f"{spec}@{'a' * 64}"
+    again = cached_scores(spec, tmp_path / "cache", ["p"], ["c"], make_scorer=build("b" * 64, 0.9))
+    assert first.tolist() == [0.1] and again.tolist() == [0.9]  # rebuilt weights under the same spec score again
+    assert backend_identity("verifier").startswith("verifier@")  # the shipped one, by its manifest
+    assert backend_identity("lexical") == "lexical" and backend_identity("probe") == "probe"
+
+
 def test_the_probe_s_claim_only_check_fits_a_head_without_premises_and_scores_each_set(tmp_path, tiny_dir, capsys):
     from benchmarks.probe_claim_only import main
     from syncheck.model.probe_scorer import ProbeHead, write_head

@@ -6,7 +6,7 @@ each sentence of a :class:`benchmarks.ragtruth.scoring.SentenceTable` against it
 backend, as :class:`syncheck.Scorer` would (the sentence alone as the claim, the formatted context as the
 premise), and stores it as ``align_score:<spec>``; ``crossfit:<dir>`` takes each sentence's score from the fold
 verifier that never trained on its response (:mod:`benchmarks.verifier_crossfit`). Scores are cached per backend
-and sentence, so a rerun scores nothing.
+(its weights, where it has trained ones) and sentence, so a rerun scores nothing.
 """
 
 from __future__ import annotations
@@ -29,14 +29,34 @@ def _key(premise: str, claim: str) -> str:
     return hashlib.sha256(f"{premise}\x00{claim}".encode()).hexdigest()[:24]
 
 
+def backend_identity(spec: str) -> str:
+    """``spec``, joined by the weights' sha256 from its manifest when it names a directory of trained weights (the
+    shipped ``verifier`` or ``reader``, ``verifier:DIR``, ``reader:DIR``, ``probe:DIR``): a cache named by it never
+    serves the scores of weights since replaced under the same spec. Any other spec is its own identity."""
+    from features.alignment.span_reader import shipped_reader_dir
+    from features.alignment.verifier import MANIFEST, shipped_verifier_dir
+
+    kind, _, where = spec.partition(":")
+    shipped = {"verifier": shipped_verifier_dir, "reader": shipped_reader_dir}
+    if kind not in (*shipped, "probe") or (kind == "probe" and not where):
+        return spec
+    manifest = Path(where) / MANIFEST if where else shipped[kind]() / MANIFEST
+    if not manifest.is_file():
+        return spec
+    fields = json.loads(manifest.read_text(encoding="utf-8"))
+    digest = fields.get("weights_sha256") or fields.get("head_sha256")
+    return f"{spec}@{digest}" if digest else spec
+
+
 def cached_scores(spec: str, work_dir: Path, premises: list[str], claims: list[str],
                   make_scorer: Callable[[], Any] | None = None, batch: int = 64) -> np.ndarray:
     """Scores of ``(premise, claim)`` pairs by the backend ``spec``, cached per pair in ``work_dir`` (a rerun
-    scores only the pairs not yet there). ``make_scorer`` builds the backend (default:
-    :func:`syncheck.alignment.make_alignment_scorer` of ``spec``), only when a pair is missing."""
+    scores only the pairs not yet there; the cache is named by :func:`backend_identity`). ``make_scorer`` builds
+    the backend (default: :func:`syncheck.alignment.make_alignment_scorer` of ``spec``), only when a pair is
+    missing."""
     from tqdm import tqdm
 
-    cache = Path(work_dir) / f"align-{hashlib.sha256(spec.encode()).hexdigest()[:12]}.jsonl"
+    cache = Path(work_dir) / f"align-{hashlib.sha256(backend_identity(spec).encode()).hexdigest()[:12]}.jsonl"
     done: dict[str, float] = {}
     if cache.exists():
         for line in cache.read_text(encoding="utf-8").splitlines():
