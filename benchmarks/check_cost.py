@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 
 from benchmarks.provenance_offline import publish
-from benchmarks.results_md import measured_line
+from benchmarks.results_md import command_line, measured_line
 from benchmarks.verifier_check import examples, ragtruth_examples
 from syncheck.checking.provenance import ProvenanceChecker
 
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         cells = [f"{1000 * summary[spec][label]:.0f} ({summary[spec][label] / summary[base][label]:.2f}x)"
                  for label in sets]
         lines.append(f"| `{spec}` | {built[spec]:.1f} | " + " | ".join(cells) + " |")
-    cmd = "python -m benchmarks.check_cost " + " ".join(sys.argv[1:] if argv is None else argv)
+    cmd = command_line("benchmarks.check_cost", argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}`.", "",
                       f"`syncheck check` defaults, only the support changed; median of {args.rounds} interleaved "
                       f"rounds, answers: {', '.join(f'{label} ({len(a)})' for label, a in sets.items())}.", "",

@@ -37,6 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from benchmarks.halueval.data import SUBSETS, Example, load_subset, split_by_record
+from benchmarks.results_md import command_line
 from features.alignment.embedding import EmbeddingScorer, SentenceEncoder
 from features.alignment.lexical import lexical_precision
 from features.alignment.relevance import BiEncoderRelevance, make_relevance_scorer
@@ -233,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> str:
             name: (sc, args.llm_limit if name.startswith("llm-judge") else align_limit) for name, (sc, _) in nli.items()
         }
         align_score_table(qa, backends, args, out)
-    cmd = "python -m benchmarks.provenance_halueval " + " ".join(sys.argv[1:] if argv is None else argv)
+    cmd = command_line("benchmarks.provenance_halueval", argv)
     out.append(
         f"\nCommand: `{cmd}`; {time.perf_counter() - t_start:.0f} s on {platform.machine()} "
         f"({os.cpu_count()} cores, shared with other jobs), torch CPU, float32."

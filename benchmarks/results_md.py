@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import platform
 import re
+import shlex
 import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -57,6 +59,12 @@ def git_commit() -> str:
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def command_line(module: str, argv: list[str] | None = None) -> str:
+    """``python -m <module> <arguments>``, each argument quoted as a shell needs it (a set name with a space, a
+    section title with ``#``), so the command a section states runs when pasted."""
+    return f"python -m {module} " + shlex.join(sys.argv[1:] if argv is None else argv)
 
 
 def measured_line() -> str:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -46,7 +45,7 @@ import numpy as np
 from benchmarks.fod_table2 import read_rows
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
-from benchmarks.results_md import measured_line
+from benchmarks.results_md import command_line, measured_line
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import ProvenanceChecker
 from syncheck.checking.support import mean_members, mean_of_supports, member_weights
@@ -312,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         print(lines[-1], flush=True)
         pairs = [(m, name) for m in means for name, _ in mean_members(m)] + compare
         paired += [f"- {label}: {a} − {b} {d}" for a, b in pairs if (d := diff(a, b)) is not None]
-    cmd = "python -m benchmarks.verifier_check " + " ".join(sys.argv[1:] if argv is None else argv)
+    cmd = command_line("benchmarks.verifier_check", argv)
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import defaultdict
 
@@ -36,7 +35,7 @@ import numpy as np
 from benchmarks.answer_fluency import answer_form
 from benchmarks.conflict_qa import conflict_items, run_rows
 from benchmarks.provenance_offline import publish
-from benchmarks.results_md import measured_line
+from benchmarks.results_md import command_line, measured_line
 from benchmarks.verifier_check import cell
 from features.alignment.lexical import lexical_precision
 from syncheck.alignment import make_alignment_scorer
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         print(prefer[-1], flush=True)
     if rows_out:
         rows_out.close()
-    cmd = "python -m benchmarks.verifier_conflict " + " ".join(sys.argv[1:] if argv is None else argv)
+    cmd = command_line("benchmarks.verifier_conflict", argv)
     body = "\n".join([
         f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
         "Answers already decoded on knowledge-conflict QA (swapped passages), scored again without decoding. AUROC: "

@@ -30,7 +30,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -39,7 +38,7 @@ import numpy as np
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
 from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
-from benchmarks.results_md import measured_line
+from benchmarks.results_md import command_line, measured_line
 from features.alignment import parse_alignment_spec
 from features.alignment.lexical import lexical_precision
 from features.sentences import split_sentences
@@ -268,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS]
     diffs: dict[str, tuple[float, float, float]] = {}
     manifest = getattr(scorer, "manifest", {}) or {}
-    cmd = "python -m benchmarks.verifier_quality " + " ".join(sys.argv[1:] if argv is None else argv)
+    cmd = command_line("benchmarks.verifier_quality", argv)
     # the HaluEval ranges of the sets scored (the pairs are QA records)
     read = [f"{k} {a}-{b - 1}" for k, (a, b) in records.items()
             if any(u.set in (k, "pairs" if k == "qa" else k) for u in units)]

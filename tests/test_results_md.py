@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from benchmarks.results_md import replace_section, write_section
 
 
@@ -36,3 +38,14 @@ def test_a_missing_section_is_appended_and_a_missing_file_created(tmp_path):
 def test_a_title_must_match_whole():
     text = "## A (run 1) and more\n\nx\n\n## A (run 1)\n\nold\n"
     assert replace_section(text, "## A (run 1)", "new") == "## A (run 1) and more\n\nx\n\n## A (run 1)\n\nnew\n"
+
+
+def test_the_command_a_section_states_quotes_what_a_shell_would_split():
+    from benchmarks.results_md import command_line
+
+    cmd = command_line("benchmarks.verifier_quality", ["--sets", "RAGTruth QA,RAGTruth Summary", "--results-section",
+                                                       "### The verifier (per task)", "--limit", "3"])
+    assert cmd == ("python -m benchmarks.verifier_quality --sets 'RAGTruth QA,RAGTruth Summary' "
+                   "--results-section '### The verifier (per task)' --limit 3")
+    assert shlex.split(cmd)[3:] == ["--sets", "RAGTruth QA,RAGTruth Summary", "--results-section",
+                                    "### The verifier (per task)", "--limit", "3"]
