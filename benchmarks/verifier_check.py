@@ -47,7 +47,7 @@ from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import command_line, measured_line
 from features.alignment.lexical import lexical_precision
-from syncheck.checking.provenance import ProvenanceChecker
+from syncheck.checking.provenance import DEFAULT_NLI, DEFAULT_SUMMARY_NLI, ProvenanceChecker, same_support_spec
 from syncheck.checking.support import mean_members, mean_of_supports, member_weights
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
@@ -279,14 +279,22 @@ def main(argv: list[str] | None = None) -> int:
              + " |", "|" + " --- |" * (4 + 2 * len(columns))]
     paired: list[str] = []  # each mean against each of its members, paired over the same answers
     unscored: list[str] = []
+    read_alone: list[str] = []  # means that read a set as the check reads it, not as the mean of their members
     for label, col in scored_sets(args, backends):
         y, groups = np.array(col["label"]), col["group"]
         overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
         # a backend scored on some sets only (joined from another run) has no column on the others
         scores = {b: np.array(col[b], dtype=float) for b in backends if b in col}
+        summaries = col["set"][0] == "summarization"
         for m in means:
             parts = mean_members(m)
-            if all(part in scores for part, _ in parts):
+            if summaries and same_support_spec(m, DEFAULT_NLI):
+                # the default support checks summaries with the verifier alone, not with the mean of its members
+                if DEFAULT_SUMMARY_NLI in scores:
+                    scores[m] = scores[DEFAULT_SUMMARY_NLI]
+                    read_alone.append(f"- {label}: `{m}` is the check's default support, which checks summaries "
+                                      f"with `{DEFAULT_SUMMARY_NLI}` alone: its column is that one's")
+            elif all(part in scores for part, _ in parts):
                 scores[m] = mean_of_supports([scores[part] for part, _ in parts],
                                              member_weights([w for _, w in parts]))
         for b, s in scores.items():  # no score (the reader on an answer read as a summary): no opinion, 0.5
@@ -315,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     body = "\n".join([f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s).", "",
                       "`syncheck check` defaults, only the support backend changed. AUROC, faithful = positive, 95% "
                       "bootstrap over records. Every record here is outside the verifier's training ranges.", "",
-                      *lines, *(["", *unscored] if unscored else []),
+                      *lines, *(["", *read_alone, *unscored] if read_alone or unscored else []),
                       *(["", "Paired differences (95% bootstrap over records):", *paired] if paired else [])])
     publish(body, args.results_md, SECTION + record_sets(args)[1])
     return 0

@@ -400,6 +400,25 @@ def test_the_provenance_benchmark_weighs_a_mean_and_keeps_the_ungated_reader_apa
     assert "syncheck+verifier+reader@0.2 − reader +" in out  # each mean against its members, the weight left off
 
 
+def test_the_provenance_benchmark_reads_summaries_under_the_default_support_with_the_verifier_alone(tmp_path, capsys):
+    from benchmarks.verifier_check import main
+
+    rows = [{"set": "summarization", "group": f"summarization-{6500 + i // 2}", "label": 1 - i % 2, "overlap": 0.5,
+             "length": 20, "syncheck": 1.0 * (i % 2), "verifier": 0.9 - 0.8 * (i % 2), "reader": None}
+            for i in range(8)]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["--onward", "--sets", "summarization", "--from-rows", str(path), "--nli", "syncheck,verifier,reader",
+                 "--means", "syncheck+verifier+reader@0.2,syncheck+verifier"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| summarization"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # columns: set, answers, syncheck, verifier, reader, the default spelled as a mean, syncheck+verifier
+    assert cells[3].startswith("1.000") and cells[5] == cells[3]  # the default: the verifier's column
+    assert cells[6].startswith("0.000")  # any other mean: the mean of its members, as the check reads it
+    assert "is the check's default support, which checks summaries with `verifier` alone" in out
+
+
 def test_rows_of_separate_runs_join_row_by_row_and_refuse_other_answers(tmp_path):
     from benchmarks.verifier_check import joined_rows
 
