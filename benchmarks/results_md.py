@@ -17,6 +17,7 @@ import subprocess
 import sys
 from datetime import date
 from pathlib import Path
+from typing import Sequence
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$", re.M)
 
@@ -61,7 +62,7 @@ def git_commit() -> str:
         return "unknown"
 
 
-def command_line(module: str, argv: list[str] | None = None) -> str:
+def command_line(module: str, argv: Sequence[str] | None = None) -> str:
     """``python -m <module> <arguments>``, each argument quoted as a shell needs it (a set name with a space, a
     section title with ``#``), so the command a section states runs when pasted."""
     return f"python -m {module} " + shlex.join(sys.argv[1:] if argv is None else argv)

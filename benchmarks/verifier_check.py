@@ -47,7 +47,7 @@ from benchmarks.halueval.pairs import answer_sentence, build_pairs
 from benchmarks.provenance_offline import publish
 from benchmarks.results_md import command_line, measured_line
 from features.alignment.lexical import lexical_precision
-from syncheck.checking.provenance import DEFAULT_NLI, DEFAULT_SUMMARY_NLI, ProvenanceChecker, same_support_spec
+from syncheck.checking.provenance import ProvenanceChecker, default_summary_nli
 from syncheck.checking.support import mean_members, mean_of_supports, member_weights
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
@@ -288,12 +288,12 @@ def main(argv: list[str] | None = None) -> int:
         summaries = col["set"][0] == "summarization"
         for m in means:
             parts = mean_members(m)
-            if summaries and same_support_spec(m, DEFAULT_NLI):
-                # the default support checks summaries with the verifier alone, not with the mean of its members
-                if DEFAULT_SUMMARY_NLI in scores:
-                    scores[m] = scores[DEFAULT_SUMMARY_NLI]
+            alone = default_summary_nli(m) if summaries else None
+            if alone:  # the check reads summaries under this support with another one, not the mean of its members
+                if alone in scores:
+                    scores[m] = scores[alone]
                     read_alone.append(f"- {label}: `{m}` is the check's default support, which checks summaries "
-                                      f"with `{DEFAULT_SUMMARY_NLI}` alone: its column is that one's")
+                                      f"with `{alone}` alone: its column is that one's")
             elif all(part in scores for part, _ in parts):
                 scores[m] = mean_of_supports([scores[part] for part, _ in parts],
                                              member_weights([w for _, w in parts]))

@@ -222,6 +222,12 @@ def combine(
     return factuality, sources, best
 
 
+def default_summary_nli(nli: Any) -> str | None:
+    """The support that checks summaries when none is named: :data:`DEFAULT_SUMMARY_NLI` where ``nli`` is the
+    default support (:data:`DEFAULT_NLI`, in any spelling), else ``None`` (``nli`` checks summaries itself)."""
+    return DEFAULT_SUMMARY_NLI if isinstance(nli, str) and same_support_spec(nli, DEFAULT_NLI) else None
+
+
 def same_support_spec(a: str, b: str) -> bool:
     """Whether two support specs name the same members with the same shares of the mean, whatever their order,
     spacing or the way a weight is written (``syncheck+verifier+reader@0.2`` and ``verifier@0.4 + syncheck +
@@ -395,8 +401,8 @@ class ProvenanceChecker:
         self.top_k, self.top_p, self.aggregation, self.claim = top_k, top_p, aggregation, claim
         self.premise, self.query, self.task = premise, query, task
         self.batch_size = batch_size
-        if summary_nli is None and isinstance(nli, str) and same_support_spec(nli, DEFAULT_NLI):
-            summary_nli = DEFAULT_SUMMARY_NLI
+        if summary_nli is None:
+            summary_nli = default_summary_nli(nli)
         from syncheck.checking.support import mean_members
 
         parts = [name for name, _ in mean_members(nli)] if isinstance(nli, str) else []
