@@ -152,9 +152,12 @@ def test_the_same_documents_reach_the_same_replica_and_other_documents_spread(ra
 
     first = {replica(DOCS, q) for q in QUESTIONS[:3]}
     assert len(first) == 1
-    many = {replica([f"Document number {i} says the tower is {300 + i} metres tall."], QUESTIONS[0])
-            for i in range(8)}
-    assert len(many) == 2  # 8 document sets over 2 replicas: both take some (1 in 128 to fail by chance)
+    many: set[str] = set()
+    for i in range(24):  # new document sets until both replicas have taken some (all on one by chance: 1 in 2**23)
+        many.add(replica([f"Document number {i} says the tower is {300 + i} metres tall."], QUESTIONS[0]))
+        if len(many) == 2:
+            break
+    assert len(many) == 2
 
 
 def test_a_request_without_the_key_gets_401_and_one_with_it_200(ray_server):
