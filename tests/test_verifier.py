@@ -469,6 +469,22 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
         assert refused.exit_code == 2 and f"Invalid value for {hint}" in refused.output
 
 
+def test_a_fresh_head_can_start_on_the_span_readers_encoder():
+    from features.alignment.span_reader import shipped_reader_dir
+    from features.alignment.verifier import load_verifier
+    from syncheck.verifier.training import TrainSettings, base_model, init_base
+
+    assert init_base("reader") == init_base("verifier")
+    model, _ = base_model(TrainSettings(init="reader"))
+    fresh, _ = base_model(TrainSettings())
+    reader, _, _ = load_verifier(shipped_reader_dir(), dtype=torch.float32)
+    encoder = reader.base_model.state_dict()
+    assert encoder and all(torch.equal(model.base_model.state_dict()[k], v) for k, v in encoder.items())
+    assert type(model) is type(fresh)  # one logit, as on the base
+    for name in ("classifier.weight", "bert.pooler.dense.weight"):  # the head and the pooler start as on the base
+        assert torch.equal(model.state_dict()[name], fresh.state_dict()[name])
+
+
 def test_info_against_another_directory_prints_only_the_fields_that_differ(tmp_path):
     from syncheck.cli import main
 

@@ -63,7 +63,8 @@ def verifier() -> None:
 @click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
 @click.option("--init", default=None,
               help="go on training this verifier ('verifier': the shipped one, or a verifier directory) instead of "
-                   "a fresh head on the base; for a domain with few labelled rows")
+                   "a fresh head on the base, for a domain with few labelled rows; or start a fresh head on a span "
+                   "reader's encoder ('reader': the shipped one, or a reader directory)")
 @click.option("--max-length", default=None, type=int,
               help="tokens per (context window, claim) pair [default: 256; with --probe, 1536]")
 @click.option("--probe", "probe_model", default=None,
@@ -123,7 +124,8 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         try:
             start_base = init_base(init)
         except (OSError, ValueError) as exc:
-            raise click.BadParameter(f"{exc} (or pass 'verifier' for the shipped one)", param_hint="--init")
+            raise click.BadParameter(f"{exc} (or pass 'verifier' or 'reader' for the shipped ones)",
+                                     param_hint="--init")
         if base and base != start_base:
             raise click.BadParameter(f"{init} was trained on the base {start_base!r}; leave --base out to go on "
                                      "training it, or drop --init to start a fresh head on another base",

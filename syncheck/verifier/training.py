@@ -43,7 +43,8 @@ class TrainSettings:
         base: the encoder to start from (:data:`~features.alignment.verifier.PACKAGED_BASE`, a hub id or a directory).
         init: a verifier to go on training instead of a fresh head on ``base``: ``"verifier"`` (the shipped one) or
             a verifier directory. Its manifest must name ``base``. Fits a verifier to a domain with few labelled
-            rows, starting from what the shipped one learnt.
+            rows, starting from what the shipped one learnt. A span reader (``"reader"``, the shipped one, or a
+            reader directory) lends only its encoder: the head and the pooler start fresh, as on ``base``.
         max_length: tokens per (premise window, claim) pair, in training and at scoring.
         epochs, batch_size, learning_rate, warmup_ratio, weight_decay: the optimiser's settings.
         attention_dropout: dropout on the attention probabilities (the base's is 0.1). Off by default: on a CPU its
@@ -123,8 +124,10 @@ def frozen_names(model: Any) -> list[str]:
 
 
 def init_dir(init: str) -> Path:
-    """The verifier directory ``init`` names (``"verifier"``: the shipped one)."""
-    return shipped_verifier_dir() if init == "verifier" else Path(init)
+    """The verifier directory ``init`` names (``"verifier"``, ``"reader"``: the shipped ones)."""
+    from features.alignment.span_reader import shipped_reader_dir
+
+    return {"verifier": shipped_verifier_dir, "reader": shipped_reader_dir}.get(init, lambda: Path(init))()
 
 
 def init_base(init: str) -> str:
@@ -146,13 +149,16 @@ def base_model(settings: TrainSettings) -> tuple[Any, Any]:
 
     from features.alignment.hf_utils import hub_kwargs
 
-    torch.manual_seed(settings.seed)
+    encoder = None
     if settings.init is not None:
         model, tokenizer, manifest = load_verifier(init_dir(settings.init), dtype=torch.float32)
         if manifest.get("base", settings.base) != settings.base:
             raise ValueError(f"the verifier {settings.init!r} was trained on the base {manifest['base']!r}, not "
                              f"{settings.base!r}; pass --base {manifest['base']} (or leave --base out)")
-        return model, tokenizer  # with its own dropout settings
+        if manifest.get("head", "logit") == "logit":
+            return model, tokenizer  # with its own dropout settings
+        encoder = model.base_model.state_dict()  # a span reader: its encoder, under a fresh head
+    torch.manual_seed(settings.seed)  # the fresh head starts as it would on the base alone
     path = resolve_base(settings.base)
     model = AutoModelForSequenceClassification.from_pretrained(
         path, num_labels=1, problem_type="multi_label_classification", id2label={0: "supported"},
@@ -162,6 +168,11 @@ def base_model(settings: TrainSettings) -> tuple[Any, Any]:
         with torch.no_grad():  # all-MiniLM-L6-v2's pooler is near zero (std 0.009): its gradient would not flow
             pooler.dense.weight.copy_(torch.eye(pooler.dense.weight.shape[0]))
             pooler.dense.bias.zero_()
+    if encoder is not None:
+        missing, unexpected = model.base_model.load_state_dict(encoder, strict=False)
+        if unexpected or any(not name.startswith("pooler.") for name in missing):
+            raise ValueError(f"the encoder of {settings.init!r} does not fit {settings.base!r} (missing "
+                             f"{missing[:3]}, unexpected {unexpected[:3]}); start from a reader trained on that base")
     return model, AutoTokenizer.from_pretrained(path, **hub_kwargs())
 
 
