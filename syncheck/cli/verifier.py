@@ -14,6 +14,9 @@ same recipe, so an interrupted run picks up where it stopped):
 With ``--probe MODEL`` it fits a probe instead (:mod:`syncheck.verifier.probe_build`): step 2 caches the frozen LM's
 hidden states under ``states/``, and step 3 writes ``head.json`` and ``manifest.json`` (``--alignment probe:<dir>``).
 
+``syncheck verifier average OUT A B`` writes a verifier whose weights average A's and B's
+(:mod:`syncheck.verifier.averaging`).
+
 ``syncheck verifier reader`` fits a span reader (:mod:`syncheck.verifier.reader_training`): ``checkpoints/``, then
 ``verifier.safetensors``, ``config.json`` and ``manifest.json`` (``--alignment reader:<dir>``).
 """
@@ -195,6 +198,39 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
         raise click.UsageError(str(exc))
     click.echo(f"reader written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
                f"--alignment reader:{out}")
+
+
+@verifier.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("verifiers", nargs=-1, required=True, metavar="VERIFIER...")
+@click.option("--weights", default=None, help="one weight per verifier, joined by commas, summing to 1 "
+              "(default: equal weights)")
+def average(out: Path, verifiers: tuple[str, ...], weights: str | None) -> None:
+    """Write into OUT a verifier whose weights average those of VERIFIER... (directories, or 'shipped').
+
+    The verifiers must share their base, head and frozen tensors: for example one trained on your domain and the
+    shipped one. The average scores at the cost of one verifier.
+    """
+    from features.alignment.verifier import shipped_verifier_dir
+    from syncheck.verifier.averaging import average_verifiers
+
+    dirs = [shipped_verifier_dir() if v == "shipped" else Path(v) for v in verifiers]
+    if len(dirs) < 2:
+        raise click.UsageError("give at least two verifiers to average (a directory, or 'shipped')")
+    for d in dirs:
+        if not d.is_dir():
+            raise click.BadParameter(f"{d} is not a directory: give verifier directories, or 'shipped'",
+                                     param_hint="VERIFIER...")
+    try:
+        shares = [float(w) for w in weights.split(",")] if weights else [1 / len(dirs)] * len(dirs)
+    except ValueError:
+        raise click.BadParameter("give numbers joined by commas, e.g. 0.5,0.5", param_hint="--weights")
+    try:
+        manifest = average_verifiers(dirs, shares, out, command=given_command(click.get_current_context()))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB, sha256 "
+               f"{manifest['weights_sha256'][:12]}); use it with --alignment verifier:{out}")
 
 
 def given_command(ctx: click.Context) -> str:

@@ -1,0 +1,81 @@
+"""A verifier whose weights are the weighted average of other verifiers' (weight-space ensembling).
+
+Verifiers trained from the same base, with the same frozen tensors and head, lie close enough in weight space that
+their average is a verifier too (model soups, Wortsman et al., 2022; WiSE-FT, the same authors, 2022, for a
+fine-tuned model and its start). It costs nothing at scoring time, unlike an ensemble of scores: one forward, as
+any verifier. A typical use: average a verifier trained on one's own domain with the shipped one, to keep what the
+shipped one knows.
+
+Every tensor is averaged in float32 and stored in float16, as training exports it. The manifest records each input's
+weights hash, command and weight, so a rebuild is two trainings and this step.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+from features.alignment.verifier import FORMAT, MANIFEST, WEIGHTS, file_sha256, read_manifest
+
+#: Manifest fields that must agree for an average to be a verifier of the same kind.
+SAME = ("head", "base", "frozen", "frozen_sha256", "max_length")
+
+
+def average_verifiers(directories: Sequence[str | Path], weights: Sequence[float], out: str | Path, *,
+                      command: str) -> dict[str, Any]:
+    """Write the weighted average of ``directories`` (verifier directories) into ``out``; returns its manifest.
+
+    Raises:
+        ValueError: fewer than two verifiers, weights that do not match them or do not sum to 1, or verifiers of
+            different kinds (another base, head, frozen tensors or length; the message names the field).
+        OSError: a directory's weights are missing or do not match its manifest's sha256.
+    """
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from syncheck.build_info import build_record
+
+    directories = [Path(d) for d in directories]
+    if len(directories) < 2:
+        raise ValueError("give at least two verifier directories to average")
+    if len(weights) != len(directories) or any(w < 0 for w in weights) or abs(sum(weights) - 1) > 1e-6:
+        raise ValueError(f"give one weight per verifier, each >= 0, summing to 1 (got {list(weights)} for "
+                         f"{len(directories)} verifiers)")
+    manifests = [read_manifest(d) for d in directories]
+    for field in SAME:
+        values = {json.dumps(m.get(field, "logit" if field == "head" else None)) for m in manifests}
+        if len(values) > 1:
+            raise ValueError(f"these verifiers differ in {field!r} ({sorted(values)}); only verifiers trained from "
+                             "the same base, with the same head and frozen tensors, can be averaged")
+    states = []
+    for d, m in zip(directories, manifests):
+        if file_sha256(d / WEIGHTS) != m["weights_sha256"]:
+            raise OSError(f"{d / WEIGHTS} does not match its manifest's sha256; rebuild it with the manifest's command")
+        states.append(load_file(str(d / WEIGHTS)))
+    names = set(states[0])
+    for d, state in zip(directories[1:], states[1:]):
+        if set(state) != names or any(state[k].shape != states[0][k].shape for k in names):
+            raise ValueError(f"{d}'s tensors differ from {directories[0]}'s in name or shape; only verifiers of the "
+                             "same architecture can be averaged")
+    averaged = {k: sum(w * s[k].float() for w, s in zip(weights, states)).to(torch.float16).contiguous()
+                for k in sorted(names)}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(averaged, str(out / WEIGHTS))
+    (out / WEIGHTS).chmod(0o644)
+    shutil.copyfile(directories[0] / "config.json", out / "config.json")
+    first = manifests[0]
+    manifest = {
+        "format": FORMAT, **{field: first[field] for field in SAME if field in first},
+        "weights_sha256": file_sha256(out / WEIGHTS), "weights_bytes": (out / WEIGHTS).stat().st_size,
+        "average_of": [{"weight": w, "weights_sha256": m["weights_sha256"], "command": m.get("command"),
+                        "commit": m.get("commit")} for w, m in zip(weights, manifests)],
+        **build_record(command),
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+__all__ = ["SAME", "average_verifiers"]

@@ -1,0 +1,73 @@
+"""``syncheck verifier average``: a verifier whose weights average other verifiers', and the ones it refuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+from safetensors.torch import load_file, save_file
+
+from features.alignment.verifier import MANIFEST, WEIGHTS, VerifierScorer, file_sha256, shipped_verifier_dir
+from syncheck.cli import main
+from syncheck.verifier.averaging import average_verifiers
+
+
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory):
+    """A copy of the shipped verifier with every trained tensor moved by +0.25 (its manifest's hash updated)."""
+    out = tmp_path_factory.mktemp("shifted")
+    src = shipped_verifier_dir()
+    state = {k: (v.float() + 0.25).to(torch.float16) for k, v in load_file(str(src / WEIGHTS)).items()}
+    save_file(state, str(out / WEIGHTS))
+    (out / "config.json").write_bytes((src / "config.json").read_bytes())
+    manifest = json.loads((src / MANIFEST).read_text())
+    manifest["weights_sha256"] = file_sha256(out / WEIGHTS)
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    return out
+
+
+def test_the_average_is_the_weighted_mean_of_each_tensor_and_scores_as_a_verifier(tmp_path, shifted):
+    result = CliRunner().invoke(main, ["verifier", "average", str(tmp_path / "avg"), "shipped", str(shifted),
+                                       "--weights", "0.75,0.25"])
+    assert result.exit_code == 0, result.output
+    shipped = load_file(str(shipped_verifier_dir() / WEIGHTS))
+    averaged = load_file(str(tmp_path / "avg" / WEIGHTS))
+    assert set(averaged) == set(shipped)
+    for name, tensor in shipped.items():
+        expected = (tensor.float() + 0.25 * 0.25).to(torch.float16)
+        assert torch.allclose(averaged[name].float(), expected.float(), atol=1e-3), name
+    manifest = json.loads((tmp_path / "avg" / MANIFEST).read_text())
+    assert [part["weight"] for part in manifest["average_of"]] == [0.75, 0.25]
+    assert manifest["weights_sha256"] == file_sha256(tmp_path / "avg" / WEIGHTS)
+    assert manifest["command"].startswith("syncheck verifier average")
+    score = VerifierScorer(tmp_path / "avg", progress=False).score(["Paris is in France."], ["Paris is in France."])
+    assert 0.0 <= float(score[0]) <= 1.0
+
+
+def test_a_verifier_averaged_with_itself_is_itself(tmp_path):
+    average_verifiers([shipped_verifier_dir(), shipped_verifier_dir()], [0.5, 0.5], tmp_path, command="test")
+    shipped = load_file(str(shipped_verifier_dir() / WEIGHTS))
+    assert all(torch.equal(load_file(str(tmp_path / WEIGHTS))[k], v) for k, v in shipped.items())
+
+
+def test_weights_that_do_not_fit_and_verifiers_of_another_kind_are_refused(tmp_path, shifted):
+    from features.alignment.span_reader import shipped_reader_dir
+
+    runner = CliRunner()
+    for weights in ("0.5", "0.7,0.7", "a,b"):
+        refused = runner.invoke(main, ["verifier", "average", str(tmp_path / "x"), "shipped", str(shifted),
+                                       "--weights", weights])
+        assert refused.exit_code != 0 and ("summing to 1" in refused.output or "commas" in refused.output), weights
+    alone = runner.invoke(main, ["verifier", "average", str(tmp_path / "x"), "shipped"])
+    assert alone.exit_code != 0 and "at least two" in alone.output
+    with pytest.raises(ValueError, match="differ in 'head'"):  # the span reader has a start/end head
+        average_verifiers([shipped_verifier_dir(), shipped_reader_dir()], [0.5, 0.5], tmp_path / "y", command="t")
+    manifest = json.loads((shifted / MANIFEST).read_text())
+    (tmp_path / "bad").mkdir()
+    for name in (WEIGHTS, "config.json"):
+        (tmp_path / "bad" / name).write_bytes((shifted / name).read_bytes())
+    (tmp_path / "bad" / MANIFEST).write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
+    with pytest.raises(OSError, match="sha256"):
+        average_verifiers([shipped_verifier_dir(), tmp_path / "bad"], [0.5, 0.5], tmp_path / "z", command="t")
