@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from features.alignment.verifier import MANIFEST, WEIGHTS, VerifierScorer, file_sha256, shipped_verifier_dir
 from syncheck.cli import main
-from syncheck.verifier.averaging import average_verifiers
+from syncheck.verifier.averaging import average_verifiers, builds
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +40,11 @@ def test_the_average_is_the_weighted_mean_of_each_tensor_and_scores_as_a_verifie
         assert torch.allclose(averaged[name].float(), expected.float(), atol=1e-3), name
     manifest = json.loads((tmp_path / "avg" / MANIFEST).read_text())
     assert [part["weight"] for part in manifest["average_of"]] == [0.75, 0.25]
+    shipped_manifest = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
+    assert [b["command"] for b in builds(manifest)] == [shipped_manifest["command"]] * 2  # each input's training
+    assert manifest["data"]["recipe"] == builds(shipped_manifest)[0]["data"]["recipe"]
     assert manifest["weights_sha256"] == file_sha256(tmp_path / "avg" / WEIGHTS)
-    assert manifest["command"].startswith("syncheck verifier average")
+    assert manifest["command"] == f"syncheck verifier average avg shipped {shifted.name} --weights 0.75,0.25"
     score = VerifierScorer(tmp_path / "avg", progress=False).score(["Paris is in France."], ["Paris is in France."])
     assert 0.0 <= float(score[0]) <= 1.0
 
@@ -71,3 +74,23 @@ def test_weights_that_do_not_fit_and_verifiers_of_another_kind_are_refused(tmp_p
     (tmp_path / "bad" / MANIFEST).write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
     with pytest.raises(OSError, match="sha256"):
         average_verifiers([shipped_verifier_dir(), tmp_path / "bad"], [0.5, 0.5], tmp_path / "z", command="t")
+
+
+def test_inputs_built_on_the_same_dev_pairs_give_the_average_a_dev_auroc(tmp_path, shifted):
+    from syncheck.verifier.pairs import VerifierPair, write_pairs
+
+    doc = "Marie Curie was born in Warsaw in 1867."
+    pairs = [VerifierPair(doc, claim, label, f"g{i}", "test") for i, (claim, label) in enumerate(
+        [("Marie Curie was born in Warsaw.", 1), ("Marie Curie was born in Berlin.", 0),
+         ("She was born in 1867.", 1), ("She was born in 1912.", 0)])]
+    inputs = []
+    for name, src in (("a", shipped_verifier_dir()), ("b", shifted)):
+        (tmp_path / name).mkdir()
+        for file in (WEIGHTS, MANIFEST, "config.json"):
+            (tmp_path / name / file).write_bytes((src / file).read_bytes())
+        write_pairs(pairs, str(tmp_path / name / "dev_pairs.jsonl"))
+        inputs.append(tmp_path / name)
+    manifest = average_verifiers(inputs, [0.5, 0.5], tmp_path / "avg", command="test")
+    assert manifest["data"]["dev"]["dev_pairs"] == 4 and 0 <= manifest["data"]["dev"]["verifier_auroc"] <= 1
+    assert json.loads((tmp_path / "avg" / MANIFEST).read_text())["data"]["dev"] == manifest["data"]["dev"]
+

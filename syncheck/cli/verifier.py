@@ -243,7 +243,7 @@ def given_command(ctx: click.Context) -> str:
             continue
         value = ctx.params[param.name]
         if isinstance(param, click.Argument):
-            words.append(shlex.quote(str(value)))
+            words += [shlex.quote(str(v)) for v in (value if isinstance(value, (tuple, list)) else [value])]
         elif param.is_flag:
             words.append(param.opts[0] if value else param.secondary_opts[0])
         else:

@@ -7,7 +7,9 @@ any verifier. A typical use: average a verifier trained on one's own domain with
 shipped one knows.
 
 Every tensor is averaged in float32 and stored in float16, as training exports it. The manifest records each input's
-weights hash, command and weight, so a rebuild is two trainings and this step.
+whole manifest (its data, command, commit and hash) and weight, so a rebuild is each input's command and then this
+one; when the inputs share their training data recipe, it is also the average's ``data.recipe``, and when their
+build directories hold the same dev pairs, the average's dev AUROC is measured on them (``data.dev``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from features.alignment.verifier import FORMAT, MANIFEST, WEIGHTS, file_sha256, read_manifest
+from syncheck.verifier.build import DEV_PAIRS, dev_figures
+from syncheck.verifier.pairs import read_pairs
 
 #: Manifest fields that must agree for an average to be a verifier of the same kind.
 SAME = ("head", "base", "frozen", "frozen_sha256", "max_length")
@@ -67,15 +71,27 @@ def average_verifiers(directories: Sequence[str | Path], weights: Sequence[float
     (out / WEIGHTS).chmod(0o644)
     shutil.copyfile(directories[0] / "config.json", out / "config.json")
     first = manifests[0]
+    recipes = {json.dumps(m.get("data", {}).get("recipe"), sort_keys=True) for m in manifests}
     manifest = {
         "format": FORMAT, **{field: first[field] for field in SAME if field in first},
         "weights_sha256": file_sha256(out / WEIGHTS), "weights_bytes": (out / WEIGHTS).stat().st_size,
-        "average_of": [{"weight": w, "weights_sha256": m["weights_sha256"], "command": m.get("command"),
-                        "commit": m.get("commit")} for w, m in zip(weights, manifests)],
+        **({"data": {"recipe": first["data"]["recipe"]}} if len(recipes) == 1 and "data" in first else {}),
+        "average_of": [{"weight": w, "manifest": m} for w, m in zip(weights, manifests)],
         **build_record(command),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    dev = [d / DEV_PAIRS for d in directories]
+    if all(p.exists() for p in dev) and len({file_sha256(p) for p in dev}) == 1:  # built on the same pairs
+        manifest.setdefault("data", {})["dev"] = dev_figures(out, read_pairs(str(dev[0])))
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 
 
-__all__ = ["SAME", "average_verifiers"]
+def builds(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manifests of the trainings behind a verifier: its own, or each averaged input's (recursively)."""
+    if "average_of" not in manifest:
+        return [manifest]
+    return [m for part in manifest["average_of"] for m in builds(part["manifest"])]
+
+
+__all__ = ["SAME", "average_verifiers", "builds"]
