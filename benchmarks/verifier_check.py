@@ -25,8 +25,7 @@ HaluEval QA's own right and hallucinated answers (as given) of records 8600-8749
 after ``@``, the others sharing the rest), chosen on the ``--latest`` sets; ``--beyond`` (pairs 9050-9199, qa
 9200-9349) that weighted mean as the default, read against a margin on the ``qa`` set fixed before the reading;
 ``--onward`` (pairs 9650-9799, qa 9800-9949, dialogue 6900-7049, summarization 6500-6599) the defaults again once
-the shipped verifier changed; ``--remaining`` (dialogue 7350-7499, summarization 6800-6899) dialogue and summaries
-once more, when no QA record was left unread.
+the shipped verifier changed.
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)
@@ -80,9 +79,6 @@ FURTHER_SETS = (("pairs", 8750, 150), ("qa", 8900, 150))
 BEYOND_SETS = (("pairs", 9050, 150), ("qa", 9200, 150))
 #: And again, every shape, for the check's defaults once the shipped verifier changed (nothing had read these records).
 ONWARD_SETS = (("pairs", 9650, 150), ("qa", 9800, 150), ("dialogue", 6900, 150), ("summarization", 6500, 100))
-#: Dialogue and summaries again on records nothing had read, for a change of the shipped verifier once no QA record
-#: was left unread (its pairs and qa are read on :data:`ONWARD_SETS`' rows).
-REMAINING_SETS = (("dialogue", 7350, 150), ("summarization", 6800, 100))
 
 
 #: The later record sets by their option, with the suffix of their RESULTS section's title.
@@ -91,8 +87,7 @@ LATER_SETS = {"fresh": (FRESH_SETS, ", fresh records"), "confirm": (CONFIRM_SETS
               "holdout": (HOLDOUT_SETS, ", holdout records"), "reserve": (RESERVE_SETS, ", reserve records"),
               "unread": (UNREAD_SETS, ", records past 8000"), "latest": (LATEST_SETS, ", records past 8450"),
               "further": (FURTHER_SETS, ", records past 8750"), "beyond": (BEYOND_SETS, ", records past 9050"),
-              "onward": (ONWARD_SETS, ", records past 9650"),
-              "remaining": (REMAINING_SETS, ", dialogue past 7350 and summaries past 6800")}
+              "onward": (ONWARD_SETS, ", records past 9650")}
 #: Every set's name.
 SET_NAMES = ("pairs", "qa", "dialogue", "summarization")
 #: What ``--reader-every-answer`` adds to a span reader's column name, so its rows join beside the gated reader's.
