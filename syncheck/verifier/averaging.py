@@ -1,10 +1,11 @@
 """A verifier whose weights are the weighted average of other verifiers' (weight-space ensembling).
 
-Verifiers trained from the same base, with the same frozen tensors and head, lie close enough in weight space that
-their average is a verifier too (model soups, Wortsman et al., 2022; WiSE-FT, the same authors, 2022, for a
-fine-tuned model and its start). It costs nothing at scoring time, unlike an ensemble of scores: one forward, as
-any verifier. A typical use: average a verifier trained on one's own domain with the shipped one, to keep what the
-shipped one knows.
+Verifiers fine-tuned from the same weights (the same base, frozen tensors and head) often lie close enough in weight
+space that their average is a verifier too (model soups, Wortsman et al., 2022; WiSE-FT, the same authors, 2022,
+for a fine-tuned model and its start); whether it is a better one is for a reading on held-out rows to say. It
+costs nothing at scoring time, unlike an ensemble of scores: one forward, as any verifier. A typical use: average
+a verifier trained on one's own domain (``--init verifier``) with the shipped one, to keep what the shipped one
+knows.
 
 Every tensor is averaged in float32 and stored in float16, as training exports it. The manifest records each input's
 whole manifest (its data, command, commit and hash) and weight, so a rebuild is each input's command and then this
