@@ -82,6 +82,21 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def checked_weights(directory: str | Path, manifest: dict[str, Any], *, check_hash: bool = True) -> Path:
+    """The weights file of a verifier directory, once it is there and (``check_hash``) matches ``manifest``.
+
+    Raises:
+        OSError: the file is missing or does not match the manifest's sha256 (the message says how to rebuild it).
+    """
+    weights = Path(directory) / WEIGHTS
+    if not weights.exists():
+        raise OSError(f"{weights} is missing; the verifier directory is incomplete (rebuild it with the manifest's "
+                      f"command: {manifest.get('command', 'syncheck verifier train')})")
+    if check_hash and file_sha256(weights) != manifest["weights_sha256"]:
+        raise OSError(f"{weights} does not match its manifest's sha256; rebuild it with the manifest's command")
+    return weights
+
+
 def model_class(head: str) -> Any:
     """The transformers auto class of a verifier directory's ``head``: ``"logit"`` (one output logit, the verifier;
     a manifest without ``head``) or ``"span"`` (a start/end head, :mod:`features.alignment.span_reader`)."""
@@ -119,12 +134,7 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
             raise OSError(load_error("verifier", str(directory), exc)) from exc
         return model.eval(), tokenizer, {"max_length": None}
     manifest = read_manifest(directory)
-    weights = directory / WEIGHTS
-    if not weights.exists():
-        raise OSError(f"{weights} is missing; the verifier directory is incomplete (rebuild it with the manifest's "
-                      f"command: {manifest.get('command', 'syncheck verifier train')})")
-    if check_hash and file_sha256(weights) != manifest["weights_sha256"]:
-        raise OSError(f"{weights} does not match its manifest's sha256; rebuild it with the manifest's command")
+    weights = checked_weights(directory, manifest, check_hash=check_hash)
     base = resolve_base(manifest["base"])
     from transformers.utils import logging as hf_logging
 
@@ -240,5 +250,6 @@ class VerifierScorer(DirectoryScorer):
         return torch.sigmoid(logits).cpu().numpy()
 
 
-__all__ = ["FORMAT", "MANIFEST", "PACKAGED_BASE", "VerifierScorer", "WEIGHTS", "file_sha256", "load_verifier",
-           "DirectoryScorer", "model_class", "read_manifest", "resolve_base", "shipped_verifier_dir", "tensors_sha256"]
+__all__ = ["FORMAT", "MANIFEST", "PACKAGED_BASE", "VerifierScorer", "WEIGHTS", "checked_weights", "file_sha256",
+           "load_verifier", "DirectoryScorer", "model_class", "read_manifest", "resolve_base", "shipped_verifier_dir",
+           "tensors_sha256"]

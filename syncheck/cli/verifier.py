@@ -215,8 +215,6 @@ def average(out: Path, verifiers: tuple[str, ...], weights: str | None) -> None:
     from syncheck.verifier.averaging import average_verifiers
 
     dirs = [shipped_verifier_dir() if v == "shipped" else Path(v) for v in verifiers]
-    if len(dirs) < 2:
-        raise click.UsageError("give at least two verifiers to average (a directory, or 'shipped')")
     for d in dirs:
         if not d.is_dir():
             raise click.BadParameter(f"{d} is not a directory: give verifier directories, or 'shipped'",

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from features.alignment.verifier import FORMAT, MANIFEST, WEIGHTS, file_sha256, read_manifest
+from features.alignment.verifier import FORMAT, MANIFEST, WEIGHTS, checked_weights, file_sha256, read_manifest
 from syncheck.verifier.build import DEV_PAIRS, dev_figures
 from syncheck.verifier.pairs import read_pairs
 
@@ -54,11 +54,7 @@ def average_verifiers(directories: Sequence[str | Path], weights: Sequence[float
         if len(values) > 1:
             raise ValueError(f"these verifiers differ in {field!r} ({sorted(values)}); only verifiers trained from "
                              "the same base, with the same head and frozen tensors, can be averaged")
-    states = []
-    for d, m in zip(directories, manifests):
-        if file_sha256(d / WEIGHTS) != m["weights_sha256"]:
-            raise OSError(f"{d / WEIGHTS} does not match its manifest's sha256; rebuild it with the manifest's command")
-        states.append(load_file(str(d / WEIGHTS)))
+    states = [load_file(str(checked_weights(d, m))) for d, m in zip(directories, manifests)]
     names = set(states[0])
     for d, state in zip(directories[1:], states[1:]):
         if set(state) != names or any(state[k].shape != states[0][k].shape for k in names):
