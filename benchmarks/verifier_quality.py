@@ -5,7 +5,11 @@ Sets (every record range fixed before the verifier's first training run, :mod:`s
 - HaluEval QA records 2000-2499 (held out): ``qa``, the right against the hallucinated answer; ``pairs``, the right
   answer against another span of the same passage, both as "The answer is X." (:mod:`benchmarks.halueval.pairs`);
 - HaluEval dialogue records 5000-5499 and summarization records 5000-5299 (held out);
-- RAGTruth ``dev`` and ``dev_extra``, sentence by sentence, per task (the verifier never trained on RAGTruth).
+- RAGTruth ``dev`` and ``dev_extra``, sentence by sentence, per task (the verifier never trained on RAGTruth);
+- ``--pairs FILE``: labelled pairs (:mod:`syncheck.verifier.pair_files`), one set per file, one unit per pair, e.g.
+  the check sets no verifier trains on (``summedits``, ``wice``, ``fever_symmetric`` of ``../shared/data/nli/``).
+  Their table adds balanced accuracy at 0.5 and the claim-only model (tf-idf of the claim alone, out of fold,
+  :func:`syncheck.verifier.artefacts.claim_only_scores`), which tells how much of a set the claim alone gives away.
 
 Claims are question-aware where there is a question (``"Question: Q\\nAnswer: S"``, the dialogue history as the
 question). A summary is scored sentence by sentence against its document, and its score is the **minimum** over its
@@ -126,6 +130,43 @@ def ragtruth_units(paths: str, responses: bool = False) -> list[Unit]:
     return units
 
 
+def pair_units(paths: list[str]) -> list[Unit]:
+    """The pairs of each file as units of the set named for the file (one claim each, grouped by premise)."""
+    from syncheck.verifier.pair_files import file_stem, read_pair_file
+
+    return [Unit(file_stem(path), p.group, p.premise, p.claim, [p.claim], p.label)
+            for path in paths for p in read_pair_file(path)]
+
+
+def set_rows(units: list[Unit], name: str) -> tuple[list[Unit], np.ndarray, list[str], np.ndarray]:
+    """The units of one set, their labels, groups and word overlap (the trivial baseline every table shows)."""
+    us = [u for u in units if u.set == name]
+    return (us, np.array([u.label for u in us]), [u.group for u in us],
+            np.array([lexical_precision(u.premise, u.text) for u in us]))
+
+
+def pair_table(units: list[Unit], set_names: list[str], name: str = "verifier") -> str:
+    """Balanced accuracy at 0.5 of the backend, and the claim-only model's AUROC, on each pairs set."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from syncheck.verifier.artefacts import claim_only_scores
+    from syncheck.verifier.pairs import VerifierPair
+
+    lines = [f"| set | units | supported | {name} AUROC | {name} balanced accuracy (0.5) | word overlap AUROC | "
+             "claim-only AUROC (out of fold) |", "| --- " * 7 + "|"]
+    for set_name in set_names:
+        us, y, groups, overlap = set_rows(units, set_name)
+        if not us:
+            continue
+        scores = np.array([min(u.scores) for u in us])
+        claim_only = claim_only_scores([VerifierPair(u.premise, u.text, u.label, u.group, u.set) for u in us])
+        lines.append(f"| {set_name} | {len(us)} | {y.mean():.2f} | {fmt(bootstrap_auroc(y, scores, groups=groups))} | "
+                     f"{balanced_accuracy_score(y, scores >= 0.5):.3f} | "
+                     f"{fmt(bootstrap_auroc(y, overlap, groups=groups))} | "
+                     f"{fmt(bootstrap_auroc(y, claim_only, groups=groups))} |")
+    return "\n".join(lines)
+
+
 def first_per_set(units: list[Unit], limit: int | None, skip: int = 0) -> list[Unit]:
     """The units of each set after its first ``skip``, at most ``limit`` of them (``None``: all)."""
     seen: dict[str, int] = {}
@@ -176,14 +217,11 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
                 f"leaning: {name} − `{against}` |" if against else ""),
              "| --- " * 11 + "|" + (" --- | --- | --- | --- |" if against else "")]
     for name in set_names:
-        us = [u for u in units if u.set == name]
+        us, y, groups, overlap = set_rows(units, name)
         if not us:
             continue
-        y = np.array([u.label for u in us])
-        groups = [u.group for u in us]
         v_min = np.array([min(u.scores) for u in us])
         v_mean = np.array([np.mean(u.scores) for u in us])
-        overlap = np.array([lexical_precision(u.premise, u.text) for u in us])
         length = -np.array([len(u.text) for u in us], dtype=float)
         row = [name, str(len(us)), fmt(bootstrap_auroc(y, v_min, groups=groups)),
                fmt(bootstrap_auroc(y, v_mean, groups=groups)), fmt(bootstrap_auroc(y, overlap, groups=groups)),
@@ -232,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--halueval", help="HaluEval's directory")
     ap.add_argument("--ragtruth", help="RAGTruth JSON lines, comma-separated")
+    ap.add_argument("--pairs", default=None,
+                    help="labelled pairs files (premise, hypothesis, label), comma-separated: one set per file")
     ap.add_argument("--alignment", default="verifier", help="the backend to measure (default: the shipped verifier)")
     ap.add_argument("--against", default=None,
                     help="a second backend on the same units (e.g. verifier, when --alignment is a rebuild): adds the "
@@ -257,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     records = {**HALUEVAL_EVAL, **parse_records(args.records)}
     units = (halueval_units(args.halueval, records) if args.halueval else []) + (
         ragtruth_units(args.ragtruth, args.responses) if args.ragtruth else [])
+    pair_paths = [p.strip() for p in args.pairs.split(",") if p.strip()] if args.pairs else []
+    from_pairs = pair_units(pair_paths)
+    pair_sets = list(dict.fromkeys(u.set for u in from_pairs))
+    units += from_pairs
     if args.sets:
         units = [u for u in units if u.set in {name.strip() for name in args.sets.split(",")}]
     if args.limit or args.skip:
@@ -264,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     score_units(units, scorer, args.batch_size)
     if args.against:
         score_units(units, make_alignment_scorer(args.against), args.batch_size, "against")
-    sets = ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS]
+    sets = ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS] + pair_sets
     diffs: dict[str, tuple[float, float, float]] = {}
     manifest = getattr(scorer, "manifest", {}) or {}
     cmd = command_line("benchmarks.verifier_quality", argv)
@@ -282,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         "Every range here is outside the verifier's training data.",
         "",
         table(units, sets, args.against, diffs, parse_alignment_spec(args.alignment)[0]),
-    ] + (["", f"Shipping rule (a paired interval against `{args.against}`): {shipping_verdict(diffs)}."]
+    ] + (["", "Pairs sets: balanced accuracy and the claim-only model.", "",
+          pair_table(units, pair_sets, parse_alignment_spec(args.alignment)[0])] if pair_sets else []) + (
+        ["", f"Shipping rule (a paired interval against `{args.against}`): {shipping_verdict(diffs)}."]
          if args.against else []))
     publish(body, args.results_md, args.results_section)
     return 0

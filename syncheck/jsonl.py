@@ -69,8 +69,10 @@ def parse_jsonl(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Any]]:
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """:func:`parse_jsonl` over the lines of the file ``path`` (read as bytes: a line that is not UTF-8 is a bad
-    line, not the end of the file), read lazily."""
-    with open(path, "rb") as f:
+    line, not the end of the file), read lazily. A path ending in ``.gz`` is read through gzip."""
+    import gzip
+
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
         yield from parse_jsonl(f)
 
 

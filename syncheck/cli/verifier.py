@@ -44,6 +44,13 @@ def verifier() -> None:
                    "sentences and edits of them become pairs")
 @click.option("--labelled", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="labelled records in the `syncheck score` format with label, sentence_labels or RAGTruth labels")
+@click.option("--pairs", "pair_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="labelled pairs: JSON lines (.jsonl or .jsonl.gz) of premise, hypothesis, label (1 = supported) "
+                   "and an optional src; e.g. the files of ../shared/data/nli/")
+@click.option("--pairs-per-source", type=click.IntRange(1), default=None,
+              help="at most this many pairs of each sub-source (src) of the --pairs files [default: all]")
+@click.option("--drop-source", "drop_sources", multiple=True,
+              help="a sub-source (src) of the --pairs files to leave out, e.g. sick (non-commercial)")
 @click.option("--halueval", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="HaluEval's directory: adds its training ranges (never its held-out ranges)")
 @click.option("--halueval-records", default="qa=3000,dialogue=3000,summarization=1500", show_default=True,
@@ -81,15 +88,19 @@ def verifier() -> None:
 @click.option("--batch-size", default=16, show_default=True)
 @click.option("--learning-rate", default=5e-5, show_default=True)
 @click.option("--max-steps", default=-1, show_default=True, help="stop after this many steps (-1: the epochs decide)")
+@click.option("--sampling", type=click.Choice(["random", "length"]), default="random", show_default=True,
+              help="training order: random, or batches of pairs of similar length (faster on pools of short pairs)")
 @click.option("--dev-share", default=0.05, show_default=True, help="share of source documents held out as dev")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def train(out: Path, documents, labelled, halueval, halueval_records, writer, writer_records,
+def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sources, halueval, halueval_records,
+          writer, writer_records,
           sentences_per_document, distractors_per_record, conflict_records, conflict_distractors, thinning, base, init,
-          max_length, probe_model, layers, probe_c, dtype, epochs, batch_size, learning_rate, max_steps, dev_share,
-          seed, device, progress) -> None:
-    """Fit a verifier into OUT from your documents and labelled records (and HaluEval's training ranges)."""
+          max_length, probe_model, layers, probe_c, dtype, epochs, batch_size, learning_rate, max_steps, sampling,
+          dev_share, seed, device, progress) -> None:
+    """Fit a verifier into OUT from labelled pairs, your documents and labelled records (and HaluEval's training
+    ranges)."""
     from syncheck.verifier.build import build_verifier
     from syncheck.verifier.dataset import DataRecipe
     from syncheck.verifier.training import TrainSettings
@@ -98,13 +109,18 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         counts = {k: int(v) for k, v in (part.split("=") for part in halueval_records.split(",") if part)}
     except ValueError:
         raise click.BadParameter("use FILE=N pairs such as qa=3000,dialogue=3000", param_hint="--halueval-records")
-    recipe = DataRecipe(
-        halueval=str(halueval) if halueval else None, halueval_records=counts, writer=writer,
-        writer_records=writer_records, labelled=tuple(map(str, labelled)), documents=tuple(map(str, documents)),
-        sentences_per_document=sentences_per_document, distractors_per_record=distractors_per_record,
-        conflict_records=conflict_records, conflict_distractors=conflict_distractors, thinning=thinning, seed=seed)
-    if not (recipe.halueval or recipe.labelled or recipe.documents):
-        raise click.UsageError("give something to train on: --documents, --labelled or --halueval")
+    try:
+        recipe = DataRecipe(
+            halueval=str(halueval) if halueval else None, halueval_records=counts, writer=writer,
+            writer_records=writer_records, labelled=tuple(map(str, labelled)), documents=tuple(map(str, documents)),
+            sentences_per_document=sentences_per_document, distractors_per_record=distractors_per_record,
+            conflict_records=conflict_records, conflict_distractors=conflict_distractors,
+            pairs=tuple(map(str, pair_files)), pairs_per_source=pairs_per_source, drop_sources=tuple(drop_sources),
+            thinning=thinning, seed=seed)
+    except ValueError as exc:
+        raise click.UsageError(str(exc))
+    if not (recipe.halueval or recipe.labelled or recipe.documents or recipe.pairs):
+        raise click.UsageError("give something to train on: --pairs, --documents, --labelled or --halueval")
     command = given_command(click.get_current_context())
     if probe_model:
         if base or init:
@@ -136,9 +152,12 @@ def train(out: Path, documents, labelled, halueval, halueval_records, writer, wr
         base = start_base
     settings = TrainSettings(**({"base": base} if base else {}), init=init, max_length=max_length or 256,
                              epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps,
-                             seed=seed)
-    manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,
-                              progress=progress, echo=click.echo)
+                             sampling=None if sampling == "random" else sampling, seed=seed)
+    try:
+        manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,
+                                  progress=progress, echo=click.echo)
+    except (FileExistsError, ValueError) as exc:  # another recipe in OUT; pairs that give no training set
+        raise click.ClickException(str(exc))
     click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
                f"--alignment verifier:{out}")
 

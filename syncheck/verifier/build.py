@@ -17,11 +17,14 @@ from typing import Any, Callable
 import numpy as np
 
 from syncheck.verifier.artefacts import claim_only_auroc, rebalance
-from syncheck.verifier.dataset import DataRecipe, build_pairs, split_groups
+from syncheck.verifier.dataset import DataRecipe, build_pairs, data_sources, split_groups
+from syncheck.verifier.pair_files import shipping_problems
 from syncheck.verifier.pairs import fitted, read_pairs, write_pairs
 from syncheck.verifier.training import TrainSettings, base_model, export, fit
 
 PAIRS, DEV_PAIRS, DATA = "pairs.jsonl", "dev_pairs.jsonl", "data.json"
+#: Dev pairs a kind needs for its own AUROC in :func:`dev_figures`.
+MIN_KIND_PAIRS = 20
 
 
 def _counts(pairs) -> dict[str, dict[str, int]]:
@@ -61,6 +64,10 @@ def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_sh
     echo(f"claim-only artefact check: AUROC {check.auroc_before:.3f} on {check.n_before} pairs, "
          f"{check.auroc_after:.3f} on the {check.n_after} kept")
     train, dev = split_groups(kept, dev_share, recipe.seed)
+    if not train:
+        raise ValueError(f"no training pairs are left of {len(pairs)} after the claim-only artefact check and the dev "
+                         "split: the claims alone give their labels away (give each claim with both labels, against "
+                         "different premises) or there are too few pairs")
     write_pairs(train, str(out / PAIRS))
     write_pairs(dev, str(out / DEV_PAIRS))
     data = {"key": key, "skipped_records": len(skipped),
@@ -69,12 +76,16 @@ def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_sh
                                "pairs_before": check.n_before, "pairs_after": check.n_after,
                                "rounds": check.rounds, "passed": check.passed},
             "train_pairs": len(train), "dev_pairs": len(dev), "kinds": _counts(train)}
+    if recipe.pairs:  # older recipes' data.json read the same
+        data["sources"] = data_sources(recipe, train)
+        data["licence_problems"] = shipping_problems(recipe.pairs, recipe.drop_sources)
     data_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return data
 
 
 def dev_figures(directory: Path, dev) -> dict[str, Any]:
-    """AUROC of the exported verifier and of the claim-only model on the dev pairs."""
+    """AUROC of the exported verifier and of the claim-only model on the dev pairs; with several kinds of pairs, also
+    the verifier's AUROC per kind (kinds of at least :data:`MIN_KIND_PAIRS` pairs with both labels) and their mean."""
     from sklearn.metrics import roc_auc_score
 
     from features.alignment.verifier import VerifierScorer
@@ -83,8 +94,15 @@ def dev_figures(directory: Path, dev) -> dict[str, Any]:
     if len(dev) == 0 or len(set(y)) < 2:
         return {"dev_pairs": len(dev)}
     scores = VerifierScorer(directory, progress=False).score([p.premise for p in dev], [p.claim for p in dev])
-    return {"dev_pairs": len(dev), "verifier_auroc": round(float(roc_auc_score(y, scores)), 4),
-            "claim_only_auroc": round(claim_only_auroc(dev), 4)}
+    out = {"dev_pairs": len(dev), "verifier_auroc": round(float(roc_auc_score(y, scores)), 4),
+           "claim_only_auroc": round(claim_only_auroc(dev), 4)}
+    kinds = np.array([p.kind for p in dev])
+    by_kind = {str(k): round(float(roc_auc_score(y[kinds == k], scores[kinds == k])), 4) for k in sorted(set(kinds))
+               if (kinds == k).sum() >= MIN_KIND_PAIRS and len(set(y[kinds == k])) == 2}
+    if len(by_kind) > 1:
+        out["verifier_auroc_by_kind"] = by_kind
+        out["verifier_auroc_mean_over_kinds"] = round(float(np.mean(list(by_kind.values()))), 4)
+    return out
 
 
 def build_verifier(out: str | Path, recipe: DataRecipe, settings: TrainSettings, *, command: str,

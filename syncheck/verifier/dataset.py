@@ -7,8 +7,10 @@ seed always give the same pairs):
    same records: distractor answers for QA, FactCC-style edits of the faithful summaries, document sentences and
    their edits (:mod:`syncheck.verifier.synthetic`), and answers a model wrote (:mod:`syncheck.verifier.writer`);
    then knowledge-conflict pairs (the answer swapped in its passage) of QA records of the first QA training range;
-2. a user's labelled records, one pair per sentence;
-3. a user's documents: their sentences and edits of them.
+2. labelled pairs from files (:mod:`syncheck.verifier.pair_files`): the public NLI, fact-checking and summary
+   pairs, or a user's own, capped per sub-source;
+3. a user's labelled records, one pair per sentence;
+4. a user's documents: their sentences and edits of them.
 
 Then every premise is cut to the window the scorer would check the claim against (:func:`syncheck.verifier.pairs.
 fitted`), and the claim-only artefact check thins the pairs until the claims alone carry no label
@@ -21,8 +23,10 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
 
+from syncheck.jsonl import iter_jsonl
 from syncheck.verifier.artefacts import THINNING
 from syncheck.verifier.conflict_set import build_conflict_set
+from syncheck.verifier.pair_files import capped, pair_file_record, read_pair_file
 from syncheck.verifier.pairs import VerifierPair
 from syncheck.verifier.sources import (
     HALUEVAL_FIELDS,
@@ -63,6 +67,10 @@ class DataRecipe:
             swapped; substitutes come from the answers of that range. 0: none.
         conflict_distractors: per knowledge-conflict item, distractor answers in the swapped passage against the
             substitute (:func:`~syncheck.verifier.synthetic.conflict_distractor_pairs`); 0: none.
+        pairs: files of labelled ``premise`` / ``hypothesis`` / ``label`` pairs (:mod:`.pair_files`).
+        pairs_per_source: at most this many pairs of each sub-source of ``pairs`` (whole premise groups, drawn with
+            ``seed``); ``None``: all.
+        drop_sources: sub-sources of ``pairs`` left out (e.g. ``sick``, non-commercial).
         thinning: how the claim-only artefact check thins the pairs
             (:data:`~syncheck.verifier.artefacts.THINNING`): ``"balance"`` (the labels made even in each score
             tenth; what built the shipped verifier) or ``"ratio"`` (each tenth in the labels' overall ratio, for
@@ -81,6 +89,9 @@ class DataRecipe:
     distractors_per_record: int = 1
     conflict_records: int = 0
     conflict_distractors: int = 0
+    pairs: tuple[str, ...] = ()
+    pairs_per_source: int | None = None
+    drop_sources: tuple[str, ...] = ()
     thinning: str = "balance"
     seed: int = 0
 
@@ -96,6 +107,10 @@ class DataRecipe:
         if self.conflict_distractors and not self.conflict_records:
             raise ValueError("conflict_distractors needs conflict_records: the distractors are made in the "
                              "swapped passages of those items")
+        if self.pairs_per_source is not None and self.pairs_per_source < 1:
+            raise ValueError(f"pairs_per_source must be 1 or more (or None for all), got {self.pairs_per_source}")
+        if self.drop_sources and not self.pairs:
+            raise ValueError("drop_sources names sub-sources of pairs files: give the files (pairs) too")
         if self.thinning not in THINNING:
             raise ValueError(f"thinning must be one of {THINNING}, got {self.thinning!r}")
 
@@ -109,6 +124,9 @@ class DataRecipe:
             del out["conflict_records"]
         if self.conflict_distractors == 0:
             del out["conflict_distractors"]
+        for key in ("pairs", "pairs_per_source", "drop_sources"):  # recipes built before pairs files read the same
+            if not out[key]:
+                del out[key]
         out["halueval_train_ranges"] = {k: [list(r) for r in v] for k, v in HALUEVAL_TRAIN.items()}
         return out
 
@@ -176,14 +194,50 @@ def build_pairs(recipe: DataRecipe, load_writer: Callable[[str], Any] | None = N
             if load_writer is None:
                 from syncheck.model.models import load_model as load_writer
             pairs += _written(load_writer(recipe.writer), writer_records(recipe), progress)
+    pairs += pair_file_pairs(recipe)
     if recipe.labelled:
         got, skipped = labelled_record_pairs(recipe.labelled)
         pairs += got
     for group, text in read_documents(recipe.documents):
         pairs += document_sentence_pairs(text, f"doc-{group}", recipe.seed, recipe.sentences_per_document)
     if not pairs:
-        raise ValueError("the recipe gives no training pairs: pass documents, labelled records or HaluEval's directory")
+        raise ValueError("the recipe gives no training pairs: pass pairs files, documents, labelled records or "
+                         "HaluEval's directory")
     return pairs, skipped
+
+
+def pair_file_pairs(recipe: DataRecipe) -> list[VerifierPair]:
+    """The pairs of the recipe's pairs files, less its dropped sub-sources, capped per sub-source."""
+    pairs: list[VerifierPair] = []
+    for path in recipe.pairs:
+        pairs += read_pair_file(path, recipe.drop_sources)
+    return capped(pairs, recipe.pairs_per_source, recipe.seed)
+
+
+def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str, Any]]:
+    """Where ``pairs`` (the ones trained on) came from, for a manifest: each pairs file with its licence and rows per
+    sub-source, then HaluEval and a user's records and documents with the pairs made from them."""
+    from syncheck.verifier.pair_files import file_stem
+
+    out, from_files = [], set()
+    for path in recipe.pairs:
+        srcs = {str(row.get("src") or file_stem(path)) for row in iter_jsonl(path) if isinstance(row, dict)}
+        mine = [p for p in pairs if p.kind in srcs and p.kind not in from_files]
+        from_files |= srcs
+        out.append(pair_file_record(path, mine, [d for d in recipe.drop_sources if d in srcs]))
+    halueval: dict[str, dict[str, int]] = {}
+    yours: dict[str, dict[str, int]] = {}
+    for p in pairs:
+        if p.kind not in from_files:
+            rows = (halueval if p.group.startswith("halueval-") else yours).setdefault(p.kind, {"rows": 0})
+            rows["rows"] += 1
+    if halueval:
+        out.append({"file": "HaluEval (qa, dialogue, summarization: the training ranges)", "licence": "MIT",
+                    "sources": dict(sorted(halueval.items()))})
+    if yours:
+        out.append({"file": "your labelled records and documents", "licence": "yours",
+                    "sources": dict(sorted(yours.items()))})
+    return out
 
 
 def _written(loaded: Any, records: Iterator[tuple[str, str, str, str]], progress: bool) -> list[VerifierPair]:
@@ -201,4 +255,4 @@ def split_groups(pairs: list[VerifierPair], dev_share: float, seed: int = 0
     return [p for p in pairs if p.group not in dev], [p for p in pairs if p.group in dev]
 
 
-__all__ = ["DataRecipe", "build_pairs", "first_records", "split_groups"]
+__all__ = ["DataRecipe", "build_pairs", "data_sources", "first_records", "pair_file_pairs", "split_groups"]
