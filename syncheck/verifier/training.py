@@ -50,7 +50,7 @@ class TrainSettings:
         max_length: tokens per (premise window, claim) pair, in training and at scoring.
         epochs, batch_size, learning_rate, warmup_ratio, weight_decay: the optimiser's settings.
         attention_dropout: dropout on the attention probabilities (the base's is 0.1). Off by default: on a CPU its
-            masks cost as much as the rest of the forward (2.01 against 1.24 s per step of 16 pairs on 2 cores).
+            masks cost about as much as the rest of the forward.
         identity_pooler: start the BERT pooler as the identity, so the head reads ``tanh`` of the [CLS] vector. The
             packaged all-MiniLM-L6-v2 was trained with mean pooling and its pooler weights are near zero (std 0.009):
             through them the head's gradient barely reaches the encoder, and training stalls at chance loss.
@@ -58,8 +58,7 @@ class TrainSettings:
             (:func:`with_mismatched`).
         sampling: the order of training pairs: ``None`` (random) or ``"length"``: batches of pairs of similar length,
             in random order (transformers' length-grouped sampler), so short pairs are not padded to a long one's
-            length. On a CPU a step costs about its padded length, so a pool of mostly short pairs trains several
-            times faster.
+            length. On a CPU a step costs about its padded length, so a pool of mostly short pairs trains faster.
         save_steps: steps between checkpoints.
         seed: the data order and initialisation.
         max_steps: stop after this many steps (``-1``: the epochs decide); for tests.
