@@ -3,9 +3,10 @@
 carried there by hand from the note that measured them.
 
 The tables a command writes sit in a section of their own, at any heading level, found by its title: the
-``"## Title"`` a benchmark names matches ``### Title`` or ``#### Title`` too. A section runs to the next heading of its own level or above, or to a ``History`` heading, whichever comes first, so
-a rerun replaces its own tables and never a topic's history. Headings inside a body are written for a ``##``
-section and move down with it. A section not found is appended at the end of the file.
+``"## Title"`` a benchmark names matches ``### Title`` or ``#### Title`` too. A section runs to the next heading of
+its own level or above, or to a ``History`` heading, whichever comes first, so a rerun replaces its own tables and
+never a topic's history. Headings inside a body are written for a ``##`` section and move down with it. A section
+not found is appended at the end of the file.
 """
 
 from __future__ import annotations
