@@ -67,3 +67,20 @@ def test_notes_are_dated_and_listed():
         first = note.read_text(encoding="utf-8").splitlines()[0]
         assert first.startswith(f"# {match.group(1)}"), f"{note.name}: its title opens with its date, `# {match[1]}: `"
         assert f"]({note.name})" in listing, f"benchmarks/notes/README.md does not list {note.name}"
+
+
+#: Pages rewritten with work in flight elsewhere (the verifier's page goes with the verifier's own changes).
+PAGES_PENDING = {"verifier.md"}
+HISTORY = re.compile(r"since 20\d\d|records? \d{3,5}(?:-\d{3,5}| on\b|\+)", re.IGNORECASE)
+
+
+def test_docs_say_what_the_code_does_without_history():
+    root = RESULTS.parents[1]
+    pages = [README, *sorted(p for p in (root / "docs").glob("*.md") if p.name not in PAGES_PENDING)]
+    hits = [f"{page.relative_to(root)}:{n}: {line.strip()[:100]}" for page in pages
+            for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1) if HISTORY.search(line)]
+    assert not hits, ("dated history or record ranges outside benchmarks/RESULTS.md and the notes (say what the code "
+                      "does; the figures live in RESULTS.md):\n" + "\n".join(hits))
+    for page in pages[1:]:
+        tables = page.read_text(encoding="utf-8").count("## How well it does")
+        assert tables <= 1, f"{page.name} has {tables} 'How well it does' sections; keep one, linking RESULTS.md"
