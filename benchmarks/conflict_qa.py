@@ -3,7 +3,7 @@
 The set (:mod:`syncheck.verifier.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
 of the same kind. ``--typing ner`` types names by what they are (spaCy's NER), so a person replaces a person; the
 default, ``wh``, types them by the question's wh-word, as every run before it did, which lets absurd swaps through
-(``benchmarks.conflict_coherence`` counts them). Per method and condition, each answer is read by string match
+(``benchmarks.studies.conflict_coherence`` counts them). Per method and condition, each answer is read by string match
 (:func:`contains_answer`):
 
 - ``swapped`` (the conflict): *faithful* = the answer gives the substitute (the passage's answer); *memory* = it

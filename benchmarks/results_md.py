@@ -1,10 +1,12 @@
-"""Write a benchmark's tables into its own section of ``benchmarks/RESULTS.md``, leaving the rest of the file alone.
+"""Write a benchmark's tables into its own section of a Markdown file (``--results-md FILE``: a dated note of
+``benchmarks/notes/``), leaving the rest of the file alone. ``benchmarks/RESULTS.md`` holds the current figures only,
+carried there by hand from the note that measured them.
 
-RESULTS.md is organised by topic (``##`` headings); the tables a command writes sit in a section of their own, at any
-heading level, found by its title: the ``"## Title"`` a benchmark names matches ``### Title`` or ``#### Title`` too.
-A section runs to the next heading of its own level or above, or to a ``History`` heading, whichever comes first, so
-a rerun replaces its own tables and never a topic's history. Headings inside a body are written for a ``##``
-section and move down with it. A section not found is appended at the end of the file.
+The tables a command writes sit in a section of their own, at any heading level, found by its title: the
+``"## Title"`` a benchmark names matches ``### Title`` or ``#### Title`` too. A section runs to the next heading of
+its own level or above, or to a ``History`` heading, whichever comes first, so a rerun replaces its own tables and
+never a topic's history. Headings inside a body are written for a ``##`` section and move down with it. A section
+not found is appended at the end of the file.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.provenance_offline import publish
-from benchmarks.ragtruth.alignment_feature import cached_scores
+from benchmarks.ragtruth.alignment_feature import FOLDS_FILE, cached_scores, crossfit_scores, fold_dir, read_folds
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth_files
 from benchmarks.results_md import measured_line
 from features.alignment.lexical import lexical_precision
@@ -52,8 +52,6 @@ from syncheck.verifier.artefacts import THINNING
 SECTION = "## Verifiers cross-fitted on RAGTruth: each sentence scored by a verifier that never trained on it"
 #: The section of a run whose artefact check thins to the labels' ratio (``--thinning ratio``).
 SECTION_RATIO = "## Verifiers cross-fitted on RAGTruth, the artefact check thinning to the labels' ratio"
-#: The fold of each record, what the folds were dealt from and how they were trained.
-FOLDS_FILE = "folds.json"
 #: The training settings a finished fold is reused for only when they are the same.
 TRAINING_KEYS = ("init", "epochs", "learning_rate", "batch_size", "max_length", "max_steps")
 
@@ -62,18 +60,6 @@ def assign_folds(records: Sequence[RAGTruthRecord], n_folds: int, seed: int) -> 
     """``{record id: fold}``, folds grouped by source document."""
     folds = grouped_folds([r.source_id for r in records], n_folds, seed)
     return {records[i].id: k for k, (_, test) in enumerate(folds) for i in test}
-
-
-def fold_dir(out: Path, k: int) -> Path:
-    return out / f"fold-{k}"
-
-
-def read_folds(out: Path) -> dict[str, Any]:
-    path = out / FOLDS_FILE
-    if not path.exists():
-        raise SystemExit(f"{path} is missing; train the folds first: "
-                         f"python -m benchmarks.verifier_crossfit --out {out}")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_folds: int, seed: int, settings: Any,
@@ -141,30 +127,6 @@ def fold_lines(out: Path) -> list[str]:
                      + (f", {seconds} s of training" if seconds is not None else "")
                      + (f", built at {manifest['commit'][:7]}" if manifest.get("commit") else ""))
     return lines
-
-
-def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], claims: Sequence[str], work_dir: Path,
-                    batch: int = 64) -> np.ndarray:
-    """Each pair scored by the verifier of its record's fold (cached per verifier and pair in ``work_dir``).
-
-    Raises:
-        SystemExit: a record that is in none of the folds (the folds were dealt from other files).
-    """
-    from features.alignment.verifier import VerifierScorer, read_manifest
-
-    fold_of = read_folds(out)["fold_of"]
-    missing = sorted({i for i in ids if i not in fold_of})
-    if missing:
-        raise SystemExit(f"{len(missing)} records (e.g. {missing[:3]}) are in none of the folds of {out}; deal the "
-                         "folds from the same RAGTruth files (--ragtruth)")
-    scores = np.full(len(ids), np.nan)
-    for k in sorted(set(fold_of[i] for i in ids)):
-        d = fold_dir(out, k)
-        rows = [n for n, i in enumerate(ids) if fold_of[i] == k]
-        spec = f"verifier-sha256:{read_manifest(d)['weights_sha256'][:16]}"
-        scores[rows] = cached_scores(spec, work_dir, [premises[n] for n in rows], [claims[n] for n in rows],
-                                     make_scorer=lambda d=d: VerifierScorer(d, progress=False), batch=batch)
-    return scores
 
 
 def sentence_units(records: Sequence[RAGTruthRecord]) -> dict[str, list]:

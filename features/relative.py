@@ -6,9 +6,9 @@ monitor can compute as a sentence ends (the first sentence is then always 0).
 
 Why it exists: a response's sentences share its writer's style (one model copies the data verbatim, another
 paraphrases), which moves every sentence's likelihood, PMI and overlap together; the deviation from the response's
-own level separates the sentence that departs from it. On RAGTruth dev the whole-response form adds about +0.01 to
-the default recipe's sentence AUROC (+0.02 on data-to-text) and the causal form adds nothing
-(RESULTS.md in the source repository, "Final (whole-answer) sentence scores"). Not in the live score, since the
+own level separates the sentence that departs from it. On RAGTruth dev the whole-response form lifts the default
+recipe's sentence AUROC a little, most on data-to-text, and the causal form adds nothing (RESULTS.md in the source
+repository, "Sentence score"). Not in the live score, since the
 whole-response form needs sentences not yet generated: the
 final model reads it once the answer is complete (:mod:`syncheck.aggregators.final`).
 

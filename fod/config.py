@@ -76,9 +76,8 @@ class FODConfig:
             ``tau1``, is not degenerate and names no unsupported specific) when no candidate replaces it:
             ``"keep"`` (default) keeps it as it was, so the support model can change an answer but never empty it;
             ``"drop"`` ends the answer before it, so a first sentence dropped is an abstention. With the span reader
-            on 120 fresh knowledge-conflict questions (Qwen2.5-Coder-1.5B), ``"keep"`` gave the passage's answer
-            0.150 more often than greedy; ``"drop"``, on another 120, 0.075 less, abstaining on 30% (RESULTS.md in
-            the source repository, "FOD steered by the span reader").
+            ``"keep"`` gave the passage's answer more often than greedy on knowledge-conflict questions, ``"drop"``
+            less, by abstaining (RESULTS.md in the source repository, "FOD on knowledge-conflict QA").
     """
 
     tau1: float | None = None

@@ -3,6 +3,8 @@
 Importing this package loads no model. Main entry points:
 
 - :class:`syncheck.scorer.Scorer` — offline per-sentence SynCheck features.
+- :class:`syncheck.scorer_config.ScorerConfig` — the scorer's settings, one frozen, checked object.
+- :class:`syncheck.checking.provenance.ProvenanceChecker` — the Provenance answer check.
 - :func:`syncheck.model.models.load_model` — load a model by alias, hub id, path or GGUF file.
 - :func:`syncheck.calibration.calibrate.calibrate` — fit and register an aggregator for one model.
 
@@ -18,6 +20,8 @@ from syncheck._lazy import lazy_getattr
 _LAZY = {
     "__version__": "syncheck.build_info",  # pyproject.toml's, from the package metadata
     "Scorer": "syncheck.scorer",
+    "ScorerConfig": "syncheck.scorer_config",
+    "ProvenanceChecker": "syncheck.checking.provenance",
     "load_model": "syncheck.model.models",
     "LoadedModel": "syncheck.model.models",
     "ScoredResponse": "syncheck.results",

@@ -178,7 +178,7 @@ GREEDY = Decoding()
 CANDIDATE_SAMPLING = Decoding(do_sample=True, temperature=1.0, top_p=0.95, seed=0)
 #: FOD's default candidate sampling: temperature 0.7, top-p 0.95, seed 0. A small model's temperature-1 samples of
 #: a replaced sentence are often off the subject; 0.7 gave more answers from the context on knowledge-conflict QA
-#: (the records the defaults were chosen on; RESULTS.md in the source repository)
+#: (on the records the defaults were chosen on; RESULTS.md in the source repository, "FOD on knowledge-conflict QA")
 REPAIR_SAMPLING = Decoding(do_sample=True, temperature=0.7, top_p=0.95, seed=0)
 
 __all__ = ["CANDIDATE_SAMPLING", "GREEDY", "REPAIR_SAMPLING", "SEED_RANGE", "Decoding", "SettingsError"]

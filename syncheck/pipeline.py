@@ -5,16 +5,14 @@ aggregator resolved for that setup (:mod:`syncheck.aggregators.resolve`), then t
 aggregator. :class:`~syncheck.scorer.Scorer` (and the live monitor through it) takes the finished pipeline, so no
 part of it is resolved against a half-built scorer.
 
->>> pipeline = build_pipeline("smollm2-135m", aggregator="default")   # doctest: +SKIP
->>> scorer = Scorer.from_pipeline(pipeline)                            # doctest: +SKIP
+>>> pipeline = build_pipeline("smollm2-135m", ScorerConfig(aggregator="default"))   # doctest: +SKIP
+>>> scorer = Scorer.from_pipeline(pipeline)                                          # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-import torch
+from typing import Any
 
 from features.alignment import AlignmentScorer
 from features.context_influence import LARGE_KL_THRESHOLD
@@ -26,13 +24,15 @@ from syncheck.lid_reference import LIDReference, load_or_build
 from syncheck.model.attention import enable_lookback
 from syncheck.model.models import DEFAULT_MODEL, LoadedModel, load_model
 from syncheck.probes import default_probe_layers
+from syncheck.scorer_config import ScorerConfig
 
 
 @dataclass(frozen=True)
 class FeatureSetup:
     """The model and the switches that decide which features are computed (what an aggregator is checked against).
 
-    Attributes: as the arguments of :class:`~syncheck.scorer.Scorer` of the same names; ``lm`` is the loaded model.
+    Attributes: as the fields of :class:`~syncheck.scorer_config.ScorerConfig` of the same names; ``lm`` is the
+    loaded model, ``alignment`` the built backend and ``lid`` the loaded reference set.
     """
 
     lm: LoadedModel
@@ -71,6 +71,7 @@ class ScoringPipeline:
         probes: the aggregator's probes the featurizer runs.
         final_model: the aggregator's final (whole-answer) sentence model, or ``None``.
         response_aggregation: ``"min"``, ``"mean"`` or the fitted response verdict.
+        config: the settings it was built from.
     """
 
     setup: FeatureSetup
@@ -80,6 +81,7 @@ class ScoringPipeline:
     probes: tuple[Any, ...]
     final_model: Any | None
     response_aggregation: Any
+    config: ScorerConfig | None = None
 
 
 def _alignment(spec: AlignmentScorer | str | None) -> AlignmentScorer | None:
@@ -91,53 +93,35 @@ def _alignment(spec: AlignmentScorer | str | None) -> AlignmentScorer | None:
     return make_alignment_scorer(spec)
 
 
-def build_setup(
-    model: Any = DEFAULT_MODEL,
-    tokenizer: Any = None,
-    *,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype | str = torch.float32,
-    alignment: AlignmentScorer | str | None = "lexical",
-    align_with_question: bool = False,
-    lid: LIDReference | str | None = None,
-    lid_layers: Sequence[int] | None = None,
-    kl: bool = True,
-    kl_threshold: float = LARGE_KL_THRESHOLD,
-    lookback: bool = False,
-    text_checks: bool = True,
-) -> FeatureSetup:
-    """The loaded model and its feature switches (arguments as :class:`~syncheck.scorer.Scorer`'s)."""
-    lm = load_model(model, tokenizer, device=device, dtype=dtype)
-    backend = _alignment(alignment)
+def build_setup(model: Any = DEFAULT_MODEL, tokenizer: Any = None, config: ScorerConfig | None = None,
+                **settings: Any) -> FeatureSetup:
+    """The loaded model and its feature switches (``config``, :class:`ScorerConfig`; keywords override its fields)."""
+    config = ScorerConfig.with_overrides(config, settings)
+    lm = load_model(model, tokenizer, device=config.device, dtype=config.dtype)
+    backend = _alignment(config.alignment)
+    lid = config.lid
     if lid == "auto":
-        lid = load_or_build(lm, lid_layers)
-    elif lid is not None and not isinstance(lid, LIDReference):
-        raise ValueError("lid must be 'auto', None or an LIDReference")
-    if lookback:
+        lid = load_or_build(lm, config.lid_layers)
+    if config.lookback:
         enable_lookback(lm.model)
-    return FeatureSetup(lm, backend, align_with_question, lid, kl, kl_threshold, lookback, text_checks)
+    return FeatureSetup(lm, backend, config.align_with_question, lid, config.kl, config.kl_threshold, config.lookback,
+                        config.text_checks)
 
 
-def build_pipeline(
-    model: Any = DEFAULT_MODEL,
-    tokenizer: Any = None,
-    *,
-    vectors: bool | Sequence[int] = False,
-    aggregator: Any = "default",
-    response_aggregation: str | None = None,
-    final_scores: bool | None = None,
-    **setup: Any,
-) -> ScoringPipeline:
-    """The model, its featurizer and its aggregator, built in that order (arguments as
-    :class:`~syncheck.scorer.Scorer`'s; ``setup`` takes :func:`build_setup`'s keywords)."""
-    features = build_setup(model, tokenizer, **setup)
+def build_pipeline(model: Any = DEFAULT_MODEL, tokenizer: Any = None, config: ScorerConfig | None = None,
+                   **settings: Any) -> ScoringPipeline:
+    """The model, its featurizer and its aggregator, built in that order from ``config`` (:class:`ScorerConfig`;
+    keywords override its fields, as :class:`~syncheck.scorer.Scorer`'s do)."""
+    config = ScorerConfig.with_overrides(config, settings)
+    features = build_setup(model, tokenizer, config)
+    vectors = config.vectors
     vector_layers: list[int] = []
     if vectors is True:
         vector_layers = default_probe_layers(features.lm.num_layers)
     elif vectors:
         vector_layers = [int(x) for x in vectors]
-    resolved = resolve_aggregator(aggregator, features)
-    final_model = resolve_final_model(final_scores, resolved.model, features, resolved.probes)
+    resolved = resolve_aggregator(config.aggregator, features)
+    final_model = resolve_final_model(config.final_scores, resolved.model, features, resolved.probes)
     featurizer = SentenceFeaturizer(
         lid=features.lid, alignment=features.alignment, align_with_question=features.align_with_question,
         kl_threshold=features.kl_threshold, text_checks=features.text_checks,
@@ -148,8 +132,9 @@ def build_pipeline(
         setup=features, featurizer=featurizer, aggregator=resolved.model, aggregator_source=resolved.source,
         probes=resolved.probes, final_model=final_model,
         response_aggregation=resolve_response_aggregation(
-            response_aggregation, final_model if final_model is not None else resolved.model),
+            config.response_aggregation, final_model if final_model is not None else resolved.model),
+        config=config,
     )
 
 
-__all__ = ["FeatureSetup", "ScoringPipeline", "build_pipeline", "build_setup"]
+__all__ = ["FeatureSetup", "ScorerConfig", "ScoringPipeline", "build_pipeline", "build_setup"]

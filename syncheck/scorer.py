@@ -23,6 +23,7 @@ from syncheck.model.prompts import format_context
 from syncheck.pipeline import ScoringPipeline, build_pipeline
 from syncheck.records import Record, RecordError, script_warning
 from syncheck.results import ScoredResponse, ScoredSentence
+from syncheck.scorer_config import ScorerConfig
 
 
 def _check_batch_size(batch_size: int) -> None:
@@ -37,65 +38,19 @@ class Scorer:
         model: anything :func:`syncheck.model.models.load_model` accepts (alias, hub
             id, directory, GGUF file, loaded model) or a :class:`LoadedModel`.
         tokenizer: the tokenizer when ``model`` is an already-loaded model.
-        device, dtype: passed to :func:`load_model`.
-        alignment: ``align_score`` backend: ``"lexical"`` (default), a spec
-            for :func:`features.alignment.make_alignment_scorer`, an
-            :class:`AlignmentScorer`, or ``None`` to skip the feature.
-        align_with_question: check "Question: Q / Answer: sentence" against the
-            context instead of the sentence alone (records without a question
-            fall back to the sentence). Short answers ("The answer is X.") are
-            only checkable this way; an aggregator trained one way must be used
-            the same way.
-        lid: ``None`` (default: skip the ``lid_layer_<L>`` features, which
-            measured below chance on RAGTruth and are not in the default
-            aggregator), ``"auto"`` (reference set from the cache, built from
-            the bundled corpus on first use), or an :class:`LIDReference`.
-        lid_layers: layers for ``"auto"`` (default: three middle layers).
-        kl: compute the without-context pass: the KL features and the PMI
-            (context grounding) features.
-        kl_threshold: nats for ``large_kl_pos``.
-        lookback: record each attention head's lookback ratio (``lookback_ratio``
-            feature; the ``lookback_lens`` probe's input). Switches the model's
-            attention to a recording wrapper of its own kernel (same outputs;
-            see :mod:`syncheck.model.attention`). Costs a few percent in the live monitor.
-        text_checks: compute the string checks against the context
-            (:data:`syncheck.featurize.TEXT_CHECK_FEATURES`: unsupported specifics,
-            contradicted JSON fields, novel bigrams, local and word-pair support).
-        vectors: keep each sentence's probe vectors on the results (to train a
-            probe): ``True`` for the default probe layers, or the layers to pool.
+        config: which features it computes and how it scores them (:class:`~syncheck.scorer_config.ScorerConfig`:
+            device and dtype, the ``align_score`` backend, LID, KL, lookback, string checks, probe vectors, the
+            aggregator, the response aggregation and final scores); ``None``: the defaults.
+        **settings: fields of :class:`~syncheck.scorer_config.ScorerConfig` by name, overriding ``config``'s
+            (``Scorer(model, alignment="verifier")``); a name that is no setting is a ``TypeError`` naming those
+            that are, a bad value a :class:`~syncheck.decoding.SettingsError` naming the fix.
         max_length: cap on prompt + response tokens (default: the model window).
         batch_size: records per forward pass.
-        aggregator: turns each sentence's features into ``score`` (P(faithful)):
-            ``"default"`` (the aggregator ``syncheck calibrate`` registered for
-            this model, else the one shipped for SmolLM2-135M when this is that
-            model, else the shipped portable one, with a warning naming the
-            calibrate command; :mod:`syncheck.aggregators.resolve`), a directory
-            written by ``syncheck train`` / ``syncheck calibrate``, a fitted
-            estimator, or ``None``. ``scorer.aggregator_source`` says which.
-        response_aggregation: how ``response_score`` comes from the sentence
-            scores: ``"learned"`` (the aggregator's response verdict, P(the
-            response is faithful), :mod:`syncheck.aggregators.response`),
-            ``"min"`` or ``"mean"``; ``None`` (default): ``"learned"`` when the
-            aggregator has a response model (the shipped default does), else
-            ``"min"``. ``scorer.response_aggregation`` then holds ``"min"``,
-            ``"mean"`` or the verdict itself, what
-            :func:`~syncheck.aggregators.aggregate_response` takes as ``how``.
-            With final scores on, it aggregates the final scores, with the
-            final model's own verdict.
-        final_scores: once an answer is complete, score each sentence again
-            with the aggregator's final (whole-answer) model, which also reads
-            each feature against the answer's own level
-            (:mod:`syncheck.aggregators.final`): ``ScoredSentence.final_score``,
-            and ``response_score`` from those. ``score`` stays the live score
-            (what FOD steers by). ``None`` (default): when the aggregator has a
-            final model and this scorer produces its features; ``True``:
-            required; ``False``: off. ``scorer.final_model`` holds it.
-        pipeline: a pipeline built beforehand (:func:`syncheck.pipeline.build_pipeline`); the model, feature and
-            aggregator arguments are then not read (see :meth:`from_pipeline`).
+        pipeline: a pipeline built beforehand (:func:`syncheck.pipeline.build_pipeline`); the model, ``config`` and
+            the settings are then not read (see :meth:`from_pipeline`).
 
-    Every argument but ``max_length``, ``batch_size`` and ``pipeline`` goes to
-    :func:`syncheck.pipeline.build_pipeline` (defaults there), which builds the model, the featurizer and the
-    aggregator before the scorer is made.
+    ``scorer.config`` holds the settings it was built with; ``scorer.aggregator_source`` says where the aggregator
+    came from.
     """
 
     def __init__(
@@ -103,21 +58,24 @@ class Scorer:
         model: Any = DEFAULT_MODEL,
         tokenizer: Any = None,
         *,
+        config: ScorerConfig | None = None,
         max_length: int | None = None,
         batch_size: int = 4,
         pipeline: ScoringPipeline | None = None,
-        **options: Any,
+        **settings: Any,
     ) -> None:
         _check_batch_size(batch_size)
         if pipeline is None:
-            pipeline = build_pipeline(model, tokenizer, **options)
-        elif options or tokenizer is not None or model != DEFAULT_MODEL:
-            given = sorted(options) + (["tokenizer"] if tokenizer is not None else []) + \
-                (["model"] if model != DEFAULT_MODEL else [])
+            pipeline = build_pipeline(model, tokenizer, ScorerConfig.with_overrides(config, settings))
+        elif settings or config is not None or tokenizer is not None or model != DEFAULT_MODEL:
+            given = sorted(settings) + (["config"] if config is not None else []) + \
+                (["tokenizer"] if tokenizer is not None else []) + (["model"] if model != DEFAULT_MODEL else [])
             raise TypeError(f"give either pipeline= or the model and feature arguments ({', '.join(given)}), not both: "
                             f"pass those to build_pipeline(...) and the result as pipeline=")
         #: the model, featurizer and aggregator this scorer runs (:mod:`syncheck.pipeline`)
         self.pipeline = pipeline
+        #: the settings it was built with (:class:`~syncheck.scorer_config.ScorerConfig`)
+        self.config: ScorerConfig | None = pipeline.config
         setup = pipeline.setup
         self.lm: LoadedModel = setup.lm
         self.alignment = setup.alignment

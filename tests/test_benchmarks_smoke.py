@@ -259,7 +259,7 @@ def test_preset_cost_benchmark_runs(capsys):
 
 @pytest.mark.slow
 def test_judge_speed_benchmark_runs(capsys):
-    from benchmarks.judge_speed import main
+    from benchmarks.studies.judge_speed import main
 
     # float32: "auto" is bfloat16 on a CPU with native bfloat16, where sharing the prefix rounds differently (4e-2)
     summary = main(
@@ -337,7 +337,7 @@ def test_verifier_conflict_benchmark_runs_on_a_stored_conflict_run(capsys):
 
 
 def test_conflict_coherence_types_each_swap_and_splits_the_runs_by_it(tmp_path):
-    from benchmarks.conflict_coherence import main
+    from benchmarks.studies.conflict_coherence import main
     from syncheck.verifier.conflict_set import build_conflict_set
 
     data = shared_data("halueval/qa.jsonl") / "halueval"
@@ -389,7 +389,7 @@ def test_verifier_probe_reads_the_last_prompt_tokens_states(tiny_lm):
 
 
 def test_shared_lm_cost_builds_a_mean_both_ways_and_counts_a_shared_model_once(tiny_dir, tmp_path, capsys):
-    from benchmarks.shared_lm_cost import main
+    from benchmarks.studies.shared_lm_cost import main
 
     data = tmp_path / "rows.jsonl"
     data.write_text(json.dumps({"context": ["Ann wrote it in 1990."], "question": "Who wrote it?",

@@ -157,6 +157,7 @@ FLOORS = {
     "syncheck.alignment": 3,
     "syncheck.lid_reference": 3,
     "syncheck.featurize": 4,
+    "syncheck.scorer_config": 4,
     "syncheck.pipeline": 5,
     "syncheck.scorer": 6,
     "syncheck.checking": 7,

@@ -243,7 +243,7 @@ def test_cli_rows_in_order_with_errors_for_bad_rows(tmp_path):
 
 @pytest.mark.slow
 def test_provenance_benchmark_smoke(tmp_path):
-    from benchmarks.provenance_halueval import SECTION, main
+    from benchmarks.studies.provenance_halueval import SECTION, main
 
     data = shared_data("halueval/qa.jsonl") / "halueval"
     results = tmp_path / "RESULTS.md"

@@ -138,7 +138,7 @@ def test_feature_gain_compares_the_recipe_with_and_without_a_feature(tmp_path, t
 
 
 def test_halueval_rows_label_every_sentence_with_its_answer_and_skip_failed_rows(tmp_path):
-    from benchmarks.ragtruth.halueval_rows import halueval_matrix
+    from benchmarks.studies.halueval_rows import halueval_matrix
 
     rows = [{"label": 1, "error": None, "sentences": [{"features": {"a": 1.0, "b": 2.0}}, {"features": {"a": 3.0}}]},
             {"label": 0, "error": "too long", "sentences": []},
@@ -150,7 +150,7 @@ def test_halueval_rows_label_every_sentence_with_its_answer_and_skip_failed_rows
 
 
 def test_halueval_rows_name_what_to_run_when_rows_are_missing_or_misnamed(tmp_path, capsys):
-    from benchmarks.ragtruth.halueval_rows import halueval_matrix, main
+    from benchmarks.studies.halueval_rows import halueval_matrix, main
 
     with pytest.raises(SystemExit, match="benchmarks.check_signals --set SET --start START"):
         halueval_matrix(tmp_path / "dialogue-600.jsonl", ["a"])

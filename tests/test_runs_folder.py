@@ -1,5 +1,6 @@
-"""benchmarks/runs/ carries only what the results cite: every file there is cited by benchmarks/RESULTS.md, the README
-or docs/ (by its name, its folder, or a pattern such as ``conflict_qwen_alpha.*``), and the folder stays under 2 MB."""
+"""benchmarks/runs/ carries only what the results cite: every file there is cited by benchmarks/RESULTS.md, a note of
+benchmarks/notes/, the README or docs/ (by its name, its folder, or a pattern such as ``conflict_qwen_alpha.*``), and
+the folder stays under 2 MB."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "benchmarks" / "runs"
 MAX_BYTES = 2_000_000
-CITING = [ROOT / "benchmarks" / "RESULTS.md", ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+CITING = [ROOT / "benchmarks" / "RESULTS.md", *sorted((ROOT / "benchmarks" / "notes").glob("*.md")), ROOT / "README.md",
+          *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def run_files() -> list[Path]:
@@ -41,8 +43,8 @@ def test_every_run_file_is_cited_and_the_folder_is_small():
     files = run_files()
     assert files, "benchmarks/runs/ holds no file: the results cite run files there"
     uncited = [p.relative_to(ROOT).as_posix() for p in files if not is_cited(p, text, patterns)]
-    assert not uncited, "files nothing cites (delete them, or cite them in benchmarks/RESULTS.md):\n" + "\n".join(
-        uncited)
+    assert not uncited, "files nothing cites (delete them, or cite them in benchmarks/RESULTS.md or a note):\n" + \
+        "\n".join(uncited)
     total = sum(p.stat().st_size for p in files)
     assert total <= MAX_BYTES, f"benchmarks/runs/ holds {total:,} bytes; keep it under {MAX_BYTES:,} (gzip run files)"
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from benchmarks.ragtruth import summary_edits_cv as se
 from benchmarks.ragtruth.data import RAGTruthRecord
+from benchmarks.studies import summary_edits_cv as se
 from tests.test_response_verdict import synthetic_table
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,9 @@ DEFAULT_TRAINING_SETS = ("pairs", "sentences")
 
 def default_alignment() -> str:
     """The ``align_score`` backend :class:`syncheck.Scorer` uses when none is given (whatever it is today)."""
-    from syncheck.pipeline import build_setup
+    from syncheck.scorer_config import ScorerConfig
 
-    spec = inspect.signature(build_setup).parameters["alignment"].default
+    spec = ScorerConfig().alignment
     return spec if isinstance(spec, str) else "lexical"
 
 

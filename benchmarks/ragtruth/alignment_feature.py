@@ -5,7 +5,8 @@ an NLI model) would add without a second model pass over every response, :func:`
 each sentence of a :class:`benchmarks.ragtruth.scoring.SentenceTable` against its response's context with that
 backend, as :class:`syncheck.Scorer` would (the sentence alone as the claim, the formatted context as the
 premise), and stores it as ``align_score:<spec>``; ``crossfit:<dir>`` takes each sentence's score from the fold
-verifier that never trained on its response (:mod:`benchmarks.verifier_crossfit`). Scores are cached per backend
+verifier that never trained on its response (:func:`crossfit_scores` reads the folds directory that
+:mod:`benchmarks.verifier_crossfit` trains). Scores are cached per backend
 (its weights, where it has trained ones) and sentence, so a rerun scores nothing.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +24,8 @@ from syncheck.model.prompts import format_context
 
 #: Prefix of the features this module adds; their sign is ``align_score``'s (higher = more faithful).
 PREFIX = "align_score:"
+#: The fold of each record, what the folds were dealt from and how they were trained.
+FOLDS_FILE = "folds.json"
 
 
 def _key(premise: str, claim: str) -> str:
@@ -91,6 +94,42 @@ def cached_scores(spec: str, work_dir: Path, premises: list[str], claims: list[s
     return np.asarray([done[k] for k in keys], dtype=np.float64)
 
 
+def fold_dir(out: Path, k: int) -> Path:
+    return out / f"fold-{k}"
+
+
+def read_folds(out: Path) -> dict[str, Any]:
+    path = out / FOLDS_FILE
+    if not path.exists():
+        raise SystemExit(f"{path} is missing; train the folds first: "
+                         f"python -m benchmarks.verifier_crossfit --out {out}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], claims: Sequence[str], work_dir: Path,
+                    batch: int = 64) -> np.ndarray:
+    """Each pair scored by the verifier of its record's fold (cached per verifier and pair in ``work_dir``).
+
+    Raises:
+        SystemExit: a record that is in none of the folds (the folds were dealt from other files).
+    """
+    from features.alignment.verifier import VerifierScorer, read_manifest
+
+    fold_of = read_folds(out)["fold_of"]
+    missing = sorted({i for i in ids if i not in fold_of})
+    if missing:
+        raise SystemExit(f"{len(missing)} records (e.g. {missing[:3]}) are in none of the folds of {out}; deal the "
+                         "folds from the same RAGTruth files (--ragtruth)")
+    scores = np.full(len(ids), np.nan)
+    for k in sorted(set(fold_of[i] for i in ids)):
+        d = fold_dir(out, k)
+        rows = [n for n, i in enumerate(ids) if fold_of[i] == k]
+        spec = f"verifier-sha256:{read_manifest(d)['weights_sha256'][:16]}"
+        scores[rows] = cached_scores(spec, work_dir, [premises[n] for n in rows], [claims[n] for n in rows],
+                                     make_scorer=lambda d=d: VerifierScorer(d, progress=False), batch=batch)
+    return scores
+
+
 def add_alignment_feature(table: SentenceTable, spec: str, work_dir: Path, batch: int = 64) -> str:
     """Put ``align_score:<spec>`` into ``table.features`` and return its name.
 
@@ -100,8 +139,6 @@ def add_alignment_feature(table: SentenceTable, spec: str, work_dir: Path, batch
     name = PREFIX + spec
     premises = [format_context(table.records[r].context) for r in table.response]
     if spec.startswith("crossfit:"):
-        from benchmarks.verifier_crossfit import crossfit_scores
-
         ids = [table.records[r].id for r in table.response]
         table.features[name] = crossfit_scores(Path(spec.split(":", 1)[1]), ids, premises, list(table.texts),
                                                work_dir, batch)

@@ -3,9 +3,10 @@
 An extractive reader (all-MiniLM-L6-v2's 6 layers with a start/end head, ``AutoModelForQuestionAnswering``), trained
 by ``syncheck verifier reader`` on HaluEval QA answers that occur in their passage. It reads ``[CLS] question [SEP]
 passage window [SEP]`` and points at the answer. A classifier of (passage, claim) pairs sees whether the claim's words
-are in the passage; it cannot tell the passage's answer from another entity of the same passage (the verifier: AUROC
-0.60 on HaluEval's distractor pairs). Pointing can (0.92; RESULTS.md in the source repository). It does not suit
-long answers: a faithful paragraph often answers without restating the entity (0.38 on RAGTruth's QA responses).
+are in the passage; it cannot tell the passage's answer from another entity of the same passage (HaluEval's
+distractor pairs). Pointing can (RESULTS.md in the source repository, "The shipped support models"). It does not suit
+long answers: a faithful paragraph often answers without restating the entity (below chance on RAGTruth's QA
+responses).
 So a caller that checks whole answers asks it only about bare answers that name the passage (:meth:`SpanReaderScorer.
 reads`, :func:`bare_answer`).
 
@@ -40,11 +41,11 @@ from features.alignment.windows import ClaimTooLongError, premise_budget, split_
 READER_HEAD = "span"
 #: Starts (and ends) the reader weighs per window.
 TOP = 20
-#: The longest span, in tokens (chosen on HaluEval QA records 4800-4999, outside the shipped reader's training: 0.950
-#: against 0.937 at 30 tokens, where spans running from one entity across a sentence to another took weight).
+#: The longest span, in tokens (chosen on HaluEval QA records outside the shipped reader's training: longer spans
+#: running from one entity across a sentence to another took weight).
 MAX_SPAN = 10
-#: The most content words a bare answer holds: the 99th percentile of the right answers the shipped reader trained on
-#: (HaluEval QA records 0-1999: 2, 3, 4 and 5 content words at the 50th, 90th, 95th and 99th).
+#: The most content words a bare answer holds: the 99th percentile of the right answers the shipped reader trained
+#: on.
 BARE_ANSWER_WORDS = 5
 #: Words an answer uses to cite its sources or announce itself ("Based on the given passages, the answer is ..."):
 #: they name nothing of the passage, so a bare answer's words leave them out.
@@ -107,11 +108,12 @@ class SpanReaderScorer(DirectoryScorer):
     name = "reader"
     #: The most sentences of an answer the reader is fit to check: its training answers are HaluEval's, 99.9% of them
     #: one sentence. A caller that checks whole answers (:class:`syncheck.checking.support.VerifierSupport`) gives a
-    #: longer one no score: a paragraph often answers without restating the span (RAGTruth QA responses: 0.38).
+    #: longer one no score: a paragraph often answers without restating the span (RAGTruth's QA responses).
     max_answer_sentences = 1
 
     #: Whether :meth:`reads` takes only bare answers that name the passage (``False``: every answer, as the check
-    #: read them before this gate; measured worse on HaluEval QA, RESULTS.md in the source repository).
+    #: read them before this gate; measured worse on HaluEval QA, RESULTS.md in the source repository, "The answer
+    #: check").
     bare_answers_only = True
 
     def reads(self, premise: str, answer: str) -> bool:

@@ -32,7 +32,8 @@ from syncheck.aggregators.apply import expected_features, score_sentences
 from syncheck.aggregators.io import FINAL_DIR, load_final_model  # the files: io.py reads and writes them
 
 #: Features whose deviation from the response's mean the final recipe reads (``rel:<name>``), besides the live recipe's
-#: features; ``syncheck calibrate`` fits the final model with them (RESULTS.md in the source repository). The string
+#: features; ``syncheck calibrate`` fits the final model with them (RESULTS.md in the source repository, "Sentence
+#: score"). The string
 #: checks ``unsupported_specific_count`` and ``contradicted_fields`` reach it as they are, among the live recipe's
 #: features.
 FINAL_RELATIVE_FEATURES = ("pmi_mean", "pmi_negative_share", "mean_contrastive_kl", "mean_prob", "mean_entropy",

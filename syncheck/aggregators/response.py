@@ -7,8 +7,8 @@ shipped aggregators; ``syncheck calibrate`` fits one on yours): logistic regress
 sentence scores
 (:data:`STATS`), standardised, its weights bounded by :data:`SIGNS` so that the verdict never rises when a sentence's
 score falls (an unconstrained fit put a negative weight on the minimum, collinear with the mean of the two
-lowest, and did). Logistic regression's probability is close to calibrated (RESULTS.md in the source repository has the
-reliability table); its weights are a handful of floats, saved as JSON (:func:`save_response_model`) beside the
+lowest, and did). Logistic regression's probability is close to calibrated (RESULTS.md in the source repository,
+"Response verdict"); its weights are a handful of floats, saved as JSON (:func:`save_response_model`) beside the
 aggregator whose sentence scores it reads, and restored by :func:`syncheck.aggregators.load_aggregator` as
 ``agg.response_model``.
 

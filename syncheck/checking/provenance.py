@@ -45,41 +45,37 @@ PREMISES = ("each", "joined")
 #: What the relevance scorer ranks the chunks against: the question (the paper), or the question followed by the
 #: answer (the answer alone when there is no question, as for a summary).
 QUERIES = ("question", "question+answer")
-#: Offline defaults, chosen by measurement (HaluEval and RAGTruth; see RESULTS.md in the source repository): BM25
-#: relevance; SynCheck's own score as the support
-#: model, the only offline backend above chance on the length-controlled QA distractor pairs, where both answers
-#: occur in the context (0.76 with max; lexical 0.49, MiniLM 0.53, SmolLM2 yes/no judge 0.51), and the best on
-#: RAGTruth QA (0.72 vs 0.47-0.56); max aggregation where sources are checked one by one (``premise="each"``).
+#: Offline defaults, chosen by measurement on HaluEval and RAGTruth (RESULTS.md in the source repository, "The answer
+#: check", and the notes it links): BM25 relevance; max aggregation where sources are checked one by one
+#: (``premise="each"``).
 DEFAULT_RELEVANCE = "bm25"
 #: The support: the mean of SynCheck's own score and the shipped verifier's (:mod:`features.alignment.verifier`),
 #: each 0.4 of it, and the shipped span reader's (:mod:`features.alignment.span_reader`) 0.2, the reader asked only
 #: about bare answers that name the passage (a longer answer, a refusal or a dialogue reply is left to the other two,
-#: which then share the mean equally). The mean of the first two was chosen on HaluEval records 2000-2149 (QA
-#: distractor pairs) and dialogue records 5000-5149; the reader's share on QA records 8600-8749, and read on records
-#: nothing had touched: QA distractor pairs 9050-9199 0.834 against 0.638 without it, HaluEval QA's own answers
-#: 9200-9349 0.989 against 0.992 (RESULTS.md in the source repository, "The span reader's share as the check's
-#: default").
+#: which then share the mean equally). The verifier reads what SynCheck's score misses on dialogue, the reader tells
+#: the passage's answer from another entity of it; each share was adopted by a rule fixed before it was read on
+#: records nothing had touched (RESULTS.md in the source repository, "The answer check").
 DEFAULT_NLI = "syncheck+verifier+reader@0.2"
-#: Answers checked as summaries go to the shipped verifier alone when the support is the default (chosen on HaluEval
-#: summarization records 5000-5099, checked on 5500-5599).
+#: Answers checked as summaries go to the shipped verifier alone when the support is the default (RESULTS.md in the
+#: source repository, "The answer check").
 DEFAULT_SUMMARY_NLI = "verifier"
 DEFAULT_AGGREGATION = "max"
-#: One premise, the selected sources joined (HaluEval records 2000+ that no default
-#: was chosen on, and RAGTruth QA): as good as ``each`` where contexts are a sentence or two (distractor pairs,
-#: dialogue), better on RAGTruth QA with TopK 3 and on summaries, and one scoring pass instead of one per source.
+#: One premise, the selected sources joined: as good as ``each`` where contexts are a sentence or two (distractor
+#: pairs, dialogue), better on RAGTruth QA with TopK 3 and on summaries, and one scoring pass instead of one per
+#: source.
 DEFAULT_PREMISE = "joined"
 #: The question alone: adding the answer to the relevance query measured no better (RESULTS.md in the source
-#: repository).
+#: repository, "The answer check", and its notes).
 DEFAULT_QUERY = "question"
 #: Every chunk (TopP 1.0), joined: level with TopK 3 and TopP 0.9 on HaluEval's short contexts, and on RAGTruth QA
-#: the setting the score is trained in (0.90 against 0.71 for the 3 most relevant sources; in-sample figures).
+#: the setting the score is trained in, well above the 3 most relevant sources.
 DEFAULT_TOP_P = 1.0
 #: The paper's models (need the Hugging Face hub or a local copy).
 PAPER_RELEVANCE = "cross-encoder:mixedbread-ai/mxbai-rerank-base-v1"
 PAPER_NLI = "nli:vectara/hallucination_evaluation_model"
 #: Sources the automatic final check reads (TopK), joined into one premise (one teacher-forced pass of the answer
-#: with the ``syncheck`` support backend); TopK 3 measured as well as TopP 0.9 on the distractor pairs (0.78 vs 0.76
-#: AUROC) at about a quarter of TopP's cost on RAGTruth QA (RESULTS.md in the source repository, Provenance).
+#: with the ``syncheck`` support backend); TopK 3 measured as well as TopP 0.9 on the distractor pairs at about a
+#: quarter of TopP's cost on RAGTruth QA (RESULTS.md in the source repository, "The answer check", and its notes).
 FINAL_CHECK_TOP_K = 3
 
 _PARAGRAPHS = re.compile(r"\n\s*\n")

@@ -30,8 +30,8 @@ from syncheck.records import Record
 STATISTICS = ("min", "verdict", "live_verdict")
 #: How an answer becomes the claim a support backend that reads no question checks: ``paper``, Provenance's
 #: "The answer to question Q is A."; ``answer``, the answer alone; ``sentences``, each sentence of the answer on its
-#: own, the answer's support being its least supported sentence's (with the Qwen judge on HaluEval summaries 0.510
-#: against 0.678 for the whole summary: a sentence read alone loses its referents; RESULTS.md in the source repository).
+#: own, the answer's support being its least supported sentence's (weaker than the whole answer on summaries: a
+#: sentence read alone loses its referents).
 CLAIMS = ("paper", "answer", "sentences")
 #: What the checked answers are (``syncheck check --task``): ``qa``, answers to a question; ``summary``, summaries of
 #: their documents, whose support also leans on the lexical support (:data:`SUMMARY_LEXICAL_WEIGHT`); ``auto``
@@ -39,28 +39,21 @@ CLAIMS = ("paper", "answer", "sentences")
 TASKS = ("auto", "qa", "summary")
 #: A question that asks for a summary ("Summarize the document.", "Give a summary of ...", "TL;DR").
 _SUMMARY_REQUEST = re.compile(r"\bsummar(?:y|ies|i[sz]e[sd]?|i[sz]ing|i[sz]ation)\b|\btl;?\s?dr\b", re.IGNORECASE)
-#: Weight of an answer's mean ``local_support`` in the syncheck support of a summary (the rest is the verdict).
-#: Chosen as the largest of 0.25 / 0.5 / 0.75 that kept RAGTruth Summary's response AUROC at or above the verdict's
-#: (0.724 against 0.715; 0.75 gave 0.709), on HaluEval summarization records 600-649 (0.683 against the verdict's
-#: 0.570) and RAGTruth dev, before records 2000+ were read (RESULTS.md in the source repository). On summaries the
-#: likelihood signals read who wrote the text (HaluEval's hallucinated summaries are ChatGPT's fluent prose, its
-#: faithful ones journalists' highlights); the lexical support reads only whether one document sentence holds each
-#: answer sentence's words.
+#: Weight of an answer's mean ``local_support`` in the syncheck support of a summary (the rest is the verdict): the
+#: largest weight tried that kept RAGTruth Summary's response AUROC at or above the verdict's, chosen before the
+#: check's held-out records were read. On summaries the likelihood signals read who wrote the text (HaluEval's
+#: hallucinated summaries are ChatGPT's fluent prose, its faithful ones journalists' highlights); the lexical support
+#: reads only whether one document sentence holds each answer sentence's words.
 SUMMARY_LEXICAL_WEIGHT = 0.5
 #: How a verifier-kind support (:class:`VerifierSupport`) reads a summary from its sentences' scores: the least
 #: supported sentence's (``min``) or their mean.
 SUMMARY_STATISTICS = ("min", "mean")
-#: The mean: with the shipped verifier it read HaluEval summaries better than the least supported sentence on
-#: records 6000-6199 (0.826 against 0.789, where the candidate was chosen) and, checked once, on records 8000-8299
-#: (0.804 against 0.764, paired +0.040 [+0.024, +0.056]), and equal on RAGTruth Summary responses (+0.006
-#: [-0.069, +0.074]); RESULTS.md in the source repository, "The verifier on summaries".
+#: The mean: with the shipped verifier it reads HaluEval summaries better than the least supported sentence, and
+#: equally on RAGTruth Summary responses (RESULTS.md in the source repository, "The answer check").
 DEFAULT_SUMMARY_STATISTIC = "mean"
 #: Weight of a summary's mean ``local_support`` in a verifier-kind support's reading of it (:class:`VerifierSupport`):
-#: the ``syncheck`` support's weight, not chosen again. Adopted by a rule fixed before its run: on HaluEval
-#: summarization records 8400-8699, which nothing had read, 0.836 against the verifier's 0.799 (paired +0.037
-#: [+0.015, +0.062]); on RAGTruth Summary responses, where the verifier alone is at chance and the gap was seen before
-#: the run, 0.619 against 0.516 (+0.103 [+0.030, +0.166]); RESULTS.md in the source repository, "The verifier on
-#: summaries leaning on local support".
+#: the ``syncheck`` support's weight, not chosen again; adopted by a rule fixed before it was read on records nothing
+#: had touched (RESULTS.md in the source repository, "The answer check").
 VERIFIER_SUMMARY_LEXICAL_WEIGHT = SUMMARY_LEXICAL_WEIGHT
 
 
@@ -144,10 +137,9 @@ class SynCheckSupport:
         device, dtype: for the scorer built here.
         statistic: the response score a pair gets: ``"verdict"`` (default: the scorer's own response score, its
             learned verdict where the aggregator has one; equal or better than ``min`` on every set measured,
-            RESULTS.md in the source repository; over the final, whole-answer sentence scores where the scorer has a
-            final
-            model), ``"live_verdict"`` (the aggregator's verdict over the live sentence scores, as before final
-            scores existed) or ``"min"`` (the least faithful sentence's live score).
+            RESULTS.md in the source repository, "The answer check"; over the final, whole-answer sentence scores
+            where the scorer has a final model), ``"live_verdict"`` (the aggregator's verdict over the live
+            sentence scores, as before final scores existed) or ``"min"`` (the least faithful sentence's live score).
     """
 
     name = "syncheck"
@@ -369,9 +361,8 @@ class MeanSupport:
     and the question apart; any other member gets the answer in the claim form ``claim`` (:data:`CLAIMS`; by default
     Provenance's "The answer to question Q is A.", the answer alone without a question). The mean is fixed (nothing
     fitted): equal weights unless ``weights`` names some (``--nli syncheck+verifier+reader@0.2``). Two checks that
-    read different things make errors of different kinds: on HaluEval's QA distractor pairs (records 2000+) the mean
-    of the default support and the Qwen judge scored 0.80, where each alone scored 0.70 and 0.78 (RESULTS.md in the
-    source repository).
+    read different things make errors of different kinds, so their mean can beat each alone (RESULTS.md in the
+    source repository, "The answer check").
 
     Args:
         members: the backends (each with ``score(premises, claims, batch_size)``), at least two.

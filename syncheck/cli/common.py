@@ -24,13 +24,13 @@ dtype_option = click.option(
          "AVX512-BF16), else float32.")
 
 #: Named setups of ``--model`` and ``--dtype``: ``quality`` scores with Qwen2.5-Coder-1.5B (in bfloat16 where the
-#: hardware computes it natively, else float32: emulated bfloat16 is 6x slower), with the aggregator calibrated for
-#: it (``syncheck calibrate --preset quality --data ...``; the portable one until then). ``bash scripts/setup.sh
-#: --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins. ``nli`` and ``summary_nli``
-#: are read by ``syncheck check`` alone: with ``quality`` its support is the mean of the verifier, Qwen as a yes/no
-#: judge, and the probe head shipped for Qwen (:data:`QUALITY_CHECK_SUPPORT`), and summaries are checked by the
-#: verifier, as the default checks them (RESULTS.md in the source repository, "The quality preset's check support:
-#: the probe, on the final records"); an explicit ``--nli`` or ``--summary-nli`` still wins.
+#: hardware computes it natively, else float32: emulated bfloat16 is several times slower), with the aggregator
+#: calibrated for it (``syncheck calibrate --preset quality --data ...``; the portable one until then).
+#: ``bash scripts/setup.sh --with-qwen`` installs the model. An explicit ``--model`` or ``--dtype`` still wins.
+#: ``nli`` and ``summary_nli`` are read by ``syncheck check`` alone: with ``quality`` its support is the mean of the
+#: verifier, Qwen as a yes/no judge, and the probe head shipped for Qwen (:data:`QUALITY_CHECK_SUPPORT`), and
+#: summaries are checked by the verifier, as the default checks them (RESULTS.md in the source repository, "The answer
+#: check"); an explicit ``--nli`` or ``--summary-nli`` still wins.
 QUALITY_CHECK_SUPPORT = "verifier+llm-judge:qwen2.5-coder-1.5b+probe"
 PRESETS = {"default": {"model": "smollm2-135m", "dtype": "float32"},
            "quality": {"model": "qwen2.5-coder-1.5b", "dtype": "auto", "nli": QUALITY_CHECK_SUPPORT,

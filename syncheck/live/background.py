@@ -3,10 +3,9 @@
 At a sentence end the deferred pass (:mod:`syncheck.live.deferred_kl`) feeds the sentence to the without-context
 cache in one forward. Run between two decode steps, that forward adds its whole cost to the answer's time. On CPU a
 decode step of a small model leaves the cores partly idle (it waits on memory and on the per-layer Python), so the
-same forward run on a worker thread while the next tokens decode costs the loop about a third of that
-(RESULTS.md in the source repository, "The without-context pass beside decoding"). The sentence's score then arrives a
-few tokens
-after its end rather than at it.
+same forward run on a worker thread while the next tokens decode costs the loop a fraction of that (RESULTS.md in
+the source repository, "Cost", and its notes). The sentence's score then arrives a few tokens after its end rather
+than at it.
 
 Planning (:func:`~syncheck.live.deferred_kl.plan_flush`) and applying (:meth:`Flush.apply
 <syncheck.live.deferred_kl.Flush.apply>`) stay on the decoding thread; only the forward and the KL run on the worker,

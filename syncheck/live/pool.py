@@ -39,9 +39,8 @@ from syncheck.model.kv import cache_length, concat_left_padded, select_rows, wit
 from syncheck.model.packed import Segment, packed_forward, packs
 
 #: runs with a finished sentence that make a flush go at once (see the module docstring); by default none waits: the
-#: flushes of the sentences that end in the same round go in one forward. Waiting for others (4 runs, 8 rounds)
-#: measured 2.33x the sequential tokens/s on 2 CPU cores against 2.27x without grouping, inside the runs' spreads
-#: (RESULTS.md in the source repository, "Grouped flushes")
+#: flushes of the sentences that end in the same round go in one forward. Waiting for others measured no faster
+#: than not grouping, inside the runs' spreads (RESULTS.md in the source repository, "Serving", and its notes)
 FLUSH_GROUP = 1
 #: rounds a finished sentence may wait for others before it is flushed
 FLUSH_WAIT = 0

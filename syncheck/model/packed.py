@@ -6,10 +6,9 @@ are padded to the widest, so a sentence of 16 tokens makes every row 16 wide; ru
 every weight again. :func:`packed_forward` puts the new tokens of all rows side by side in one sequence of batch 1,
 each token at its own row's position, and attends each row's tokens to that row's cache alone (one
 ``scaled_dot_product_attention`` per row and layer), writing its keys and values into that cache in place. The
-weights are read once for all of them. On SmolLM2-135M on 2 CPU cores, eight decode tokens plus two 16-token rows
-took 108 ms packed against 201 ms as a padded decode step and two forwards of their own; with nothing but the decode
-tokens, a packed forward took 11% longer than the padded step, a call per row (RESULTS.md in the source repository,
-"Packed rounds").
+weights are read once for all of them. On CPU, decode tokens plus a few longer rows run faster packed than as a
+padded decode step and forwards of their own; with nothing but the decode tokens, a packed forward is a little slower
+than the padded step, a call per row (RESULTS.md in the source repository, "Serving", and its notes).
 
 The per-row attention is an attention function registered with transformers (``AttentionInterface``) under
 :data:`ATTENTION`; the model's attention is switched to it for the packed forward only, and it runs the model's

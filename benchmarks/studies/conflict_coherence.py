@@ -23,7 +23,7 @@ from the start.
 
 Run::
 
-    python -m benchmarks.conflict_coherence --start 7610 --limit 120 \\
+    python -m benchmarks.studies.conflict_coherence --start 7610 --limit 120 \\
         --runs benchmarks/runs/conflict_qwen_fresh2.1.jsonl.gz,benchmarks/runs/conflict_qwen_fresh2.2.jsonl.gz
 """
 

@@ -1,6 +1,6 @@
 """Does training on HaluEval's summarization and dialogue answers help the sentence score on RAGTruth?
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.halueval_rows --data PATH/TO/ragtruth/dev.jsonl \\
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.studies.halueval_rows --data PATH/TO/ragtruth/dev.jsonl \\
         --rows summarization-600 --rows dialogue-600 [--seeds 0,1]
 
 Do HaluEval's train sides help where they help RAGTruth's grouped CV? This trains the feature
@@ -47,7 +47,7 @@ def halueval_matrix(path: Path, names: Sequence[str]) -> tuple[np.ndarray, np.nd
 
 def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     ap = argparse.ArgumentParser(
-        prog="python -m benchmarks.ragtruth.halueval_rows", description=__doc__.split("\n\n")[0]
+        prog="python -m benchmarks.studies.halueval_rows", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument("--data", default="../shared/data/ragtruth/dev.jsonl")
     ap.add_argument("--rows", action="append", default=[], help="a check_signals cache, SET-START (repeatable)")

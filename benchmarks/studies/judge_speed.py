@@ -12,7 +12,8 @@ difference between the two runs' scores (they read the same token ids, so it is 
 
 Usage::
 
-    .venv/bin/python -m benchmarks.judge_speed [--judge qwen2.5-coder-1.5b] [--dtype auto] [--claims 6] [--rounds 3]
+    .venv/bin/python -m benchmarks.studies.judge_speed [--judge qwen2.5-coder-1.5b] [--dtype auto] [--claims 6] \
+        [--rounds 3]
 
 Contexts: RAGTruth dev (``--ragtruth``; the first context of each task, and the claims are the sentences of its
 first stored response), else the bundled LID corpus's records.

@@ -14,7 +14,7 @@ give the same scores. Needs ``bash scripts/setup.sh --with-qwen``.
 
 Run::
 
-    HF_HUB_OFFLINE=1 python -m benchmarks.shared_lm_cost [--data examples/rag_examples.jsonl --limit 2]
+    HF_HUB_OFFLINE=1 python -m benchmarks.studies.shared_lm_cost [--data examples/rag_examples.jsonl --limit 2]
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ Protocol (fixed before any run):
 
 Usage::
 
-    HF_HUB_OFFLINE=1 python -m benchmarks.ragtruth.summary_edits_cv \\
+    HF_HUB_OFFLINE=1 python -m benchmarks.studies.summary_edits_cv \\
         --data DATA/ragtruth/dev.jsonl,DATA/ragtruth/dev_extra.jsonl --seeds 0,1,2 --threads 2
 """
 
@@ -213,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     scored = time.perf_counter() - started
     per_seed = evaluate(table, len(real), [int(s) for s in args.seeds.split(",")], args.n_boot)
     kinds = Counter(r.id.split("-edit-")[1].rsplit("-", 1)[0] for r in edits)
-    command = "python -m benchmarks.ragtruth.summary_edits_cv " + " ".join(
+    command = "python -m benchmarks.studies.summary_edits_cv " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     stamp = run_stamp(vars(args))
     header = [f"Command: `{command}`", "",

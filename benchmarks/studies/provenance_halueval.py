@@ -21,7 +21,7 @@ chunk any configuration selects, then each configuration is assembled with
 Time per example = relevance time per example + support time per pair x the
 configuration's mean number of sources.
 
-    .venv/bin/python -m benchmarks.provenance_halueval --data-dir PATH/TO/halueval --limit 200
+    .venv/bin/python -m benchmarks.studies.provenance_halueval --data-dir PATH/TO/halueval --limit 200
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> str:
             name: (sc, args.llm_limit if name.startswith("llm-judge") else align_limit) for name, (sc, _) in nli.items()
         }
         align_score_table(qa, backends, args, out)
-    cmd = command_line("benchmarks.provenance_halueval", argv)
+    cmd = command_line("benchmarks.studies.provenance_halueval", argv)
     out.append(
         f"\nCommand: `{cmd}`; {time.perf_counter() - t_start:.0f} s on {platform.machine()} "
         f"({os.cpu_count()} cores, shared with other jobs), torch CPU, float32."
