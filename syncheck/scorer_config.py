@@ -15,6 +15,7 @@ import numbers
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from features.alignment import AlignmentScorer
@@ -22,6 +23,11 @@ from features.context_influence import LARGE_KL_THRESHOLD
 from syncheck.aggregators.apply import RESPONSE_AGGREGATIONS
 from syncheck.decoding import SettingsError
 from syncheck.lid_reference import LIDReference
+
+
+def _switch(value: Any) -> bool:
+    """Whether ``value`` reads as a switch: ``True`` / ``False`` (a numpy bool, or the integers 0 and 1, too)."""
+    return isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1))
 
 
 def _layers(value: Any) -> bool:
@@ -36,7 +42,7 @@ class ScorerConfig:
 
     Args:
         device, dtype: where the model runs and its weights' dtype (:func:`syncheck.model.models.load_model`;
-            ``"auto"``: bfloat16 where the device computes it natively, else float32).
+            ``"auto"``: bfloat16 where the device computes it natively, else float32; ``None``: float32).
         alignment: ``align_score`` backend: ``"lexical"`` (default), a spec for
             :func:`features.alignment.make_alignment_scorer`, an :class:`AlignmentScorer`, or ``None`` to skip the
             feature.
@@ -71,7 +77,7 @@ class ScorerConfig:
     """
 
     device: str | torch.device | None = None
-    dtype: torch.dtype | str = torch.float32
+    dtype: torch.dtype | str | None = torch.float32
     alignment: AlignmentScorer | str | None = "lexical"
     align_with_question: bool = False
     lid: LIDReference | str | None = None
@@ -80,16 +86,16 @@ class ScorerConfig:
     kl_threshold: float = LARGE_KL_THRESHOLD
     lookback: bool = False
     text_checks: bool = True
-    vectors: bool | Sequence[int] = False
+    vectors: bool | Sequence[int] | None = False
     aggregator: Any = "default"
     response_aggregation: str | None = None
     final_scores: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("align_with_question", "kl", "lookback", "text_checks"):
-            if not isinstance(getattr(self, name), bool):
+            if not _switch(getattr(self, name)):
                 raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.final_scores is not None and not isinstance(self.final_scores, bool):
+        if self.final_scores is not None and not _switch(self.final_scores):
             raise SettingsError(f"final_scores must be None (when the aggregator has a final model), True or False, "
                                 f"got {self.final_scores!r}")
         if isinstance(self.kl_threshold, bool) or not isinstance(self.kl_threshold, numbers.Real) \
@@ -99,12 +105,12 @@ class ScorerConfig:
             raise SettingsError(f"lid must be None, 'auto' or an LIDReference, got {self.lid!r}")
         if self.lid_layers is not None and not _layers(self.lid_layers):
             raise SettingsError(f"lid_layers must be None or a list of layer indices, got {self.lid_layers!r}")
-        if not (isinstance(self.vectors, bool) or _layers(self.vectors)):
+        if not (self.vectors is None or isinstance(self.vectors, bool) or _layers(self.vectors)):
             raise SettingsError(f"vectors must be True, False or a list of layer indices, got {self.vectors!r}")
         if self.response_aggregation is not None and self.response_aggregation not in RESPONSE_AGGREGATIONS:
             raise SettingsError(f"response_aggregation must be one of {RESPONSE_AGGREGATIONS} or None (the "
                                 f"aggregator's verdict where it has one), got {self.response_aggregation!r}")
-        if not isinstance(self.dtype, (torch.dtype, str)):
+        if self.dtype is not None and not isinstance(self.dtype, (torch.dtype, str)):
             raise SettingsError(f"dtype must be a torch dtype or one of 'float32', 'bfloat16', 'float16', 'auto', "
                                 f"got {self.dtype!r}")
         if self.alignment is not None and not isinstance(self.alignment, str) and not callable(

@@ -71,3 +71,10 @@ def test_a_config_scores_as_the_same_settings_given_as_keywords(tiny_lm):
         for (a_score, a), (b_score, b) in zip(a_run, b_run, strict=True):
             assert a_score == b_score and a.keys() == b.keys()
             assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_the_values_scorers_took_before_the_config_still_pass():
+    """What ``Scorer(**options)`` accepted before stays accepted: ``dtype=None`` (float32), ``vectors=None`` (none),
+    switches given as numpy bools or 0 / 1."""
+    ScorerConfig(dtype=None, vectors=None, kl=np.bool_(False), lookback=0, text_checks=1, final_scores=None)
+    ScorerConfig(dtype="auto", vectors=[15, 18], lid_layers=(3,), alignment=None, aggregator=None)
