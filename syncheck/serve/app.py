@@ -27,7 +27,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from syncheck.serve.auth import ApiKeys
-from syncheck.serve.body import BodyLimit
+from syncheck.serve.body import BodyLimit, json_body
 from syncheck.serve.browser import BrowserGuard
 from syncheck.serve.chat import MAX_SCORE_RECORDS, ChatService, Reply
 from syncheck.serve.config import ServerConfig
@@ -36,7 +36,7 @@ from syncheck.serve.logs import RequestLog
 from syncheck.serve.metrics import CONTENT_TYPE_LATEST, HttpMetrics, exposition
 from syncheck.serve.observe import ObservedRequests, RequestRecord, record_of
 from syncheck.serve.page import add_page
-from syncheck.serve.protocol import MAX_BODY_BYTES, ApiError, ChatRequest, parse_body, sse, validated
+from syncheck.serve.protocol import MAX_BODY_BYTES, ApiError, ChatRequest, sse, validated
 
 
 def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread: bool = True,
@@ -103,13 +103,13 @@ def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread:
 
     @app.post("/v1/chat/completions", dependencies=v1)
     async def chat_completions(request: Request):
-        req = validated(ChatRequest, parse_body(await request.body(), config.max_body_bytes))
+        req = validated(ChatRequest, await json_body(request, config.max_body_bytes))
         reply = await service.chat(req, request.is_disconnected)
         return reply_response(reply, record_of(request))
 
     @app.post("/v1/syncheck/score", dependencies=v1)
     async def score(request: Request):
-        return await service.score(parse_body(await request.body(), config.max_body_bytes), request.is_disconnected)
+        return await service.score(await json_body(request, config.max_body_bytes), request.is_disconnected)
 
     return app
 

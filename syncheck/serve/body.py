@@ -4,7 +4,8 @@
 whose ``Content-Length`` is over ``ServerConfig.max_body_bytes`` (default 8 MiB), without reading a byte of its
 body: a client that declares 64 MiB and sends slowly gets its 413 before sending. A body without a length (chunked
 transfer) is counted as it streams in, and the request fails with 413 at the first chunk past the limit, so the
-server never holds more than the limit and one chunk of it.
+server never holds more than the limit and one chunk of it. :func:`json_body` reads a route's body as JSON; a
+client that leaves before its body has come is recorded as ``client_disconnected``, not a server error.
 """
 
 from __future__ import annotations
@@ -12,8 +13,19 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect, Request
 
-from syncheck.serve.protocol import ApiError, body_too_large
+from syncheck.serve.protocol import ApiError, body_too_large, parse_body
+
+
+async def json_body(request: Request, limit: int) -> Any:
+    """The request's body as JSON (:func:`~syncheck.serve.protocol.parse_body`: 400 or 413 that say how to fix it);
+    499 when the client left before sending all of it."""
+    try:
+        raw = await request.body()
+    except ClientDisconnect:
+        raise ApiError(499, "the client left before sending the whole body", code="client_disconnected") from None
+    return parse_body(raw, limit)
 
 
 class BodyLimit:
@@ -49,4 +61,4 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
-__all__ = ["BodyLimit"]
+__all__ = ["BodyLimit", "json_body"]

@@ -49,13 +49,14 @@ from ray.serve.config import RequestRouterConfig
 
 from syncheck.serve.app import error_response, guard, openapi_urls, reply_response
 from syncheck.serve.auth import ApiKeys
+from syncheck.serve.body import json_body
 from syncheck.serve.chat import Reply
 from syncheck.serve.config import ServerConfig, ServerConfigError
 from syncheck.serve.logs import RequestLog, use_json_logging
 from syncheck.serve.metrics import CONTENT_TYPE_LATEST, CollectorRegistry, HttpMetrics, exposition, labelled
 from syncheck.serve.observe import ObservedRequests, RequestRecord, RequestStats, record_of
 from syncheck.serve.page import add_page
-from syncheck.serve.protocol import ApiError, ChatRequest, model_list, now, parse_body, validated
+from syncheck.serve.protocol import ApiError, ChatRequest, model_list, now, validated
 from syncheck.serve.ray_poll import ReplicaPoll
 from syncheck.serve.ray_router import DocumentAffinityRouter
 
@@ -253,7 +254,7 @@ class Ingress:
         self.keys.check(request.headers.get("authorization"))
         started = time.perf_counter()
         try:
-            body = parse_body(await request.body(), self.config.max_body_bytes)
+            body = await json_body(request, self.config.max_body_bytes)
             answer = await self.call(self.replicas.score.remote(body))
         finally:
             self.finished(started)
@@ -275,7 +276,7 @@ class Ingress:
 
     async def chat_completions(self, request: Request) -> Any:
         self.keys.check(request.headers.get("authorization"))
-        req = validated(ChatRequest, parse_body(await request.body(), self.config.max_body_bytes))
+        req = validated(ChatRequest, await json_body(request, self.config.max_body_bytes))
         started = time.perf_counter()
         stream = self.streams.chat.remote(req, affinity=documents_key(req.documents))
         try:
