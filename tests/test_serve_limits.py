@@ -216,3 +216,20 @@ def test_the_ray_ingress_health_answers_from_its_poll_without_calling_a_replica(
         await poll.stop()
 
     asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------------- the fair-turns benchmark
+def test_the_fair_turns_benchmark_runs(tiny_dir, capsys):
+    """``benchmarks.serve_fair_turns --smoke``: its phases run against a real server (the figure needs a quiet
+    machine and SmolLM2; see the module)."""
+    from benchmarks.serve_fair_turns import main, score_records
+
+    records = score_records(256)
+    assert len({r["id"] for r in records}) == 256 and {len(r["context"]) for r in records} == {3}
+    summary = main(["--smoke", "--model", str(tiny_dir), "--tokens", "48"])
+    (round_,) = summary["rounds"]
+    for phase in ("alone", "beside"):
+        assert round_[phase]["token_gaps"] > 0 and round_[phase]["token_gap_p95_s"] > 0
+    assert summary["overlapped"] in (0, 1) and summary["goal"] == 1.5
+    out = capsys.readouterr().out
+    assert "| p95 inter-sentence gap, s |" in out and "goal: the p95 inter-sentence gap" in out
