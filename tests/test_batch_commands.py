@@ -11,7 +11,6 @@ from test_fod_cli_input import QUESTIONS, scripted  # noqa: F401  (the fixture: 
 from test_fod_cli_input import run as fod_run
 
 from syncheck.cli import main
-from syncheck.cli.common import ALL_ROWS_FAILED_EXIT
 
 CHECK = ["--relevance", "bm25", "--nli", "lexical"]  # no model to load
 GOOD = [{"id": f"r{i}", "context": ["Paris is the capital of France.", "The Seine runs through it."],
@@ -56,7 +55,7 @@ def test_check_rows_carry_their_warnings(tmp_path):
 def test_check_exits_1_when_every_row_failed_and_says_how_many(tmp_path):
     out = tmp_path / "out.jsonl"
     failed = check(write(tmp_path / "bad.jsonl", BAD), "-o", out)
-    assert failed.exit_code == ALL_ROWS_FAILED_EXIT == 1
+    assert failed.exit_code == 1
     assert "3 rows, 3 with errors" in failed.output and "every row failed (3 of 3)" in failed.output
     assert "not valid JSON" in failed.output  # the first error
     assert len(out.read_text().splitlines()) == 3  # every row is still written, with its error
@@ -65,6 +64,9 @@ def test_check_exits_1_when_every_row_failed_and_says_how_many(tmp_path):
     part = tmp_path / "part.jsonl"
     part.write_text(out.read_text().splitlines()[0] + "\n")
     assert check(write(tmp_path / "mixed2.jsonl", BAD), "-o", part, "--resume").exit_code == 1
+    from syncheck.cli.common import ALL_ROWS_FAILED_EXIT
+
+    assert ALL_ROWS_FAILED_EXIT == 1
 
 
 def test_score_exits_1_when_every_row_failed(tiny_dir, tmp_path):
