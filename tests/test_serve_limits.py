@@ -181,37 +181,46 @@ def test_fod_options_are_capped_by_the_servers_settings(tiny_lm):
 
 # ---------------------------------------------------------------------- the Ray ingress's poll
 def test_the_ray_ingress_health_answers_from_its_poll_without_calling_a_replica():
+    """However often /health is asked, it calls no replica itself: it reads the last poll, and at most one poll per
+    interval starts, in the background; a busy deployment's replicas keep their last state."""
     from syncheck.serve.ray_poll import ReplicaPoll
 
-    calls, blocked = [], asyncio.Event()
+    calls, busy = [], asyncio.Event()
 
     async def live():
         return ["r1", "r2"]
 
     async def ask(replica):
         calls.append(replica)
-        if blocked.is_set():  # every replica busy: a call would wait behind the queued requests
+        if busy.is_set():  # every replica full: a call would wait behind the queued requests
             await asyncio.sleep(3600)
         return {"replica": replica, "health": {"status": "ok", "replica": replica, "running": 1, "queued": 2,
                                                "cancelled": 0}, "metrics": f"# {replica}\n"}
 
     async def scenario():
-        poll = ReplicaPoll(live, ask, interval=0.01, timeout=0.05)
+        poll = ReplicaPoll(live, ask, interval=0.2, timeout=0.05)
         body, ready = poll.health_body("tiny", 2)
-        assert not ready and body["status"] == "starting"  # before the first poll
-        await poll.poll()
+        assert not ready and body["status"] == "starting" and body["polled_s_ago"] is None  # before the first poll
+        poll.refresh()
+        assert calls == []  # started, not awaited
+        await asyncio.sleep(0.05)
         body, ready = poll.health_body("tiny", 2)
         assert ready and body["running"] == 2 and body["queued"] == 4 and set(body["replicas"]) == {"r1", "r2"}
-        assert poll.health_body("tiny", 3)[1] is False  # fewer live replicas than asked for
-        blocked.set()
-        n = len(calls)
-        for _ in range(100):  # however often it is asked, /health calls no replica
+        assert calls == ["r1", "r2"] and poll.health_body("tiny", 3)[1] is False  # fewer replicas than asked for
+        for _ in range(100):  # asked often: no new poll within the interval
+            poll.refresh()
+            poll.health_body("tiny", 2)
+        await asyncio.sleep(0.01)
+        assert calls == ["r1", "r2"]
+        busy.set()
+        await asyncio.sleep(0.2)
+        poll.refresh()  # stale: one poll starts; the replicas do not answer in time
+        for _ in range(100):
+            poll.refresh()
             body, ready = poll.health_body("tiny", 2)
-        assert len(calls) == n and ready and set(poll.metrics) == {"r1", "r2"}
-        await poll.poll()  # a busy deployment: the poll gives up on each, and keeps their last state
-        assert poll.health_body("tiny", 2)[1] and poll.metrics["r1"] == "# r1\n"
-        poll.start()
-        await asyncio.sleep(0.05)
+            assert ready  # answered from the last poll while the new one waits
+        await asyncio.sleep(0.2)
+        assert calls == ["r1", "r2", "r1", "r2"] and poll.metrics == {"r1": "# r1\n", "r2": "# r2\n"}
         await poll.stop()
 
     asyncio.run(scenario())

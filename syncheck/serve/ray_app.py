@@ -197,11 +197,19 @@ class Ingress:
         # requests one replica admits, and more that wait at the router
         self.slots, self.waiting = config.slots, max(config.max_queue, 1)
         self.mean_seconds = 5.0  # running mean of a request's duration
+        #: requests this ingress has passed to the replicas and not yet finished (its own state, always current)
+        self.in_flight = 0
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         return ingress_app(self)
 
+    def started(self) -> float:
+        """Count a request passed on to the replicas; the time it started (for :meth:`finished`)."""
+        self.in_flight += 1
+        return time.perf_counter()
+
     def finished(self, started: float) -> None:
+        self.in_flight -= 1
         self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * (time.perf_counter() - started)
 
     def busy(self) -> ApiError:
@@ -242,17 +250,22 @@ class Ingress:
     def health(self) -> JSONResponse:
         """200 ``"ok"`` once every live replica has answered a call routed to it by its own id (so the router
         sees it, and a request for its documents reaches it), and there are at least ``replicas``; else 503
-        ``"starting"``. Each replica's own health is listed under ``replicas``, as the last poll found it."""
+        ``"starting"``. Each replica's own health is listed under ``replicas`` as the last poll found it, and
+        ``in_flight`` counts the requests this ingress has passed on and not yet finished. Answers at once; a poll
+        starts in the background when the last one is stale."""
+        self.states.refresh()
         body, ready = self.states.health_body(self.config.served_id, self.config.replicas)
-        return JSONResponse(body, status_code=200 if ready else 503)
+        return JSONResponse({**body, "in_flight": self.in_flight}, status_code=200 if ready else 503)
 
     def metrics(self) -> Response:
-        """The ingress's own metrics, then every replica's as the last poll found them."""
+        """The ingress's own metrics, then every replica's as the last poll found them (a poll starts in the
+        background when that one is stale)."""
+        self.states.refresh()
         return Response(labelled(self.registry, dict(self.states.metrics)), media_type=CONTENT_TYPE_LATEST)
 
     async def score(self, request: Request) -> JSONResponse:
         self.keys.check(request.headers.get("authorization"))
-        started = time.perf_counter()
+        started = self.started()
         try:
             body = await json_body(request, self.config.max_body_bytes)
             answer = await self.call(self.replicas.score.remote(body))
@@ -277,9 +290,9 @@ class Ingress:
     async def chat_completions(self, request: Request) -> Any:
         self.keys.check(request.headers.get("authorization"))
         req = validated(ChatRequest, await json_body(request, self.config.max_body_bytes))
-        started = time.perf_counter()
-        stream = self.streams.chat.remote(req, affinity=documents_key(req.documents))
+        started = self.started()
         try:
+            stream = self.streams.chat.remote(req, affinity=documents_key(req.documents))
             answer = await self.call(stream)
         except BaseException:
             self.finished(started)
@@ -312,12 +325,11 @@ class Ingress:
 
 def ingress_app(ingress: Ingress) -> FastAPI:
     """The ingress's FastAPI app: the plain server's routes, middleware (:func:`~syncheck.serve.app.guard`) and
-    errors, each route answered by ``ingress``; the replica poll runs while the app does."""
+    errors, each route answered by ``ingress``."""
     config = ingress.config
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        ingress.states.start()
         yield
         await ingress.states.stop()
 

@@ -2,9 +2,12 @@
 
 ``GET /health`` and ``GET /metrics`` are open (no key). Were each of them to ask every replica, as the ingress once
 did, anyone could queue calls at the router by asking often, and a health check would wait behind the requests a
-busy deployment queues. :class:`ReplicaPoll` instead asks each live replica for its state (its health and its
-metrics) once every ``interval`` seconds, one replica at a time, on a task of its own; the routes read what the last
-poll found. However often they are asked, the replicas see one call each per interval.
+busy deployment queues. The routes instead answer at once from what the last poll found, and ask
+:meth:`ReplicaPoll.refresh` for a new poll, which starts in the background only when none runs and the last one is
+older than ``interval`` seconds. A poll asks each live replica for its state (its health and its metrics), one
+replica at a time. However often the routes are asked, the replicas see at most one call each per interval, and a
+deployment nobody asks sees none (a poll's call goes through Ray Serve's router like a request, and would take a
+place in its queue while every replica is full).
 
 It knows nothing of Ray: ``live()`` gives the live replicas' ids (Ray's actor names) and ``ask(replica)`` one
 replica's state (a call routed to it by its id), both given by the ingress (:mod:`syncheck.serve.ray_app`).
@@ -17,7 +20,7 @@ import contextlib
 import time
 from typing import Any, Awaitable, Callable
 
-#: seconds between polls
+#: seconds a poll's answers stay fresh: no new poll starts before
 POLL_SECONDS = 1.0
 #: seconds a replica has to answer a poll (a busy one answers late, and keeps its last state)
 ANSWER_SECONDS = 5.0
@@ -30,7 +33,8 @@ class ReplicaPoll:
         live: ``await live()``: the ids of the live replicas (starting ones included).
         ask: ``await ask(replica)``: ``{"replica": id, "health": {...}, "metrics": "..."}`` of that replica, or of
             another one when the router could not reach it yet (the answer names the replica that answered).
-        interval: seconds between polls.
+        interval: seconds a poll stays fresh (:meth:`refresh` starts none before).
+        timeout: seconds a replica has to answer (a busy one keeps its last state).
     """
 
     def __init__(self, live: Callable[[], Awaitable[list]], ask: Callable[[str], Awaitable[Any]],
@@ -62,19 +66,21 @@ class ReplicaPoll:
             self.metrics.pop(gone, None)
         self.polled_at = time.monotonic()
 
-    async def run(self) -> None:
-        """Poll every ``interval`` seconds until cancelled."""
-        while True:
-            with contextlib.suppress(Exception):  # Ray's control store unreachable for a moment: poll again
-                await self.poll()
-            await asyncio.sleep(self.interval)
+    def refresh(self) -> None:
+        """Start a poll in the background, unless one runs or the last one is fresher than ``interval``; never
+        waits for it."""
+        if self._task is not None and not self._task.done():
+            return
+        if self.polled_at is not None and time.monotonic() - self.polled_at < self.interval:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._poll_quietly())
 
-    def start(self) -> None:
-        """Start :meth:`run` on the running event loop (once)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self.run())
+    async def _poll_quietly(self) -> None:
+        with contextlib.suppress(Exception):  # Ray's control store unreachable for a moment: the next one retries
+            await self.poll()
 
     async def stop(self) -> None:
+        """Cancel a poll that runs (the app shuts down)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -88,7 +94,7 @@ class ReplicaPoll:
 
     def health_body(self, model: str | None, replicas: int) -> tuple[dict[str, Any], bool]:
         """``GET /health``'s body from the last poll, and whether it is ready: every live replica answered a call
-        routed to it by its id, and there are at least ``replicas``."""
+        routed to it by its id, and there are at least ``replicas``. Before the first poll, ``"starting"``."""
         live = self.live
         starting = [r for r in live if r not in self.seen]
         ready = not starting and len(live) >= replicas
