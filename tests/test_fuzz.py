@@ -2,9 +2,12 @@
 
 ``syncheck score`` takes batches of hypothesis-made lines (random bytes, deep JSON, huge fields, wrong types, unpaired
 surrogates, NaN, ...), each batch in one run: every non-blank line gives exactly one row, in order, with an
-``error`` where it failed, and ``--resume`` after a cut gives the same bytes. The server (one for the module, on a
-tiny random Llama) takes such bodies on its two POST endpoints: each gets a 200 or a 4xx with an OpenAI-style error
-object, and afterwards the server still answers. The ``@example`` s are the inputs that broke it before.
+``error`` where it failed, ``--resume`` after a cut gives the same bytes, and the command exits 1 only when every row
+failed. The server (one for the module, on a tiny random Llama) takes such bodies on its two POST endpoints: each
+gets a 200 or a 4xx with an OpenAI-style error object, and afterwards the server still answers. It also takes
+hypothesis-made headers (``Host``, ``Origin``, ``Content-Type``: each refused or let in as the browser rules say),
+bodies whose ``Content-Length`` lies or that come chunked (raw sockets: never a 5xx or a hang), and ``syncheck``
+options at the server's caps and just past them. The ``@example`` s are the inputs that broke it before.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import socket
 import time
 from collections import Counter
 
@@ -124,7 +128,9 @@ def check_row(row: dict) -> None:
 def score_cli(*args: str):
     result = CliRunner().invoke(main, ["score", *args])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert result.exit_code == 0 and "Traceback" not in result.output, result.output[-3000:]
+    assert "Traceback" not in result.output, result.output[-3000:]
+    everything_failed = "every row failed" in result.output
+    assert result.exit_code == (1 if everything_failed else 0), result.output[-3000:]
     return result
 
 
@@ -147,6 +153,7 @@ def test_score_gives_one_row_per_line_and_resumes_to_the_same_bytes(tiny_dir, tm
     data = full.read_bytes()
     rows = [json.loads(row) for row in data.split(b"\n")[:-1]]
     assert len(rows) == len(kept) and re.search(rf"^{len(kept)} rows", result.output, re.MULTILINE)
+    assert (result.exit_code == 1) is (bool(rows) and all(r["error"] is not None for r in rows))
     for row, (line, rid) in zip(rows, kept):
         check_row(row)
         if rid is not None:
@@ -317,6 +324,150 @@ def test_score_endpoint_answers_one_row_per_record_or_an_openai_error(server, bo
         check_row(row)
         if isinstance(rec, dict) and rec.get("id") == f"r{i}":
             assert row["id"] == f"r{i}"
+
+
+# ---------------------------------------------------------------------- the browser's headers
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "LocalHost", "127.0.0.1:{port}", "localhost:{port}",
+                  "[::1]:{port}"]
+FOREIGN_HOSTS = ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example", "localhost.evil.example:{port}",
+                 "10.0.0.1", "0.0.0.0", "[::]", "127.0.0.2", "::1", "a" * 300]
+#: Host values the HTTP server itself may refuse (400) before the app sees them
+ODD_HOSTS = ["", "local host", "\u00e9vil.example", "[::1", "localhost:port"]
+ORIGINS = [None, "http://127.0.0.1:{port}", "http://evil.example", "https://evil.example:{port}", "null", "",
+           "http://localhost:{port}", "file://", "http://127.0.0.1:{port}/page", "*", "http://127.0.0.1",
+           "HTTP://LOCALHOST:{port}"]
+#: the Content-Type values that declare JSON
+JSON_TYPES = ["application/json", "application/json; charset=utf-8", "APPLICATION/JSON", " application/json ",
+              "application/json;"]
+CONTENT_TYPES = [None, *JSON_TYPES, "text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                 "multipart/form-data; boundary=x", "application/jsonx", "application/json-patch+json",
+                 "application/vnd.api+json", "json", "", "application/ json"]
+
+
+def expected_status(host: str, origin: str | None, content_type: str | None) -> tuple[int, ...]:
+    """The browser rules: a Host that is not a loopback name 403 (or the HTTP server's 400 for one it cannot parse),
+    then an Origin other than ``http://`` and the Host 403, then a body not declared JSON 415, else 200 (the model
+    runs)."""
+    if host not in LOOPBACK_HOSTS:
+        return (400, 403) if host in ODD_HOSTS else (403,)
+    if origin is not None and origin.lower() != f"http://{host}".lower():
+        return (403,)
+    return (200,) if content_type in JSON_TYPES else (415,)
+
+
+def send_raw(server: Server, method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"") -> int:
+    """The status of one request sent with exactly ``headers`` (Host included), as bytes on a socket."""
+    lines = [f"{method} {path} HTTP/1.1", *(f"{k}: {v}" for k, v in headers)]
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + body
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        sock.sendall(data)
+        reply = b""
+        while b"\r\n" not in reply:
+            chunk = sock.recv(4096)
+            if not chunk:
+                return 0  # closed without an answer
+            reply += chunk
+    return int(reply.split(b" ", 2)[1])
+
+
+@fuzz(60)
+@given(host=st.sampled_from(LOOPBACK_HOSTS + FOREIGN_HOSTS + ODD_HOSTS), origin=st.sampled_from(ORIGINS),
+       content_type=st.sampled_from(CONTENT_TYPES))
+@example(host="127.0.0.1:{port}", origin=None, content_type="text/plain;charset=UTF-8")  # today: 200, the model ran
+@example(host="evil.example:{port}", origin=None, content_type="application/json")  # today: 200 (DNS rebinding)
+@example(host="127.0.0.1:{port}", origin="http://evil.example", content_type="application/json")
+def test_host_origin_and_content_type_are_refused_or_let_in_as_the_rules_say(server, host, origin, content_type):
+    CASES["headers (Host, Origin, Content-Type)"] += 1
+    expected = expected_status(host, origin, content_type)  # the rules read the values before the port goes in
+    host, origin = host.format(port=server.port), origin and origin.format(port=server.port)
+    headers = [("Host", host), *([("Origin", origin)] if origin is not None else []),
+               *([("Content-Type", content_type)] if content_type is not None else []),
+               ("Content-Length", str(len(dumps(GOOD_CHAT)))), ("Connection", "close")]
+    status = send_raw(server, "POST", "/v1/chat/completions", headers, dumps(GOOD_CHAT))
+    STATUSES[f"headers {status}"] += 1
+    assert status in expected, (host, origin, content_type, status)
+
+
+# ---------------------------------------------------------------------- lying lengths and chunked bodies
+@st.composite
+def framed_bodies(draw) -> tuple[list[tuple[str, str]], bytes, bool]:
+    """``(headers, bytes sent after them, whether the sender then stops writing)``: a body whose Content-Length is
+    right, too small, too large (then the client stops), not a number, past the limit, or a chunked body, its chunks
+    well or badly framed, possibly past the limit."""
+    body = draw(st.one_of(st.just(dumps(GOOD_CHAT)), st.binary(max_size=200), not_json.filter(lambda b: len(b) < 2000)))
+    kind = draw(st.sampled_from(["right", "short", "long", "junk", "huge", "chunked", "bad-chunks", "chunked-huge"]))
+    if kind in ("right", "short", "long"):
+        length = {"right": len(body), "short": max(len(body) - draw(st.integers(1, 50)), 0),
+                  "long": len(body) + draw(st.integers(1, 10_000))}[kind]
+        return [("Content-Length", str(length))], body, kind == "long"
+    if kind == "junk":
+        junk = ["abc", "-1", "1e3", "0x10", "", "1 2", "99999999999999999999"]
+        return [("Content-Length", draw(st.sampled_from(junk)))], body, True
+    if kind == "huge":
+        return [("Content-Length", str(draw(st.integers(8 * 1024 * 1024 + 1, 2**40))))], body[:100], True
+    cut = sorted(draw(st.lists(st.integers(0, len(body)), max_size=5)))
+    pieces = [body[a:b] for a, b in zip([0, *cut], [*cut, len(body)]) if body[a:b]]
+    if kind == "chunked-huge":
+        pieces += [b" " * 1024 * 1024] * 9
+    framed = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces)
+    if kind == "bad-chunks":
+        framed = draw(st.sampled_from([b"zz\r\n" + body, framed[:-2], b"%x\r\n%s" % (len(body) + 5, body),
+                                       framed + b"0\r\n"]))
+        return [("Transfer-Encoding", "chunked")], framed, True
+    return [("Transfer-Encoding", "chunked")], framed + b"0\r\n\r\n", False
+
+
+@fuzz(40)
+@given(framing=framed_bodies(), path=st.sampled_from(["/v1/chat/completions", "/v1/syncheck/score"]))
+@example(framing=([("Content-Length", str(64 * 1024 * 1024))], b'{"model": ', True), path="/v1/chat/completions")
+def test_lying_lengths_and_chunked_bodies_never_get_a_5xx_or_hang(server, framing, path):
+    CASES["framing (Content-Length, chunked)"] += 1
+    headers, sent, stops = framing
+    lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{server.port}", "Content-Type: application/json",
+             "Connection: close", *(f"{k}: {v}" for k, v in headers)]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        try:
+            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + sent)
+            if stops:
+                sock.shutdown(socket.SHUT_WR)  # no more bytes: the server must answer or close, not wait
+        except OSError:  # the server answered and closed before taking it all
+            pass
+        reply = b""
+        try:
+            while chunk := sock.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass
+    status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else 0
+    STATUSES[f"framing {status}"] += 1
+    assert status < 500, (headers, sent[:100], reply[:500])
+    if any(k == "Content-Length" and v.isdigit() and int(v) > 8 * 1024 * 1024 for k, v in headers):
+        assert status == 413, reply[:500]
+
+
+# ---------------------------------------------------------------------- syncheck options at the server's caps
+CAPS = {"num_samples": 16, "num_beams": 4, "max_sentences": 32}  # ServerConfig's defaults, the fuzz server's
+
+
+@fuzz(12)
+@given(options=st.fixed_dictionaries({name: st.sampled_from([1, cap - 1, cap, cap + 1, 10**6])
+                                      for name, cap in CAPS.items()}),
+       method=st.sampled_from(["fod", "abstain", "monitor"]))
+@example(options={"num_samples": 16, "num_beams": 4, "max_sentences": 32}, method="fod")
+@example(options={"num_samples": 17, "num_beams": 1, "max_sentences": 1}, method="fod")
+def test_syncheck_options_at_the_caps_run_and_past_them_get_422(server, options, method):
+    from syncheck.serve.config import ServerConfig
+
+    assert CAPS == {name: getattr(ServerConfig(), f"{name}_cap") for name in CAPS}
+    CASES["syncheck options at the caps"] += 1
+    body = {**GOOD_CHAT, "max_tokens": 2, "syncheck": {"method": method, "final_check": False, **options}}
+    status, _, raw = post(server, "/v1/chat/completions", dumps(body))
+    STATUSES[f"caps {status}"] += 1
+    over = [name for name, cap in CAPS.items() if options[name] > cap]
+    if over:
+        assert status == 422 and json.loads(raw)["error"]["param"] == f"syncheck.{over[0]}", raw[:500]
+    else:
+        assert status == 200, raw[:500]
 
 
 def test_the_server_still_answers_after_the_fuzzing(server):

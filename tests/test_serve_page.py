@@ -45,7 +45,8 @@ class Links(HTMLParser):
 def test_the_page_and_its_files_are_served_and_reference_nothing_elsewhere(scorer):
     from syncheck.serve.app import create_app
 
-    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False))
+    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False, openapi=True),
+                        base_url="http://127.0.0.1:8000")
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in page.headers["content-security-policy"]
@@ -77,7 +78,8 @@ def test_no_ui_leaves_the_page_out(scorer, monkeypatch):
     import syncheck.scorer
     from syncheck.serve.app import create_app
 
-    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False, ui=False))  # a ServerConfig field
+    client = TestClient(create_app(scorer, model_id="tiny", model_thread=False, ui=False),  # a ServerConfig field
+                        base_url="http://127.0.0.1:8000")
     assert client.get("/").status_code == 404 and client.get("/ui/page.js").status_code == 404
     assert client.get("/health").status_code == 200
     serve_cli = importlib.import_module("syncheck.cli.serve")  # the module (syncheck.cli.serve is its command)
@@ -87,7 +89,7 @@ def test_no_ui_leaves_the_page_out(scorer, monkeypatch):
     for flags, status in (([], 200), (["--no-ui"], 404)):
         result = CliRunner().invoke(serve_cli.serve, ["--model", "m", "--model-id", "tiny", *flags])
         assert result.exit_code == 0, result.output
-        assert TestClient(served[-1]).get("/").status_code == status
+        assert TestClient(served[-1], base_url="http://localhost:8000").get("/").status_code == status
         assert ("live page: http://127.0.0.1:8000/" in result.output) is (not flags)
     # on Ray Serve, the ingress gets the same choice
     ray_calls = []

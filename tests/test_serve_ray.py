@@ -175,6 +175,24 @@ def test_a_request_without_the_key_gets_401_and_one_with_it_200(ray_server):
     assert ray_server.get("/health", headers={"Authorization": ""})["status"] == "ok"
 
 
+def test_the_ingress_is_safe_by_default(ray_server):
+    """The plain server's browser checks, body limit and closed /docs, on the Ray ingress."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Q?"}], "documents": DOCS,
+                       "max_tokens": 2}).encode()
+    for headers, status in (({"Content-Type": "text/plain"}, 415), ({"Origin": "http://evil.example"}, 403),
+                            ({"Host": "evil.example"}, 403), ({"Content-Length": str(64 * 2**20)}, 413)):
+        got, err, _ = ray_server.post("/v1/chat/completions", body if "Content-Length" not in headers else b"{}",
+                                      headers=headers)
+        assert got == status, (headers, got, err)
+    for path in ("/docs", "/openapi.json"):
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(ray_server.url + path, timeout=10)
+        assert missing.value.code == 404
+
+
 def test_errors_and_fod_mode_are_the_plain_servers(ray_server):
     status, err, _ = ray_server.post("/v1/chat/completions", json.dumps(
         {"model": "tiny", "messages": [{"role": "user", "content": "Q?"}]}).encode())
@@ -194,9 +212,13 @@ def test_metrics_gather_every_replica_labelled_by_replica(ray_server):
     client = ray_server.client()
     replicas = {client.chat.completions.create(**docs_ask(QUESTIONS[0], [f"Metric document {i}."], max_tokens=2))
                 .model_extra["syncheck"]["replica"] for i in range(6)}
-    time.sleep(0.3)
-    samples = [s for f in text_string_to_metric_families(ray_server.get("/metrics")) for s in f.samples]
-    served = {s.labels["replica"]: s.value for s in samples if s.name == "syncheck_generated_tokens_total"}
+    deadline = time.time() + 30
+    while True:  # the replicas' metrics are those of the ingress's last poll (one a second)
+        samples = [s for f in text_string_to_metric_families(ray_server.get("/metrics")) for s in f.samples]
+        served = {s.labels["replica"]: s.value for s in samples if s.name == "syncheck_generated_tokens_total"}
+        if sum(served.values()) >= 12 or time.time() > deadline:
+            break
+        time.sleep(0.3)
     assert set(served) == set(live_replicas()) and replicas <= set(served) and sum(served.values()) >= 12
     assert any(s.name == "syncheck_requests_total" and s.labels == {"route": "/v1/chat/completions", "status": "200"}
                and s.value >= 6 for s in samples)
@@ -249,6 +271,11 @@ def test_a_full_deployment_answers_429_with_retry_after(ray_server):
                 break
             time.sleep(0.2)
         assert status == 429 and int(headers["Retry-After"]) >= 1 and "--replicas" in err["error"]["message"]
+        # every replica full and the router's queue too: /health and /metrics still answer, from the ingress's own
+        # count and the last poll
+        health = ray_server.get("/health")
+        assert health["ready"] and health["polled_s_ago"] is not None and health["in_flight"] >= 4
+        assert "syncheck_free_slots" in ray_server.get("/metrics")
     finally:
         for holder in holders:
             holder.close()

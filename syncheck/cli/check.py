@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import sys
+import itertools
 from pathlib import Path
+from typing import Any, Iterable, Iterator
 
 import click
 from click.core import ParameterSource
-from tqdm import tqdm
 
-from syncheck.cli.common import UserError, count_lines, device_option, dtype_option, preset_option, read_records
-from syncheck.io import dumps_row, guard_row
+from syncheck.cli.common import (
+    UserError,
+    count_lines,
+    device_option,
+    dtype_option,
+    preset_option,
+    read_records,
+    resume_point,
+    write_rows,
+)
 
 
 @click.command()
@@ -79,13 +87,16 @@ from syncheck.io import dumps_row, guard_row
                    "else qa.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let an nli:<id> model run its own code (needed by vectara/hallucination_evaluation_model).")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run: keep the complete rows already in -o and check only the rest.")
 def check(input_path, output_path, relevance, nli, summary_nli, summary_statistic, summary_lexical_weight, model, top_k,
-          top_p, aggregation, device, dtype, batch_size, claim, premise, query, task, trust_remote_code):
+          top_p, aggregation, device, dtype, batch_size, claim, premise, query, task, trust_remote_code, resume):
     """Check each answer of INPUT.jsonl against its context (Provenance).
 
     Each input line: {"id": ..., "context": "..." or ["chunk", ...],
     "question": "..." (optional), "response": "..."}. Each output line:
-    {"id", "factuality", "sources": [{"index", "weight", "support"}], "best_source", "error"}.
+    {"id", "factuality", "sources": [{"index", "weight", "support"}], "best_source", "warnings", "error"}.
+    Exits with status 1 when every row failed.
     """
     from syncheck.checking.provenance import (
         DEFAULT_NLI,
@@ -96,6 +107,7 @@ def check(input_path, output_path, relevance, nli, summary_nli, summary_statisti
     )
 
     total = count_lines(input_path)
+    done = resume_point(output_path, input_path, total) if resume else 0
     sources = click.get_current_context().get_parameter_source
     if sources("summary_nli") == ParameterSource.DEFAULT_MAP and sources("nli") == ParameterSource.COMMANDLINE:
         summary_nli = None  # the preset's summary support goes with its own --nli; the user's --nli checks them all
@@ -118,20 +130,18 @@ def check(input_path, output_path, relevance, nli, summary_nli, summary_statisti
         )
     except (OSError, ValueError) as exc:  # unknown spec or a model that cannot be loaded: say why, no traceback
         raise click.ClickException(str(exc)) from None
-    out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
-    failed = 0
-    try:
-        with tqdm(total=total, unit="row", desc="checking", file=sys.stderr, disable=None) as bar:
-            for result in checker.check_records(read_records(input_path)):
-                row = guard_row(result.to_json())
-                out.write(dumps_row(row))
-                out.flush()
-                failed += row["error"] is not None
-                bar.update(1)
-    finally:
-        if output_path:
-            out.close()
-    click.echo(f"{total} rows, {failed} with errors" + (f"; wrote {output_path}" if output_path else ""), err=True)
+    items = itertools.islice(read_records(input_path), done, None)
+    write_rows(checked_rows(checker, items), output_path, total=total, done=done, resume=resume, desc="checking",
+               verb="checked")
+
+
+def checked_rows(checker: Any, items: Iterable[Any]) -> Iterator[dict]:
+    """The output row of each item, in order: its check, with the warnings reading it gave (e.g. a duplicate id)."""
+    items, again = itertools.tee(items)
+    for item, result in zip(again, checker.check_records(items)):
+        row = result.to_json()
+        error = row.pop("error")
+        yield {**row, "warnings": list(getattr(item, "warnings", ())), "error": error}
 
 
 def support_with_model(nli: str, model: str) -> str:

@@ -53,6 +53,9 @@ preset_option = click.option(
 
 #: Exit status of every error a user can cause (bad input, options, files): click's usage-error status.
 USER_ERROR_EXIT = 2
+#: Exit status of a batch command (score, check, fod generate --input) whose every row failed: the output still has
+#: a row for each, with its error
+ALL_ROWS_FAILED_EXIT = 1
 
 
 class UserError(click.ClickException):
@@ -129,7 +132,8 @@ def write_rows(rows: Iterable[dict], output_path: Path | None, *, total: int, do
                group_size: int = 1, desc: str = "scoring", verb: str = "scored",
                show: Callable[[dict], None] | None = None) -> None:
     """Write ``rows`` (the rows after the ``done`` already in the file) as JSON lines, with a progress bar on
-    standard error, then a summary line there.
+    standard error, then a summary line there: how many rows failed. When every row of the output failed (those
+    kept from an interrupted run included), the command says so and exits with :data:`ALL_ROWS_FAILED_EXIT`.
 
     Args:
         output_path: the output file (appended to with ``resume``), or ``None`` for standard output.
@@ -143,12 +147,15 @@ def write_rows(rows: Iterable[dict], output_path: Path | None, *, total: int, do
 
     from syncheck.io import RowWriter
 
+    kept_errors = _errors_in(output_path) if done else 0
     out = open(output_path, "a" if resume else "w", encoding="utf-8") if output_path else sys.stdout
     writer = RowWriter(out, group_size=group_size, start=done)
+    first_error = None
     try:
         with tqdm(total=total, initial=done, unit="row", desc=desc, file=sys.stderr, disable=None) as bar:
             for row in rows:
                 row = writer.write(row)
+                first_error = first_error or row.get("error")
                 if show is not None:
                     show(row)
                 bar.update(1)
@@ -159,6 +166,18 @@ def write_rows(rows: Iterable[dict], output_path: Path | None, *, total: int, do
     kept = f" ({done} kept from the interrupted run, {total - done} {verb} now)" if done else ""
     click.echo(f"{total} rows{kept}, {writer.errors} {'new ' if done else ''}with errors"
                + (f"; wrote {output_path}" if output_path else ""), err=True)
+    failed = writer.errors + kept_errors
+    if total and failed == total:
+        click.echo(f"every row failed ({failed} of {total}): each row's error says why"
+                   + (f"; the first: {first_error}" if first_error else ""), err=True)
+        raise click.exceptions.Exit(ALL_ROWS_FAILED_EXIT)
+
+
+def _errors_in(output_path: Path) -> int:
+    """Rows with an error among the complete rows already in ``output_path`` (kept by ``--resume``)."""
+    from syncheck.io import complete_rows
+
+    return sum(row.get("error") is not None for row in complete_rows(output_path)[0])
 
 
 def quiet_transformers() -> None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import click
 
 from syncheck.cli.common import device_option, dtype_option, model_option, preset_option
+from syncheck.serve.config import ServerConfig
 
 
 @click.command()
 @preset_option
 @model_option
 @click.option("--model-id", default=None, help="The id clients send as \"model\" (default: --model).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (0.0.0.0: every one).")
+@click.option("--host", default=ServerConfig.host, show_default=True,
+              help="Interface to listen on (0.0.0.0: every one; give --api-key then). On a loopback address only "
+                   "requests that name it by a loopback name (or an --allowed-host) are answered.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--max-concurrent", default=4, show_default=True, type=click.IntRange(min=1),
               help="Requests generating at once (monitor streams decode their next tokens in one batched forward).")
@@ -49,18 +52,38 @@ from syncheck.cli.common import device_option, dtype_option, model_option, prese
               help="Seconds running streams may take to finish after SIGTERM; new requests get 503 meanwhile, and "
                    "what is left then ends with an error event.")
 @click.option("--no-ui", is_flag=True, help="Leave out the live page at / (the API alone).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A name clients reach the server by (the Host header, without port; *.example.com for its "
+                   "subdomains), beside the loopback names; repeatable. Other names get 403, on any address once one "
+                   "is given.")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="A web origin whose pages may call the API (e.g. https://app.example.com; '*' for any: give "
+                   "--api-key then); repeatable. Without it no CORS headers are sent and requests from pages of "
+                   "other origins get 403; the live page is same-origin and needs none.")
+@click.option("--openapi", is_flag=True, help="Serve /docs, /redoc and /openapi.json (off by default).")
+@click.option("--num-samples-cap", default=ServerConfig.num_samples_cap, show_default=True,
+              type=click.IntRange(min=1), help="The most syncheck.num_samples (FOD's candidates) a request may ask "
+                                               "for; more get 422.")
+@click.option("--num-beams-cap", default=ServerConfig.num_beams_cap, show_default=True, type=click.IntRange(min=1),
+              help="The most syncheck.num_beams (FOD's beams) a request may ask for; more get 422.")
+@click.option("--max-sentences-cap", default=ServerConfig.max_sentences_cap, show_default=True,
+              type=click.IntRange(min=1), help="The most syncheck.max_sentences (FOD's and abstention's answer "
+                                               "length) a request may ask for; more get 422.")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option
 @dtype_option
-def serve(host, port, on_ray, no_ui, **settings):
+def serve(port, on_ray, no_ui, **settings):
     """Serve MODEL behind POST /v1/chat/completions with live per-sentence faithfulness (and FOD)."""
-    from syncheck.serve.config import ServerConfig, ServerConfigError
+    from syncheck.serve.config import ServerConfigError
 
     try:
         config = ServerConfig(ray=on_ray, ui=not no_ui, **settings)
     except ServerConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    host = config.host
+    if config.open_warning:
+        click.echo(f"warning: {config.open_warning}", err=True)
     if config.on_ray:
         run_ray_server(host, port, config)
         return

@@ -11,6 +11,11 @@ server-sent events or not), ``POST /v1/syncheck/score``, ``GET /v1/models``, ``G
 (Prometheus, :mod:`syncheck.serve.metrics`), and the live page at ``GET /`` (:mod:`syncheck.serve.page`;
 ``ServerConfig.ui``). With API keys
 (``ServerConfig.api_keys``) every ``/v1`` route asks for one (:mod:`syncheck.serve.auth`).
+
+Safe by default: no web page of another origin can drive it (:mod:`syncheck.serve.browser`: the ``Host`` and
+``Origin`` checks, JSON bodies only, CORS only for ``ServerConfig.cors_origins``), a body over the limit is refused
+before it is read (:mod:`syncheck.serve.body`), and ``/docs``, ``/redoc`` and ``/openapi.json`` are served only with
+``ServerConfig.openapi``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from syncheck.serve.auth import ApiKeys
+from syncheck.serve.body import BodyLimit, json_body
+from syncheck.serve.browser import BrowserGuard
 from syncheck.serve.chat import MAX_SCORE_RECORDS, ChatService, Reply
 from syncheck.serve.config import ServerConfig
 from syncheck.serve.drain import Drain
@@ -29,7 +36,7 @@ from syncheck.serve.logs import RequestLog
 from syncheck.serve.metrics import CONTENT_TYPE_LATEST, HttpMetrics, exposition
 from syncheck.serve.observe import ObservedRequests, RequestRecord, record_of
 from syncheck.serve.page import add_page
-from syncheck.serve.protocol import MAX_BODY_BYTES, ApiError, ChatRequest, parse_body, sse, validated
+from syncheck.serve.protocol import MAX_BODY_BYTES, ApiError, ChatRequest, sse, validated
 
 
 def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread: bool = True,
@@ -58,12 +65,13 @@ def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread:
             scheduler.stop()
 
     app = FastAPI(title="syncheck", summary="OpenAI-compatible chat completions with live per-sentence faithfulness",
-                  lifespan=lifespan)
+                  lifespan=lifespan, **openapi_urls(config))
     app.state.config, app.state.service = config, service
     app.state.scheduler, app.state.runner, app.state.model_id = scheduler, service.runner, service.model_id
     drain = Drain(config.drain_timeout)
     observers = [HttpMetrics(service.registry), drain, *([RequestLog()] if config.log_format == "json" else [])]
     app.state.observers, app.state.drain = observers, drain
+    guard(app, config)
     app.add_middleware(ObservedRequests, observers=lambda: observers, refuse=drain.refuse)
     if config.ui:
         add_page(app)
@@ -95,23 +103,36 @@ def create_app(scorer: Any, config: ServerConfig | None = None, *, model_thread:
 
     @app.post("/v1/chat/completions", dependencies=v1)
     async def chat_completions(request: Request):
-        req = validated(ChatRequest, parse_body(await request.body()))
+        req = validated(ChatRequest, await json_body(request, config.max_body_bytes))
         reply = await service.chat(req, request.is_disconnected)
         return reply_response(reply, record_of(request))
 
     @app.post("/v1/syncheck/score", dependencies=v1)
     async def score(request: Request):
-        return await service.score(parse_body(await request.body()), request.is_disconnected)
+        return await service.score(await json_body(request, config.max_body_bytes), request.is_disconnected)
 
     return app
 
 
+def openapi_urls(config: ServerConfig) -> dict[str, str | None]:
+    """FastAPI's ``openapi_url``, ``docs_url`` and ``redoc_url``: FastAPI's own with ``config.openapi``, else none
+    (each answers 404)."""
+    on = config.openapi
+    return {"openapi_url": "/openapi.json" if on else None, "docs_url": "/docs" if on else None,
+            "redoc_url": "/redoc" if on else None}
+
+
+def guard(app: FastAPI, config: ServerConfig) -> None:
+    """Add the middleware that keeps the server safe by default: the browser checks
+    (:class:`~syncheck.serve.browser.BrowserGuard`) outside the body limit (:class:`~syncheck.serve.body.BodyLimit`);
+    add the request observer after it, so it sees the refusals too."""
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    app.add_middleware(BrowserGuard, config=config)
+
+
 def error_response(request: Request, exc: ApiError) -> JSONResponse:
     """An :class:`ApiError` as its JSON response; the request's record keeps its kind for the metrics and logs."""
-    record = record_of(request)
-    if record is not None:
-        record.error = exc.code or exc.type
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return exc.response(record_of(request))
 
 
 def reply_response(reply: Reply, record: RequestRecord | None = None):
@@ -142,4 +163,5 @@ async def sse_lines(events: AsyncIterator[dict[str, Any] | None],
             record.error = "client_disconnected"
 
 
-__all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app", "error_response", "reply_response", "sse_lines"]
+__all__ = ["MAX_BODY_BYTES", "MAX_SCORE_RECORDS", "create_app", "error_response", "guard", "openapi_urls",
+           "reply_response", "sse_lines"]

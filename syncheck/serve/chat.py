@@ -21,8 +21,18 @@ from syncheck.serve.config import ServerConfig
 from syncheck.serve.generation import ChatJob, ChatRunner
 from syncheck.serve.metrics import ModelMetrics
 from syncheck.serve.observe import RequestStats
-from syncheck.serve.protocol import ApiError, ChatRequest, chunk, completion, completion_id, model_list, now
+from syncheck.serve.protocol import (
+    ApiError,
+    ChatRequest,
+    SyncheckOptions,
+    chunk,
+    completion,
+    completion_id,
+    model_list,
+    now,
+)
 from syncheck.serve.scheduler import Job, Scheduler
+from syncheck.serve.turns import in_turns
 
 #: records per ``/v1/syncheck/score`` request
 MAX_SCORE_RECORDS = 256
@@ -82,6 +92,7 @@ class ChatService:
             raise ApiError(404, f"model {req.model!r} is not served here; this server serves {self.model_id!r} "
                                 "(GET /v1/models lists it)", param="model", code="model_not_found")
         question, documents = req.question(), req.documents_or_error()
+        check_caps(req.syncheck, self.config)
         runner, method = self.runner, req.syncheck.method
         if method not in runner.methods:
             raise ApiError(400, f"syncheck.method {method!r} is not served here: choose one of "
@@ -142,7 +153,8 @@ class ChatService:
 
     # ------------------------------------------------------------------ offline scoring
     async def score(self, body: Any, disconnected: Disconnected | None = None) -> dict[str, Any]:
-        """``POST /v1/syncheck/score``: ``{"records": [...]}`` or one record, scored in one turn of the model."""
+        """``POST /v1/syncheck/score``: ``{"records": [...]}`` or one record, scored a record at a time and a forward
+        of the model per turn (:func:`score_task`), so the running streams keep their pace."""
         objs = body["records"] if isinstance(body, dict) and "records" in body else [body]
         if not isinstance(objs, list) or not objs:
             raise ApiError(422, "records must be a non-empty list of {\"context\", \"response\", \"question\", \"id\"} "
@@ -157,11 +169,33 @@ class ChatService:
             except RecordError as exc:
                 items.append(RecordError(f"record {i}: {exc}", record_id=i if exc.record_id is None else exc.record_id))
 
-        def work(job: Job) -> None:  # one turn
-            rows = [guard_row(r.to_json()) for r in self.scorer.score_records(items)]
-            job.put("done", {"object": "list", "model": self.model_id, "results": rows})
+        return await next_item(self.scheduler.submit(lambda job: self.score_task(job, items)), disconnected,
+                               until=("done",))
 
-        return await next_item(self.scheduler.submit(work), disconnected, until=("done",))
+    def score_task(self, job: Job, items: list) -> Any:
+        """Score ``items`` as a task of the model thread: one record per scoring batch, and a turn handed back
+        before each forward of the model (:func:`~syncheck.serve.turns.in_turns`), so no turn is larger than a
+        round of the live streams (which prefills a new request's prompt in one forward). Reports the rows as one
+        ``done`` item."""
+        rows = []
+        for item in items:
+            scored = yield from in_turns(lambda item=item: list(self.scorer.score_records([item])),
+                                         self.scorer.lm.model)
+            rows.extend(guard_row(r.to_json()) for r in scored)
+        job.put("done", {"object": "list", "model": self.model_id, "results": rows})
+
+
+def check_caps(options: SyncheckOptions, config: ServerConfig) -> None:
+    """Refuse (422) a request that asks for more FOD samples, beams or sentences than the server's caps
+    (``ServerConfig.num_samples_cap``, ``num_beams_cap``, ``max_sentences_cap``)."""
+    for name, cap in (("num_samples", config.num_samples_cap), ("num_beams", config.num_beams_cap),
+                      ("max_sentences", config.max_sentences_cap)):
+        value = getattr(options, name)
+        if value > cap:
+            option = "--" + name.replace("_", "-") + "-cap"
+            raise ApiError(422, f"syncheck.{name}: {value} is above this server's limit of {cap}; ask for at most "
+                                f"{cap} (the server's {option} sets the limit)", param=f"syncheck.{name}",
+                           code="above_server_limit")
 
 
 async def next_item(job: Job, disconnected: Disconnected | None, until: tuple[str, ...],
@@ -200,4 +234,4 @@ def server_error(exc: BaseException) -> ApiError:
     return ApiError(500, f"generation failed: {type(exc).__name__}: {exc}", type="server_error")
 
 
-__all__ = ["MAX_SCORE_RECORDS", "ChatService", "Reply", "next_item", "server_error"]
+__all__ = ["MAX_SCORE_RECORDS", "ChatService", "Reply", "check_caps", "next_item", "server_error"]

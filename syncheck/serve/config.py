@@ -13,10 +13,15 @@ replica read it and never re-list its fields. The API keys stay out of its ``rep
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
 LOG_FORMATS = ("text", "json")
+#: the largest request body, in bytes, unless ``max_body_bytes`` says otherwise (8 MiB)
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: the names a loopback server answers to besides ``allowed_hosts`` (``Host`` without its port)
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
 class ServerConfigError(ValueError):
@@ -44,6 +49,18 @@ class ServerConfig:
         max_replicas, target_ongoing_requests: autoscaling on Ray Serve (default target: ``max_concurrent``).
         replica_cpus, replica_gpus: what Ray reserves for each replica; ``replica_threads``: torch's CPU threads
             in each (default: one per reserved CPU).
+        host: the address the server listens on (``--host``). On a loopback address a request must name the
+            server by a loopback name (``Host: localhost``, ``127.0.0.1`` or ``[::1]``) or one of ``allowed_hosts``:
+            a page that rebinds its own domain to 127.0.0.1 is refused (:mod:`syncheck.serve.browser`).
+        allowed_hosts: more names clients may reach the server by (``--allowed-host``; ``*.example.com`` takes
+            every subdomain). Given on any address, they are the only names (beside the loopback ones) it answers to.
+        cors_origins: the web origins whose pages may call the API (``--cors-origin https://app.example.com``; the
+            CORS headers they need, and nothing for other origins). None by default: the live page is same-origin.
+        openapi: serve ``/docs``, ``/redoc`` and ``/openapi.json`` (off by default).
+        max_body_bytes: the largest request body; a larger one gets 413 before it is read.
+        num_samples_cap, num_beams_cap, max_sentences_cap: the largest ``syncheck.num_samples``,
+            ``syncheck.num_beams`` and ``syncheck.max_sentences`` a request may ask for (422 above them): FOD's cost
+            grows with each.
     """
 
     model: str | None = None
@@ -66,11 +83,24 @@ class ServerConfig:
     replica_cpus: float = 1.0
     replica_gpus: float = 0.0
     replica_threads: int | None = None
+    host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ()
+    openapi: bool = False
+    max_body_bytes: int = MAX_BODY_BYTES
+    num_samples_cap: int = 16
+    num_beams_cap: int = 4
+    max_sentences_cap: int = 32
 
     def __post_init__(self) -> None:
         keys = (self.api_keys,) if isinstance(self.api_keys, str) else tuple(self.api_keys)
         object.__setattr__(self, "api_keys", keys)
-        for name, least in (("max_concurrent", 1), ("max_queue", 0), ("max_tokens", 1), ("replicas", 1)):
+        for name in ("allowed_hosts", "cors_origins"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        for name, least in (("max_concurrent", 1), ("max_queue", 0), ("max_tokens", 1), ("replicas", 1),
+                            ("max_body_bytes", 1), ("num_samples_cap", 1), ("num_beams_cap", 1),
+                            ("max_sentences_cap", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ServerConfigError(f"{name} must be a whole number of at least {least}, got {value!r}")
@@ -93,8 +123,44 @@ class ServerConfig:
             raise ServerConfigError("replica_cpus and replica_gpus must be 0 or more")
         if self.replica_threads is not None and self.replica_threads < 1:
             raise ServerConfigError(f"replica_threads must be at least 1, got {self.replica_threads!r}")
+        if not isinstance(self.host, str) or not self.host.strip():
+            raise ServerConfigError(f"host must be the address to listen on (127.0.0.1, 0.0.0.0, ...), got "
+                                    f"{self.host!r}")
+        for host in self.allowed_hosts:
+            check_host_pattern(host)
+        for origin in self.cors_origins:
+            check_origin(origin)
 
     # ------------------------------------------------------------------ derived
+    @property
+    def loopback(self) -> bool:
+        """Whether ``host`` is a loopback address (or ``localhost``): only this machine can connect."""
+        return is_loopback(self.host)
+
+    @property
+    def trusted_hosts(self) -> tuple[str, ...] | None:
+        """The ``Host`` names the server answers to (patterns of Starlette's ``TrustedHostMiddleware``), or
+        ``None`` for any: the loopback names and ``allowed_hosts`` on a loopback address or wherever
+        ``allowed_hosts`` are given, else any."""
+        if not self.loopback and not self.allowed_hosts:
+            return None
+        own = [self.host.lower()] if self.loopback else []
+        return tuple(dict.fromkeys([*LOOPBACK_NAMES, *bracketed([*own, *(h.lower() for h in self.allowed_hosts)])]))
+
+    @property
+    def open_warning(self) -> str | None:
+        """What to warn an operator of at start: a server any machine (or any web page) can drive, or ``None``."""
+        if self.api_keys:
+            return None
+        if "*" in self.cors_origins:
+            return ("--cors-origin '*' without --api-key: a page of any web site a visitor opens can drive this "
+                    "server through their browser; give --api-key KEY, or name the origins that may call it")
+        if not self.loopback:
+            return (f"listening on {self.host} without --api-key: anyone who can reach this address can run the "
+                    "model (POST /v1/...); give --api-key KEY (or SYNCHECK_API_KEY), or put an authenticating proxy "
+                    "in front (docs/serving.md, \"Safe by default\")")
+        return None
+
     @property
     def served_id(self) -> str | None:
         """The id clients send as ``model``."""
@@ -123,4 +189,53 @@ class ServerConfig:
         return dataclasses.replace(self, **changes) if changes else self
 
 
-__all__ = ["LOG_FORMATS", "ServerConfig", "ServerConfigError"]
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name, IPv6 with or without brackets) is this machine only."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def bracketed(hosts: list[str]) -> list[str]:
+    """IPv6 addresses as a ``Host`` header names them (``[::1]``), the others as they are."""
+    return [f"[{h}]" if ":" in h and not h.startswith("[") else h for h in hosts]
+
+
+def check_host_pattern(host: Any) -> None:
+    """An ``--allowed-host`` value: a name or address without scheme, port or path; ``*.domain`` for its
+    subdomains."""
+    ok = isinstance(host, str) and host.strip() == host and host and not any(c in host for c in "/ ,")
+    if ok and "*" in host:
+        ok = host.startswith("*.") and "*" not in host[1:]
+    if ok and not host.startswith("["):
+        ok = ":" not in host or _is_ipv6(host)
+    if not ok:
+        raise ServerConfigError(f"--allowed-host {host!r} is not a host name: give the name clients use, without "
+                                "scheme or port (e.g. --allowed-host syncheck.example.com, or *.example.com for its "
+                                "subdomains)")
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False
+
+
+def check_origin(origin: Any) -> None:
+    """A ``--cors-origin`` value: ``*``, or ``scheme://host[:port]`` with nothing after it."""
+    if origin == "*":
+        return
+    scheme, sep, rest = origin.partition("://") if isinstance(origin, str) else ("", "", "")
+    if not (sep and scheme in ("http", "https") and rest and not any(c in rest for c in "/?# ")):
+        raise ServerConfigError(f"--cors-origin {origin!r} is not a web origin: give it as the browser sends it, "
+                                "scheme, host and port only (e.g. --cors-origin https://app.example.com or "
+                                "http://localhost:3000), or '*' for every origin")
+
+
+__all__ = ["LOG_FORMATS", "LOOPBACK_NAMES", "MAX_BODY_BYTES", "ServerConfig", "ServerConfigError", "check_host_pattern",
+           "check_origin", "is_loopback"]

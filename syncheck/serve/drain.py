@@ -11,7 +11,10 @@
   waiting for its reply), and the process exits 0.
 
 A :class:`Drain` is an observer of :class:`~syncheck.serve.observe.ObservedRequests`, which asks :meth:`refuse`
-about each request as it arrives and reports it when it ends.
+about each request as it arrives and reports it when it ends. :meth:`refuse` checks the state and admits the request
+under the same lock :meth:`begin` takes to turn it, so a request is either refused or counted in flight before
+:meth:`wait` looks: none slips in between and finds the model thread gone (and one that reaches a stopped
+:class:`~syncheck.serve.scheduler.Scheduler` anyway gets its 503).
 """
 
 from __future__ import annotations
@@ -20,10 +23,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from fastapi.responses import JSONResponse
-
 from syncheck.serve.observe import RequestRecord
-from syncheck.serve.protocol import ApiError
+from syncheck.serve.scheduler import shutting_down
 
 #: paths that answer while draining: a health check must see the drain, and a scrape the last figures
 OPEN_WHILE_DRAINING = ("/health", "/metrics")
@@ -47,15 +48,11 @@ class Drain:
         flight until it ends)."""
         if record.path in OPEN_WHILE_DRAINING:
             return None
-        if self.draining:
-            record.error = "server_draining"
-            err = ApiError(503, "the server is shutting down and takes no new requests; retry: another instance "
-                                "will answer", type="server_error", code="server_draining",
-                           headers={"Retry-After": "1"})
-            return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
-        with self._changed:
-            self._in_flight.add(id(record))
-        return None
+        with self._changed:  # the check and the admission under begin()'s lock: no request is admitted unseen
+            if not self.draining:
+                self._in_flight.add(id(record))
+                return None
+        return shutting_down().response(record)
 
     def observe(self, record: RequestRecord) -> None:
         with self._changed:
@@ -63,8 +60,11 @@ class Drain:
             self._changed.notify_all()
 
     def begin(self) -> None:
-        """Stop admitting (new requests get 503, ``/health`` says draining)."""
-        self.draining = True
+        """Stop admitting (new requests get 503, ``/health`` says draining). A request being admitted now is
+        counted in flight first."""
+        with self._changed:
+            self.draining = True
+            self._changed.notify_all()
 
     def wait(self) -> bool:
         """Block until nothing is in flight or ``timeout`` seconds have passed; whether everything finished."""

@@ -16,9 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from syncheck.decoding import REPAIR_SAMPLING, SEED_RANGE, Decoding
 from syncheck.io import guard_row
 from syncheck.records import load_json, lone_surrogate
-
-#: request bodies above this many bytes get 413
-MAX_BODY_BYTES = 8 * 1024 * 1024
+from syncheck.serve.config import MAX_BODY_BYTES
 
 
 class ApiError(Exception):
@@ -32,6 +30,19 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def response(self, record: Any = None):
+        """The error as its JSON response; ``record`` (the request's
+        :class:`~syncheck.serve.observe.RequestRecord`) keeps its kind for the metrics and logs."""
+        from starlette.responses import JSONResponse
+
+        if record is not None:
+            record.error = self.code or self.type
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+    async def answer(self, scope: dict, receive: Any, send: Any) -> None:
+        """Answer an ASGI request with the error (a middleware's refusal); its record keeps the error's kind."""
+        await self.response(scope.get("state", {}).get("record"))(scope, receive, send)
 
 
 def _text(value: str) -> str:
@@ -76,9 +87,10 @@ class SyncheckOptions(BaseModel):
     method: str = Field("monitor", max_length=64, description="monitor, or a registered decoder (fod, abstain)")
     tau1: float | None = Field(None, ge=0, le=1, description="backtrack (fod) / abstention (abstain) threshold")
     tau2: float | None = Field(None, ge=0, le=1, description="pruning threshold (fod)")
-    num_samples: int = Field(6, ge=1, le=64)
-    num_beams: int = Field(2, ge=1, le=64)
-    max_sentences: int = Field(8, ge=1, le=256)
+    # the server caps each (ServerConfig's num_samples_cap, num_beams_cap, max_sentences_cap)
+    num_samples: int = Field(6, ge=1, description="FOD's sampled candidates per step")
+    num_beams: int = Field(2, ge=1, description="FOD's beams")
+    max_sentences: int = Field(8, ge=1, description="the most sentences FOD or abstention answers with")
     final_check: bool | None = Field(None, description="run the Provenance check on the answer; default: fod/abstain")
     features: bool = Field(True, description="send each sentence's features with its score")
 
@@ -162,11 +174,17 @@ class ChatRequest(BaseModel):
 
 
 # ---------------------------------------------------------------------- reading a request
-def parse_body(raw: bytes) -> Any:
-    """A request body as JSON, or the 413 / 400 error that says how to fix it."""
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send fewer or "
-                            "shorter documents")
+def body_too_large(size: int | str, limit: int) -> ApiError:
+    """The 413 of a body of ``size`` bytes (``"more than N"`` while it streams) over ``limit``."""
+    return ApiError(413, f"the request body is {size} bytes; the limit is {limit}: send fewer or shorter documents "
+                         "(or fewer records per request)", code="request_too_large")
+
+
+def parse_body(raw: bytes, limit: int = MAX_BODY_BYTES) -> Any:
+    """A request body as JSON, or the 413 / 400 error that says how to fix it. (The servers refuse a larger body
+    before reading it, :mod:`syncheck.serve.body`; this checks a body that reached here by other ways.)"""
+    if len(raw) > limit:
+        raise body_too_large(len(raw), limit)
     try:
         return load_json(raw)
     except ValueError as exc:
@@ -225,5 +243,5 @@ def now() -> int:
     return int(time.time())
 
 
-__all__ = ["MAX_BODY_BYTES", "ApiError", "ChatRequest", "SyncheckOptions", "chunk", "completion", "completion_id",
-           "model_list", "now", "parse_body", "sse", "validated"]
+__all__ = ["MAX_BODY_BYTES", "ApiError", "ChatRequest", "SyncheckOptions", "body_too_large", "chunk", "completion",
+           "completion_id", "model_list", "now", "parse_body", "sse", "validated"]

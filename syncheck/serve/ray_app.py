@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import os
 import threading
@@ -46,15 +47,17 @@ from fastapi.responses import JSONResponse, Response
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 
-from syncheck.serve.app import error_response, reply_response
+from syncheck.serve.app import error_response, guard, openapi_urls, reply_response
 from syncheck.serve.auth import ApiKeys
+from syncheck.serve.body import json_body
 from syncheck.serve.chat import Reply
 from syncheck.serve.config import ServerConfig, ServerConfigError
 from syncheck.serve.logs import RequestLog, use_json_logging
 from syncheck.serve.metrics import CONTENT_TYPE_LATEST, CollectorRegistry, HttpMetrics, exposition, labelled
 from syncheck.serve.observe import ObservedRequests, RequestRecord, RequestStats, record_of
-from syncheck.serve.page import page_files, page_response
-from syncheck.serve.protocol import ApiError, ChatRequest, model_list, now, parse_body, validated
+from syncheck.serve.page import add_page
+from syncheck.serve.protocol import ApiError, ChatRequest, model_list, now, validated
+from syncheck.serve.ray_poll import ReplicaPoll
 from syncheck.serve.ray_router import DocumentAffinityRouter
 
 
@@ -138,13 +141,11 @@ class SyncheckReplica:
         except ApiError as exc:
             return self.error(exc)
 
-    async def health(self, to_replica: Optional[str] = None) -> Dict[str, Any]:
-        """This replica's ``GET /health`` (``to_replica`` is read by the router)."""
-        return {**self.service.health(), "replica": self.replica}
-
-    async def metrics(self, to_replica: Optional[str] = None) -> Dict[str, str]:
-        """This replica's metrics in Prometheus' text format, by its id (``to_replica`` is read by the router)."""
-        return {self.replica: exposition(self.service.registry).decode()}
+    async def state(self, to_replica: Optional[str] = None) -> Dict[str, Any]:
+        """This replica's health (its ``GET /health``) and its metrics in Prometheus' text format, for the
+        ingress's poll (``to_replica`` is read by the router)."""
+        return {"replica": self.replica, "health": {**self.service.health(), "replica": self.replica},
+                "metrics": exposition(self.service.registry).decode()}
 
     def __del__(self) -> None:
         service = getattr(self, "service", None)
@@ -173,41 +174,42 @@ def live_replica_ids(app_name: str) -> list:
     return sorted(n.rsplit("#", 1)[1] for n in names if f"::{app_name}#syncheck-replica#" in n)
 
 
-# everything the ingress uses is defined above it: Ray Serve pickles the class as it is decorated
-ingress_app = FastAPI(title="syncheck on Ray Serve")
-#: what watches the ingress's requests (its metrics, its logs): set when the ingress is built, in its own process
-_observers: list = []
-ingress_app.add_middleware(ObservedRequests, observers=lambda: _observers)
-
-
-@ingress_app.exception_handler(ApiError)
-async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-    return error_response(request, exc)
-
-
 @serve.deployment(name="syncheck", max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
-@serve.ingress(ingress_app)
+@serve.ingress()
 class Ingress:
     """Parses and checks each request, then calls a replica's typed method with it (a chat request with its
-    documents' key for the router)."""
+    documents' key for the router). Its FastAPI app (:func:`ingress_app`) is built in its own process, from its
+    settings, when Ray Serve starts it (``__serve_build_asgi_app__``)."""
 
     def __init__(self, replicas: Any, config: ServerConfig) -> None:
         self.replicas, self.streams = replicas, replicas.options(stream=True)
         self.config, self.created, self.keys = config, now(), ApiKeys(config.api_keys)
-        self.page = page_files() if config.ui else {}
         self.app_name = serve.get_replica_context().app_name
         self.registry = CollectorRegistry()
-        self.seen: set = set()  # replicas reached by their own id: the router sees them
         self.http = HttpMetrics(self.registry)
-        _observers[:] = [self.http]
+        #: what watches the ingress's requests (its metrics, its logs)
+        self.observers: list = [self.http]
         if config.log_format == "json":
             use_json_logging()
-            _observers.append(RequestLog())
+            self.observers.append(RequestLog())
+        #: the replicas' health and metrics, polled in the background (:mod:`syncheck.serve.ray_poll`)
+        self.states = ReplicaPoll(self.live, self.state_of)
         # requests one replica admits, and more that wait at the router
         self.slots, self.waiting = config.slots, max(config.max_queue, 1)
         self.mean_seconds = 5.0  # running mean of a request's duration
+        #: requests this ingress has passed to the replicas and not yet finished (its own state, always current)
+        self.in_flight = 0
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        return ingress_app(self)
+
+    def started(self) -> float:
+        """Count a request passed on to the replicas; the time it started (for :meth:`finished`)."""
+        self.in_flight += 1
+        return time.perf_counter()
 
     def finished(self, started: float) -> None:
+        self.in_flight -= 1
         self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * (time.perf_counter() - started)
 
     def busy(self) -> ApiError:
@@ -235,68 +237,38 @@ class Ingress:
         """The live replicas' ids (a call to Ray's control store, off the event loop)."""
         return await asyncio.to_thread(live_replica_ids, self.app_name)
 
-    async def each_replica(self, method: str, replicas: list) -> list:
-        """``method`` (``health``, ``metrics``) of every replica in ``replicas``, asked of each by its id, one at a
-        time (a burst would meet the router's ``max_queued_requests``); the answers of those that answered within
-        5 s (one the router does not see yet is answered by another, which names itself)."""
-        answers = []
-        for replica in replicas:
-            call = None
-            try:
-                call = getattr(self.replicas, method).remote(to_replica=replica)
-                answers.append(await asyncio.wait_for(self.call(call), 5))
-            except Exception:  # busy, gone or slow: this check goes without its answer
-                if call is not None:
-                    call.cancel()  # still waiting for its replica, it would hold a place in the router's queue
-        return [a for a in answers if isinstance(a, dict)]
+    async def state_of(self, replica: str) -> Any:
+        """The state of ``replica`` (its health and metrics), asked of it by its id; a call still waiting for its
+        replica when the poll gives up is cancelled, so it holds no place in the router's queue."""
+        call = self.replicas.state.remote(to_replica=replica)
+        try:
+            return await self.call(call)
+        except BaseException:
+            call.cancel()
+            raise
 
-    @ingress_app.get("/health")
-    async def health(self) -> JSONResponse:
-        """200 ``"ok"`` once every live replica has answered a request routed to it by its own id (so the router
+    def health(self) -> JSONResponse:
+        """200 ``"ok"`` once every live replica has answered a call routed to it by its own id (so the router
         sees it, and a request for its documents reaches it), and there are at least ``replicas``; else 503
-        ``"starting"``. Each replica's own health is listed under ``replicas``."""
-        live = await self.live()
-        answers = {a["replica"]: a for a in await self.each_replica("health", live)}
-        self.seen.update(r for r in answers if r in live)
-        starting = [r for r in live if r not in self.seen]
-        ready = not starting and len(live) >= self.config.replicas
-        body = {"status": "ok" if ready else "starting", "model": self.config.served_id, "ready": ready,
-                "replicas": {r: answers.get(r) for r in live}, "starting": starting,
-                **{k: sum(a[k] for a in answers.values()) for k in ("running", "queued", "cancelled")}}
-        return JSONResponse(body, status_code=200 if ready else 503)
+        ``"starting"``. Each replica's own health is listed under ``replicas`` as the last poll found it, and
+        ``in_flight`` counts the requests this ingress has passed on and not yet finished. Answers at once; a poll
+        starts in the background when the last one is stale."""
+        self.states.refresh()
+        body, ready = self.states.health_body(self.config.served_id, self.config.replicas)
+        return JSONResponse({**body, "in_flight": self.in_flight}, status_code=200 if ready else 503)
 
-    @ingress_app.get("/metrics", include_in_schema=False)
-    async def metrics(self) -> Response:
-        replicas: Dict[str, str] = {}
-        for answer in await self.each_replica("metrics", await self.live()):
-            replicas.update(answer)
-        return Response(labelled(self.registry, replicas), media_type=CONTENT_TYPE_LATEST)
+    def metrics(self) -> Response:
+        """The ingress's own metrics, then every replica's as the last poll found them (a poll starts in the
+        background when that one is stale)."""
+        self.states.refresh()
+        return Response(labelled(self.registry, dict(self.states.metrics)), media_type=CONTENT_TYPE_LATEST)
 
-    @ingress_app.get("/", include_in_schema=False)
-    async def page(self) -> Response:
-        return self.page_file("/")
-
-    @ingress_app.get("/ui/{name}", include_in_schema=False)
-    async def page_asset(self, name: str) -> Response:
-        return self.page_file(f"/ui/{name}")
-
-    def page_file(self, path: str) -> Response:
-        """The live page's file at ``path`` (:mod:`syncheck.serve.page`), or 404 (``--no-ui``, or no such file)."""
-        if path not in self.page:
-            return JSONResponse({"detail": "Not Found"}, status_code=404)
-        return page_response(*self.page[path])
-
-    @ingress_app.get("/v1/models")
-    async def models(self, request: Request) -> Dict[str, Any]:
-        self.keys.check(request.headers.get("authorization"))
-        return model_list(self.config.served_id, self.created)
-
-    @ingress_app.post("/v1/syncheck/score")
     async def score(self, request: Request) -> JSONResponse:
         self.keys.check(request.headers.get("authorization"))
-        started = time.perf_counter()
+        started = self.started()
         try:
-            answer = await self.call(self.replicas.score.remote(parse_body(await request.body())))
+            body = await json_body(request, self.config.max_body_bytes)
+            answer = await self.call(self.replicas.score.remote(body))
         finally:
             self.finished(started)
         return self.respond(answer, record_of(request))
@@ -315,13 +287,12 @@ class Ingress:
         self.note(answer, record)
         return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
 
-    @ingress_app.post("/v1/chat/completions")
     async def chat_completions(self, request: Request) -> Any:
         self.keys.check(request.headers.get("authorization"))
-        req = validated(ChatRequest, parse_body(await request.body()))
-        started = time.perf_counter()
-        stream = self.streams.chat.remote(req, affinity=documents_key(req.documents))
+        req = validated(ChatRequest, await json_body(request, self.config.max_body_bytes))
+        started = self.started()
         try:
+            stream = self.streams.chat.remote(req, affinity=documents_key(req.documents))
             answer = await self.call(stream)
         except BaseException:
             self.finished(started)
@@ -350,6 +321,51 @@ class Ingress:
         finally:
             stream.cancel()  # a client that left stops its generation on the replica
             self.finished(started)
+
+
+def ingress_app(ingress: Ingress) -> FastAPI:
+    """The ingress's FastAPI app: the plain server's routes, middleware (:func:`~syncheck.serve.app.guard`) and
+    errors, each route answered by ``ingress``."""
+    config = ingress.config
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await ingress.states.stop()
+
+    app = FastAPI(title="syncheck on Ray Serve", lifespan=lifespan, **openapi_urls(config))
+    guard(app, config)
+    app.add_middleware(ObservedRequests, observers=lambda: ingress.observers)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(request, exc)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return ingress.health()
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return ingress.metrics()
+
+    if config.ui:
+        add_page(app)
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Dict[str, Any]:
+        ingress.keys.check(request.headers.get("authorization"))
+        return model_list(config.served_id, ingress.created)
+
+    @app.post("/v1/syncheck/score")
+    async def score(request: Request) -> JSONResponse:
+        return await ingress.score(request)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Any:
+        return await ingress.chat_completions(request)
+
+    return app
 
 
 # ---------------------------------------------------------------------- building the application
@@ -389,16 +405,23 @@ def build_app(config: Any, **settings: Any) -> Any:
 
 #: ``serve run`` argument names that differ from :class:`ServerConfig`'s
 _ARG_NAMES = {"num_replicas": "replicas", "min_replicas": "replicas", "num_cpus": "replica_cpus",
-              "num_gpus": "replica_gpus", "threads": "replica_threads", "api_key": "api_keys"}
-_INTS = ("max_concurrent", "max_queue", "max_tokens", "replicas", "max_replicas", "replica_threads")
+              "num_gpus": "replica_gpus", "threads": "replica_threads", "api_key": "api_keys",
+              "allowed_host": "allowed_hosts", "cors_origin": "cors_origins"}
+_INTS = ("max_concurrent", "max_queue", "max_tokens", "replicas", "max_replicas", "replica_threads", "max_body_bytes",
+         "num_samples_cap", "num_beams_cap", "max_sentences_cap")
 _FLOATS = ("target_ongoing_requests", "replica_cpus", "replica_gpus", "drain_timeout")
+_FLAGS = ("openapi", "ui", "ray")
+#: settings that take several values: separated by spaces in a ``serve run`` argument
+_LISTS = ("allowed_hosts", "cors_origins")
 
 
 def build(args: Dict[str, Any]) -> Any:
     """The application builder for ``serve run syncheck.serve.ray_app:build model=... num_replicas=2`` and Ray
     Serve's YAML config (``args``): :class:`~syncheck.serve.config.ServerConfig`'s fields, also under Ray's names
     (``num_replicas``, ``min_replicas``, ``num_cpus``, ``num_gpus``, ``threads``), and ``api_key`` (keys separated
-    by spaces; default: ``SYNCHECK_API_KEY``)."""
+    by spaces; default: ``SYNCHECK_API_KEY``), ``allowed_host`` and ``cors_origin`` (values separated by spaces).
+    ``host`` is the address Ray Serve's proxy listens on (its ``http_options``; default 127.0.0.1, which turns the
+    ``Host`` check on). A deployment open to the network without a key is logged as a warning."""
     settings = {_ARG_NAMES.get(k, k): v for k, v in args.items()}
     if "model" not in settings:
         raise ServerConfigError("the syncheck application needs model=MODEL (a preset, a Hub id or a directory)")
@@ -408,9 +431,18 @@ def build(args: Dict[str, Any]) -> Any:
     for name in _FLOATS:
         if name in settings:
             settings[name] = float(settings[name])
+    for name in _FLAGS:
+        if isinstance(settings.get(name), str):
+            settings[name] = settings[name].strip().lower() in ("1", "true", "yes", "on")
+    for name in _LISTS:
+        if isinstance(settings.get(name), str):
+            settings[name] = tuple(settings[name].split())
     keys = settings.pop("api_keys", None) or os.environ.get("SYNCHECK_API_KEY", "")
     settings["api_keys"] = tuple(keys.split()) if isinstance(keys, str) else tuple(keys)
-    return build_app(ServerConfig(**settings))
+    config = ServerConfig(**settings)
+    if config.open_warning:
+        logging.getLogger("syncheck.serve").warning(config.open_warning)
+    return build_app(config)
 
 
 __all__ = ["Answer", "DocumentAffinityRouter", "Ingress", "SyncheckReplica", "build", "build_app", "documents_key"]

@@ -8,14 +8,15 @@ one forward that decodes the next token of all those streams together
 (``batch_step``: a :class:`~syncheck.live.pool.DecodePool`). FOD and abstention,
 whose decoders cannot be stepped from outside, run in a greenlet that hands
 the turn back before each of their forwards (:mod:`syncheck.serve.turns`),
-so they take one forward per round; offline scoring runs in one turn. Each
+so they take one forward per round, as offline scoring does (a record at a time). Each
 stream keeps its own prompt, without-context cache and sentence scoring, so
 streams never mix, and nothing else touches the model, so no lock is needed
 anywhere (the lookback recorder's registry included).
 
 At most ``max_concurrent`` tasks run; up to ``max_queue`` more wait for a
 place, first come first served; beyond that a request is refused with 429
-and a ``Retry-After``.
+and a ``Retry-After``. Once stopping, a request is refused with 503
+(:func:`shutting_down`), never queued for a model thread that has gone.
 
 Why one thread and not a thread per request: on CPU, PyTorch's OpenMP pool
 is fast only in the thread that first ran it. A second thread running
@@ -102,9 +103,12 @@ class Scheduler:
     def submit(self, make_task: Callable[[Job], Task | None]) -> Job:
         """Admit a request: ``make_task(job)`` is called on the model thread when its place comes (see
         :class:`_Deferred`). Raises a 429
-        :class:`ApiError` when ``max_concurrent + max_queue`` requests are already admitted."""
+        :class:`ApiError` when ``max_concurrent + max_queue`` requests are already admitted, and a 503 once
+        :meth:`stop` was called."""
         job = Job(asyncio.get_running_loop())
         with self._cond:
+            if self._stopping:  # the model thread has gone or is going: nothing would ever answer it
+                raise shutting_down()
             if self._running + len(self._waiting) >= self.max_concurrent + self.max_queue:
                 wait = max(math.ceil(self._mean_seconds * (len(self._waiting) + 1) / self.max_concurrent), 1)
                 raise ApiError(
@@ -203,6 +207,12 @@ class Scheduler:
             self._cond.notify_all()
 
 
+def shutting_down() -> ApiError:
+    """The 503 of a request the server no longer takes (draining, or stopped)."""
+    return ApiError(503, "the server is shutting down and takes no new requests; retry: another instance will answer",
+                    type="server_error", code="server_draining", headers={"Retry-After": "1"})
+
+
 def _no_batch_step(values: list[Any]) -> None:
     raise TypeError("a task yielded a value, and this Scheduler has no batch_step to take it: yield None")
 
@@ -230,4 +240,4 @@ class _Deferred:
             self._task.close()
 
 
-__all__ = ["Cancelled", "Job", "Scheduler", "Task"]
+__all__ = ["Cancelled", "Job", "Scheduler", "Task", "shutting_down"]
