@@ -441,7 +441,9 @@ def test_lying_lengths_and_chunked_bodies_never_get_a_5xx_or_hang(server, framin
     status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else 0
     STATUSES[f"framing {status}"] += 1
     assert status < 500, (headers, sent[:100], reply[:500])
-    if any(k == "Content-Length" and v.isdigit() and int(v) > 8 * 1024 * 1024 for k, v in headers):
+    # a length past the limit is refused with 413; one past 64 bits is not a length the HTTP parser reads (a 400
+    # from uvicorn before the app is reached)
+    if any(k == "Content-Length" and v.isdigit() and 8 * 1024 * 1024 < int(v) < 2**63 for k, v in headers):
         assert status == 413, reply[:500]
 
 
