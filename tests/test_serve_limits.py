@@ -132,10 +132,15 @@ def test_a_score_batch_takes_a_forward_per_turn_beside_a_live_stream(tiny_lm):
         reply = await service.chat(req)  # streaming: admitted, and its first turn taken
         events = reply.events
         first = await events.__anext__()
+
+        async def drain():  # the stream read as it comes, so it never waits on its reader
+            async for _ in events:
+                pass
+
+        reading = asyncio.create_task(drain())
         scored = await service.score(records)
         log.append("scored")
-        async for _ in events:  # the rest of the stream
-            pass
+        await reading
         return first, scored
 
     scheduler.start_thread()
