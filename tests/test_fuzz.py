@@ -441,9 +441,8 @@ def test_lying_lengths_and_chunked_bodies_never_get_a_5xx_or_hang(server, framin
     status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else 0
     STATUSES[f"framing {status}"] += 1
     assert status < 500, (headers, sent[:100], reply[:500])
-    # a length past the limit is refused with 413; one past 64 bits is not a length the HTTP parser reads (a 400
-    # from uvicorn before the app is reached)
-    if any(k == "Content-Length" and v.isdigit() and 8 * 1024 * 1024 < int(v) < 2**63 for k, v in headers):
+    declared = [int(v) for k, v in headers if k == "Content-Length" and v.isdigit()]
+    if declared and 8 * 1024 * 1024 < declared[0] < 2**63:  # beyond 2**63 the HTTP server itself answers 400
         assert status == 413, reply[:500]
 
 
