@@ -1,6 +1,6 @@
 """Steering measured without a judge: knowledge-conflict QA, where only the passage gives the right answer.
 
-The set (:mod:`syncheck.verifier.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
+The set (:mod:`syncheck.training.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
 of the same kind. ``--typing ner`` types names by what they are (spaCy's NER), so a person replaces a person; the
 default, ``wh``, types them by the question's wh-word, as every run before it did, which lets absurd swaps through
 (``benchmarks.studies.conflict_coherence`` counts them). Per method and condition, each answer is read by string match
@@ -44,7 +44,7 @@ from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, SUPPORTED_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
-from syncheck.verifier.conflict_set import (
+from syncheck.training.conflict_set import (
     ConflictItem,
     Typer,
     build_conflict_set,

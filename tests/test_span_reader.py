@@ -22,7 +22,7 @@ from features.alignment.span_reader import (
 )
 from features.alignment.verifier import MANIFEST, WEIGHTS, file_sha256, read_manifest
 from syncheck.featurize import alignment_claim
-from syncheck.verifier.reader_training import SpanDataset, answer_example, record_answers
+from syncheck.training.reader_training import SpanDataset, answer_example, record_answers
 
 DOCUMENT = (
     "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891 to study physics. "
@@ -161,7 +161,7 @@ def test_the_shipped_reader_tells_the_passage_s_answer_from_another_entity_of_th
 
 
 def test_conflict_copies_point_at_the_substitute_and_stay_inside_the_training_records(tmp_path):
-    from syncheck.verifier.reader_training import halueval_answers, halueval_conflicts
+    from syncheck.training.reader_training import halueval_answers, halueval_conflicts
 
     rows = [{"knowledge": f"The bridge number {i} was opened in {1900 + 7 * i} by the city.",
              "question": f"When was bridge {i} opened?", "right_answer": str(1900 + 7 * i),

@@ -11,7 +11,7 @@ Typing, offline and by surface form only (:func:`answer_kind`):
 - ``number``: one number token (``$268``, ``2,586``, ``17%``), possibly followed by one lower-case word
   (``"3 seasons"``); the substitute's trailing word must be the same;
 - ``name-1`` .. ``name-4``: 1-4 capitalised words, possibly joined by connectors ("of", "de", "van", ...), as
-  :func:`syncheck.verifier.spans.span_shape` reads a name; the word count is part of the kind. Capitalisation
+  :func:`syncheck.training.spans.span_shape` reads a name; the word count is part of the kind. Capitalisation
   cannot tell a person from a city, so the question says what is asked (:func:`asked_for`): "who" asks for a
   person, "where" for a place, "which county" for a county. A name's substitute is the answer to another question
   that asks for the same thing with as many words ("Oneida County" -> "Wayne County", "Nate Dogg" -> "Amy Sanders"),
@@ -42,7 +42,7 @@ from typing import Callable
 
 from features.lexical import preprocess
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.spans import span_shape
+from syncheck.training.spans import span_shape
 
 #: Longest name kept, in words.
 MAX_NAME_WORDS = 4
