@@ -30,7 +30,7 @@ Usage::
 
 On XQuAD's test half, every question it keeps::
 
-    .venv/bin/python -m benchmarks.conflict_qa --source xquad --half test --start 0 --limit 300 \
+    .venv/bin/python -m benchmarks.conflict_qa --source xquad --half test --start 0 --limit 300 \\
         --out benchmarks/runs/conflict_xquad_test_smollm2.jsonl
 
 On 2 cores, two shards with one thread each finish sooner (seconds per answer are then those of one thread)::
@@ -63,13 +63,14 @@ from syncheck.verifier.conflict_set import (
 )
 
 SECTION = "## FOD on knowledge-conflict QA"
-#: Each source's RESULTS.md section, and the directory its files are read from by default.
+#: Each source's RESULTS.md section (the half is named after it).
 SECTIONS = {"halueval": SECTION, "xquad": "## FOD on knowledge-conflict QA over Wikipedia paragraphs (XQuAD)",
             "covid_qa": "## FOD on knowledge-conflict QA over COVID-QA articles"}
 CONDITIONS = ("swapped", "original")
 DEFAULT_METHODS = ("greedy", "cad", "adacad", "fod")
 DEFAULT_CONTROL = ("greedy", "cad", "adacad", "fod")
 DEFAULT_DATA_DIR = "../shared/data/halueval"
+#: Where each source's files are read from by default.
 DATA_DIRS = {"halueval": DEFAULT_DATA_DIR, **{source: "../shared/data/qa" for source in QA_FILES}}
 SOURCE_NAMES = {"halueval": "HaluEval QA", "xquad": "XQuAD's English Wikipedia paragraphs (SQuAD v1.1 dev)",
                 "covid_qa": "COVID-QA's articles"}
@@ -371,8 +372,7 @@ def report(args, items: list[ConflictItem], origin: str | None = None) -> str:
         _command(args),
         "```",
         "",
-        *(["`DIR` holds HaluEval's full files (`python -m benchmarks.halueval.full DIR`), whose records 8000-9999 the "
-           "shared first 8,000 lack.", ""] if args.source == "halueval" and args.data_dir != DEFAULT_DATA_DIR else []),
+        *([data_dir_line(args.source), ""] if args.data_dir != DATA_DIRS[args.source] else []),
         "### The conflict: the passage's answer against the model's memory",
         "",
         "faithful = the answer gives the passage's (swapped) answer; memory = it gives the original answer. "
@@ -468,6 +468,14 @@ def _command(args) -> str:
         parts += ["--fluency-model", args.fluency_model] + (["--fluency-dtype", args.fluency_dtype]
                                                             if args.fluency_dtype else [])
     return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
+
+
+def data_dir_line(source: str) -> str:
+    """What the printed command's ``DIR`` holds."""
+    if source == "halueval":
+        return ("`DIR` holds HaluEval's full files (`python -m benchmarks.halueval.full DIR`), whose records 8000-9999 "
+                "the shared first 8,000 lack.")
+    return f"`DIR` holds `{QA_FILES[source]}`, as `../shared/data/qa` does."
 
 
 def section_title(args) -> str:

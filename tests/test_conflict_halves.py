@@ -105,6 +105,7 @@ def test_the_conflict_benchmark_runs_on_a_half_of_a_qa_file(tmp_path, tiny_dir):
     assert rows[0]["run"]["config"]["source"] == "xquad" and rows[0]["run"]["config"]["half"] == half
     assert f"the {half} half of XQuAD" in text and "left out: " in text
     assert f"--source xquad --half {half} --start 0 --limit 2" in text
+    assert "`DIR` holds `xquad_en.jsonl.gz`" in text
     assert conflict_qa.section_title(conflict_qa.argparse.Namespace(source="xquad", half=half, model="m")) == (
         f"## FOD on knowledge-conflict QA over Wikipedia paragraphs (XQuAD), {half} half (m)")
     conflict_qa.main(args)
