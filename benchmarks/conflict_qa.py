@@ -1,10 +1,10 @@
 """Steering measured without a judge: knowledge-conflict QA, where only the passage gives the right answer.
 
-The set (:mod:`syncheck.verifier.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
+The set (:mod:`syncheck.training.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
 of the same kind. ``--typing ner`` types names by what they are (spaCy's NER), so a person replaces a person; the
 default, ``wh``, types them by the question's wh-word, as every run before it did, which lets absurd swaps through
 (``benchmarks.studies.conflict_coherence`` counts them). ``--source xquad`` builds the set the same way from
-XQuAD's English Wikipedia paragraphs (:mod:`syncheck.verifier.conflict_halves`): ``--half selection`` to choose
+XQuAD's English Wikipedia paragraphs (:mod:`syncheck.training.conflict_halves`): ``--half selection`` to choose
 settings on, ``--half test`` to confirm them; the halves split the articles, a substitute comes from another article
 of the same half, and ``--start`` counts the half's questions (``--source covid_qa``: COVID-QA's articles, the same
 way). Per method and condition, each answer is read by string match (:func:`contains_answer`):
@@ -52,8 +52,8 @@ from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, SUPPORTED_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
-from syncheck.verifier.conflict_halves import HALVES, QA_FILES, build_half_set, qa_file_path
-from syncheck.verifier.conflict_set import (
+from syncheck.training.conflict_halves import HALVES, QA_FILES, build_half_set, qa_file_path
+from syncheck.training.conflict_set import (
     ConflictItem,
     Typer,
     build_conflict_set,

@@ -91,9 +91,14 @@ FOD_VARIANTS = {
     "fod-support-keep": {"support_fallback": "keep", "decode": "cad"},  # ... keeping that sentence instead
     # ... and its greedy phases on plain greedy tokens, so an answer keeps greedy's form until a sentence is flagged
     "fod-support-keep-greedy-decode": {"support_fallback": "keep", "decode": "greedy"},
+    # a flagged sentence no candidate replaces stays as decoded and decoding goes on (CAD's answer where no
+    # candidate replaced a sentence), with and without the support model
+    "fod-unrepaired-keep": {"unrepaired": "keep"},
+    "fod-support-unrepaired-keep": {"support_fallback": "keep", "decode": "cad", "unrepaired": "keep"},
 }
 #: The variants whose generator reads a support model.
-SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep", "fod-support-keep-greedy-decode")
+SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep", "fod-support-keep-greedy-decode",
+                      "fod-support-unrepaired-keep")
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
 

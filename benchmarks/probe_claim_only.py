@@ -41,8 +41,8 @@ class ClaimOnlyScorer:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from syncheck.model.probe_scorer import ProbeHead, ProbeStates, load_head
-    from syncheck.verifier.build import PAIRS
-    from syncheck.verifier.pairs import read_pairs
+    from syncheck.training.pairs import read_pairs
+    from syncheck.training.verifier_build import PAIRS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--probe", required=True, help="a probe directory (its head's settings and its pairs.jsonl)")

@@ -11,10 +11,11 @@ sent one after another by the ``openai`` client:
 For each phase it takes the gaps between a stream's consecutive sentence events (the pace a reader sees) and between
 its consecutive text chunks (tokens), and their p95 over the phase's streams. The figure is the ratio of the p95
 inter-sentence gap beside the batch to the one alone, taken within each round; the table gives the median over rounds
-and the spread. The server scores a batch a record at a time, a forward of the model per turn between the streams'
-rounds (``syncheck.serve.chat.ChatService.score_task``); before that it scored all of it in one turn, and every
-stream stopped until it was done. The goal: at most 1.5x. ``overlapped`` counts the rounds in which the batch was
-still running when the last stream ended (else the beside phase was partly alone, and the ratio is flattering).
+and the spread. The server scores a batch a record at a time, a forward of the model per turn
+(``syncheck.serve.chat.ChatService.score_task``), and while streams run the batch's turns take at most
+``--score-share`` of the model's time (``syncheck.serve.scheduler``). The goal: at most 1.5x. ``overlapped``
+counts the rounds in which the batch was still running when the last stream ended (else the beside phase was
+partly alone, and the ratio is flattering).
 
 Usage::
 

@@ -5,7 +5,7 @@
 
 Every row is :class:`syncheck.checking.provenance.ProvenanceChecker` with ``syncheck check``'s defaults (BM25
 relevance, every chunk joined into one premise, ``--task auto``) and only the support backend changed. Sets, fixed
-before the verifier's first training run and inside its held-out ranges (:mod:`syncheck.verifier.sources`):
+before the verifier's first training run and inside its held-out ranges (:mod:`syncheck.training.sources`):
 
 - QA distractor pairs from records 2000-2149 ("The answer is X." with the right answer or another span of the
   passage of its shape; the 224 answers of the earlier Provenance figures);
@@ -50,7 +50,7 @@ from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import ProvenanceChecker, default_summary_nli
 from syncheck.checking.support import mean_members, mean_of_supports, member_weights
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
-from syncheck.verifier.sources import HALUEVAL_FIELDS, halueval_records
+from syncheck.training.sources import HALUEVAL_FIELDS, halueval_records
 
 SECTION = "## Provenance with the verifier, on records it never saw"
 #: ``(set, first record, records)``, fixed before the verifier was trained.

@@ -41,7 +41,7 @@ from features.alignment.lexical import lexical_precision
 from syncheck.alignment import make_alignment_scorer
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc
-from syncheck.verifier.conflict_set import contains_answer
+from syncheck.training.conflict_set import contains_answer
 
 SECTION = "## Does a support model see FOD's wrong-entity answers? Stored conflict answers, scored again"
 

@@ -47,7 +47,7 @@ from syncheck.fitting import grouped_folds
 from syncheck.jsonl import iter_jsonl
 from syncheck.model.prompts import format_context
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
-from syncheck.verifier.artefacts import THINNING
+from syncheck.training.artefacts import THINNING
 
 SECTION = "## Verifiers cross-fitted on RAGTruth: each sentence scored by a verifier that never trained on it"
 #: The section of a run whose artefact check thins to the labels' ratio (``--thinning ratio``).
@@ -70,8 +70,8 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
         SystemExit: ``out`` holds folds dealt from other records or with other settings (the message says what to do).
     """
     from features.alignment.verifier import MANIFEST
-    from syncheck.verifier.build import build_verifier
-    from syncheck.verifier.dataset import DataRecipe
+    from syncheck.training.verifier_build import build_verifier
+    from syncheck.training.verifier_dataset import DataRecipe
 
     fold_of = assign_folds(records, n_folds, seed)
     spec = {"folds": n_folds, "seed": seed, "thinning": thinning, "fold_of": fold_of,
@@ -178,7 +178,7 @@ def table(units: dict[str, list], crossfit: dict[str, np.ndarray], shipped: dict
 
 def main(argv: Sequence[str] | None = None) -> int:
     from syncheck.cache import cache_dir
-    from syncheck.verifier.training import TrainSettings
+    from syncheck.training.verifier_training import TrainSettings
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.verifier_crossfit", description=__doc__.split("\n\n")[0])
     ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl,../shared/data/ragtruth/dev_extra.jsonl",
@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    from syncheck.verifier.training import init_base
+    from syncheck.training.verifier_training import init_base
 
     records = read_ragtruth_files(args.ragtruth, args.limit)
     settings = TrainSettings(base=init_base(args.init), init=args.init,

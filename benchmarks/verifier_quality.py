@@ -1,15 +1,15 @@
 """The verifier alone (no other feature), on records it never saw, beside word overlap and length on the same rows.
 
-Sets (every record range fixed before the verifier's first training run, :mod:`syncheck.verifier.sources`):
+Sets (every record range fixed before the verifier's first training run, :mod:`syncheck.training.sources`):
 
 - HaluEval QA records 2000-2499 (held out): ``qa``, the right against the hallucinated answer; ``pairs``, the right
   answer against another span of the same passage, both as "The answer is X." (:mod:`benchmarks.halueval.pairs`);
 - HaluEval dialogue records 5000-5499 and summarization records 5000-5299 (held out);
 - RAGTruth ``dev`` and ``dev_extra``, sentence by sentence, per task (the verifier never trained on RAGTruth);
-- ``--pairs FILE``: labelled pairs (:mod:`syncheck.verifier.pair_files`), one set per file, one unit per pair, e.g.
+- ``--pairs FILE``: labelled pairs (:mod:`syncheck.training.pair_files`), one set per file, one unit per pair, e.g.
   the check sets no verifier trains on (``summedits``, ``wice``, ``fever_symmetric`` of ``../shared/data/nli/``).
   Their table adds balanced accuracy at 0.5 and the claim-only model (tf-idf of the claim alone, out of fold,
-  :func:`syncheck.verifier.artefacts.claim_only_scores`), which tells how much of a set the claim alone gives away.
+  :func:`syncheck.training.artefacts.claim_only_scores`), which tells how much of a set the claim alone gives away.
 
 Claims are question-aware where there is a question (``"Question: Q\\nAnswer: S"``, the dialogue history as the
 question). A summary is scored sentence by sentence against its document, and its score is the **minimum** over its
@@ -50,7 +50,7 @@ from syncheck.alignment import make_alignment_scorer
 from syncheck.checking.support import held_locally, lean_on_lexical, verifier_claims
 from syncheck.featurize import alignment_claim
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
-from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, HALUEVAL_HELD_OUT, halueval_records
+from syncheck.training.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, HALUEVAL_HELD_OUT, halueval_records
 
 SECTION = "## The verifier alone, on records it never saw"
 #: The sets whose units are summaries read sentence by sentence: the column leaning on local support is theirs.
@@ -73,7 +73,7 @@ class Unit:
 
 def parse_records(specs: list[str]) -> dict[str, tuple[int, int]]:
     """``["summarization=8000-8300", ...]`` -> ``{subset: (start, end)}``, each range inside the verifier's held-out
-    records (:data:`~syncheck.verifier.sources.HALUEVAL_HELD_OUT`), so no figure is read on its training data."""
+    records (:data:`~syncheck.training.sources.HALUEVAL_HELD_OUT`), so no figure is read on its training data."""
     ranges = {}
     for spec in specs:
         subset, _, span = spec.partition("=")
@@ -132,7 +132,7 @@ def ragtruth_units(paths: str, responses: bool = False) -> list[Unit]:
 
 def pair_units(paths: list[str]) -> list[Unit]:
     """The pairs of each file as units of the set named for the file (one claim each, grouped by premise)."""
-    from syncheck.verifier.pair_files import file_stem, read_pair_file
+    from syncheck.training.pair_files import file_stem, read_pair_file
 
     return [Unit(file_stem(path), p.group, p.premise, p.claim, [p.claim], p.label)
             for path in paths for p in read_pair_file(path)]
@@ -149,8 +149,8 @@ def pair_table(units: list[Unit], set_names: list[str], name: str = "verifier") 
     """Balanced accuracy at 0.5 of the backend, and the claim-only model's AUROC, on each pairs set."""
     from sklearn.metrics import balanced_accuracy_score
 
-    from syncheck.verifier.artefacts import claim_only_scores
-    from syncheck.verifier.pairs import VerifierPair
+    from syncheck.training.artefacts import claim_only_scores
+    from syncheck.training.pairs import VerifierPair
 
     lines = [f"| set | units | supported | {name} AUROC | {name} balanced accuracy (0.5) | word overlap AUROC | "
              "claim-only AUROC (out of fold) |", "| --- " * 7 + "|"]

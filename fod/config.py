@@ -32,6 +32,9 @@ FALLBACKS = ("tau1", "best", "prefix")
 #: What becomes of a sentence only the support model flagged, when no candidate replaces it: ``drop`` ends the
 #: answer before it, ``keep`` keeps it as it was.
 SUPPORT_FALLBACKS = ("drop", "keep")
+#: What becomes of a flagged sentence that no candidate replaces (every candidate pruned and no fallback, or the
+#: repairs used up): ``end`` ends the answer before it, ``keep`` keeps it as decoded and goes on decoding.
+UNREPAIRED = ("end", "keep")
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,11 @@ class FODConfig:
             ``"drop"`` ends the answer before it, so a first sentence dropped is an abstention. With the span reader
             ``"keep"`` gave the passage's answer more often than greedy on knowledge-conflict questions, ``"drop"``
             less, by abstaining (RESULTS.md in the source repository, "FOD on knowledge-conflict QA").
+        unrepaired: what becomes of a flagged sentence that no candidate replaces (none passes ``tau2`` or the
+            fallback, or ``max_repairs`` are used up): ``"end"`` (default) ends the answer before it (an empty
+            answer is an abstention); ``"keep"`` keeps it as decoded and goes on decoding, so FOD changes an
+            answer only where a candidate replaces a sentence, and on ``decode="cad"`` gives CAD's answer
+            elsewhere. A degenerate sentence (``stop_degenerate``) ends the answer either way.
     """
 
     tau1: float | None = None
@@ -98,6 +106,7 @@ class FODConfig:
     alpha: float = DEFAULT_ALPHA
     tau_support: float = 0.5
     support_fallback: str = "keep"
+    unrepaired: str = "end"
 
     def __post_init__(self) -> None:
         if isinstance(self.tau_support, bool) or not isinstance(self.tau_support, (int, float)) \
@@ -116,7 +125,8 @@ class FODConfig:
             raise SettingsError(f"need 0 < num_beams <= num_samples, got K={self.num_beams}, S={self.num_samples}: "
                                 "each beam needs a candidate; lower num_beams or raise num_samples")
         for name, allowed in (("search", SEARCHES), ("cut", CUTS), ("steer", STEERING), ("fallback", FALLBACKS),
-                              ("decode", DECODES), ("support_fallback", SUPPORT_FALLBACKS)):
+                              ("decode", DECODES), ("support_fallback", SUPPORT_FALLBACKS),
+                              ("unrepaired", UNREPAIRED)):
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0 \
@@ -193,5 +203,5 @@ def resolve(default: FODConfig, config: FODConfig | None, overrides: Mapping[str
     return (config or default).replace(**overrides)
 
 
-__all__ = ["CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "SEARCHES", "SUPPORT_FALLBACKS", "FODConfig",
-           "resolve"]
+__all__ = ["CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "SEARCHES", "SUPPORT_FALLBACKS", "UNREPAIRED",
+           "FODConfig", "resolve"]

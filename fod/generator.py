@@ -38,6 +38,10 @@
    Otherwise the answer ends with its faithful prefix, before the flagged
    sentence. Only when that prefix is empty does FOD abstain
    (:data:`fod.results.ABSTAIN_TEXT`, ``trace.abstained``).
+   With ``unrepaired="keep"`` such a sentence (unless degenerate) stays as
+   decoded instead, and so does a flagged sentence once ``max_repairs`` are
+   used up; decoding goes on, so the answer changes only where a candidate
+   replaced a sentence.
 
 ``backtrack_only=True`` is the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
 The result carries a trace of every decision (:class:`fod.trace.FODTrace`); ``trace.stop`` (a
@@ -235,6 +239,12 @@ class FODGenerator:
             if flagged is None:
                 break
             run.record_backtrack(beam, flagged)
+            if not config.backtrack_only and trace.repairs >= config.max_repairs and run.keeps_unrepaired(flagged):
+                run.keep(flagged, "kept:max_repairs")
+                if beam.row.ended:
+                    trace.stop = StopReason.EOS
+                    break
+                continue
             if config.backtrack_only or trace.repairs >= config.max_repairs:
                 trace.stop = StopReason.BACKTRACK_ONLY if config.backtrack_only else StopReason.MAX_REPAIRS
                 beam = _Beam(self.engine.cut(beam.batch, flagged.tokens[0]))
@@ -494,7 +504,7 @@ class _Run:
             choice = max(usable, key=lambda c: c.score, default=None)
             step["chosen_by"] = f"fallback:{fallback}" if choice is not None else None
         step["chosen"] = choice.index if choice is not None else None
-        if choice is None and self._kept_as_is(ev):
+        if choice is None and (self._kept_as_is(ev) or self.keeps_unrepaired(ev)):
             step["chosen_by"] = "kept"
             self.trace.steps.append(step)
             return beam
@@ -512,6 +522,16 @@ class _Run:
         if self.unsupported(ev.sentence.text):
             return True
         return self.config.support_fallback == "keep" and self.unsupported_by_support(ev.sentence.text)
+
+    def keeps_unrepaired(self, ev: SentenceEvent) -> bool:
+        """With ``unrepaired="keep"``, a flagged sentence no candidate replaces stays as decoded, unless it is
+        degenerate in a kind FOD stops on (a loop or an echo would only come back)."""
+        return self.config.unrepaired == "keep" and ev.sentence.degenerate not in self.degenerate_kinds
+
+    def keep(self, ev: SentenceEvent, why: str) -> None:
+        """Record a flagged sentence kept as decoded without sampling candidates (the repairs are used up)."""
+        self.trace.steps.append({"candidates": [], "chosen": None, "chosen_by": why,
+                                 "sentence_index": ev.index})
 
     def beam_search(self, beam: _Beam, ev: SentenceEvent) -> _Beam:
         """The paper's sentence-level beam search from the cut, to the end of the answer."""

@@ -1,6 +1,6 @@
 """Writing scored rows as JSON Lines, and resuming an interrupted run.
 
-Both engines (``syncheck.engines.local`` and ``syncheck.engines.ray_engine``)
+Both runners (``syncheck.runners.local`` and ``syncheck.runners.ray_runner``)
 hand their rows, in input order, to one :class:`RowWriter`, so the file format
 and the resume rules live here only.
 

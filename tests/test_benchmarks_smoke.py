@@ -338,7 +338,7 @@ def test_verifier_conflict_benchmark_runs_on_a_stored_conflict_run(capsys):
 
 def test_conflict_coherence_types_each_swap_and_splits_the_runs_by_it(tmp_path):
     from benchmarks.studies.conflict_coherence import main
-    from syncheck.verifier.conflict_set import build_conflict_set
+    from syncheck.training.conflict_set import build_conflict_set
 
     data = shared_data("halueval/qa.jsonl") / "halueval"
     items = build_conflict_set(data, 7610, 120)

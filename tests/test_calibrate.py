@@ -16,7 +16,7 @@ from conftest import CHAT_TEMPLATE, make_model, make_tokenizer
 
 from syncheck.aggregators import resolve as resolve_mod
 from syncheck.calibration.labels import LabelError, parse_labelled, read_labelled, sentence_labels_from_spans
-from syncheck.calibration_registry import (
+from syncheck.calibration.registry import (
     calibrations_for_name,
     find_calibration,
     list_calibrations,

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 from conftest import needs_data, shared_data_dir
 
-from syncheck.verifier.conflict_halves import HALVES, build_half_set, document_half, qa_file_records
-from syncheck.verifier.conflict_set import DROPS, QARecord, contains_answer, swap_records
+from syncheck.training.conflict_halves import HALVES, build_half_set, document_half, qa_file_records
+from syncheck.training.conflict_set import DROPS, QARecord, contains_answer, swap_records
 
 #: one question per town: when it was founded (a year), and who founded it (a two-word name)
 TOWNS = [("Alderton", 1850, "John Smith"), ("Brackwell", 1721, "Mary Jones"), ("Corrigan", 1905, "Peter Brown"),

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import needs_data, shared_data_dir
 
-from syncheck.verifier.conflict_set import answer_kind, asked_for, build_conflict_set, contains_answer, swap
+from syncheck.training.conflict_set import answer_kind, asked_for, build_conflict_set, contains_answer, swap
 
 DATA = shared_data_dir()
 
@@ -58,7 +58,7 @@ def test_the_set_is_fixed_by_its_range_and_seed_and_never_gives_the_original_awa
 
 @needs_data("halueval/qa.jsonl")
 def test_a_typer_makes_a_name_s_substitute_a_thing_of_the_same_kind_and_drops_names_it_cannot_place():
-    from syncheck.verifier.conflict_set import build_conflict_set
+    from syncheck.training.conflict_set import build_conflict_set
 
     def typer(passage, answer):  # a stub NER: by the answer's first letter; names starting with A-C are unknown
         return None if answer[0] in "ABC" else ("person" if answer[0] < "N" else "place")
@@ -94,7 +94,7 @@ def test_the_printed_command_rebuilds_the_set_it_ran_on():
 def test_typing_by_ner_without_spacy_says_how_to_install_it(monkeypatch):
     import sys
 
-    from syncheck.verifier.conflict_set import ner_typer
+    from syncheck.training.conflict_set import ner_typer
 
     monkeypatch.setitem(sys.modules, "spacy", None)
     with pytest.raises(ImportError, match="pip install spacy"):
@@ -103,8 +103,8 @@ def test_typing_by_ner_without_spacy_says_how_to_install_it(monkeypatch):
 
 @needs_data("halueval/qa.jsonl")
 def test_a_training_recipe_takes_its_conflict_items_from_the_first_qa_training_range_only():
-    from syncheck.verifier.dataset import DataRecipe, conflict_training_pairs
-    from syncheck.verifier.sources import HALUEVAL_TRAIN
+    from syncheck.training.sources import HALUEVAL_TRAIN
+    from syncheck.training.verifier_dataset import DataRecipe, conflict_training_pairs
 
     pairs = conflict_training_pairs(DataRecipe(halueval=str(DATA / "halueval"), conflict_records=30))
     start, end = HALUEVAL_TRAIN["qa"][0]

@@ -617,3 +617,46 @@ def test_tau_support_is_checked():
         FODConfig(tau_support=1.5)
     with pytest.raises(SettingsError, match="support_fallback must be one of"):
         FODConfig(support_fallback="abstain")
+
+
+def test_an_unrepaired_sentence_is_kept_and_decoding_goes_on_with_unrepaired_keep():
+    """Every candidate is pruned and no fallback applies: "end" ends the answer (here: abstains), "keep" keeps the
+    flagged sentence as decoded and decodes on, so the answer is the one the greedy phases would have given."""
+    def script(text, has_context):
+        table = {"": {"London": 1.0}, "London.": {" Fine": 1.0}}
+        if text in table:
+            return table[text]
+        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+    # London named in the context: the flagged sentence is low-scoring, not off the subject (always ending)
+    kwargs = dict(question="Q?", context=CONTEXT + " London.", decoding=sampled(), tau1=0.5, tau2=0.9,
+                  steer="none", fallback="prefix")
+    ended = make(script).generate(**kwargs)
+    assert ended.text == ABSTAIN_TEXT and ended.trace["abstained"] is True
+    kept = make(script).generate(**kwargs, unrepaired="keep")
+    assert kept.text == "London. Fine." and kept.trace["abstained"] is False and kept.trace["stop"] == "eos"
+    assert kept.trace["steps"][0]["chosen_by"] == "kept" and kept.trace["repairs"] == 1
+
+
+def test_once_the_repairs_are_used_up_unrepaired_keep_keeps_flagged_sentences():
+    def script(text, has_context):  # greedy: "Good. London. London." ... the candidate for the first is "Paris."
+        table = {"": {"Good": 1.0}, "Good.": {" London": 0.7, " Paris": 0.3}, "Good. Paris.": {" London": 1.0}}
+        if text in table:
+            return table[text]
+        if text.count(".") >= 3:
+            return {"<eos>": 1.0}
+        return {"<eos>": 1.0} if text.endswith(".") and "Paris. London" in text else {".": 1.0}
+    kwargs = dict(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                  max_repairs=1, stop_degenerate=False)
+    ended = make(script).generate(**kwargs)
+    assert ended.text == "Good. Paris." and ended.trace["stop"] == "max_repairs"
+    kept = make(script).generate(**kwargs, unrepaired="keep")
+    assert kept.text == "Good. Paris. London." and kept.trace["repairs"] == 1
+    assert kept.trace["steps"][-1]["chosen_by"] == "kept:max_repairs" and kept.trace["stop"] == "eos"
+
+
+def test_unrepaired_is_checked():
+    from fod.config import FODConfig
+    from syncheck.decoding import SettingsError
+
+    with pytest.raises(SettingsError, match="unrepaired must be one of"):
+        FODConfig(unrepaired="resume")

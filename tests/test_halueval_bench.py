@@ -13,7 +13,7 @@ from benchmarks.halueval.sentence_set import build_sentence_set, make_sentence_e
 from benchmarks.halueval.splits import is_test, split_items
 from features.sentences import split_sentences
 from syncheck.stats import bootstrap_auroc
-from syncheck.verifier.spans import compatible, name_runs, span_shape
+from syncheck.training.spans import compatible, name_runs, span_shape
 
 DATA_DIR = shared_data_dir() / "halueval"
 needs_qa = needs_data("halueval/qa.jsonl")

@@ -147,10 +147,9 @@ FLOORS = {
     "syncheck.records": 2,
     "syncheck.results": 1,
     "syncheck.stats": 1,
-    "syncheck.summary_edits": 1,
     "syncheck.user_warnings": 1,
     "syncheck": 2,  # the package: lazy names only
-    "syncheck.calibration_registry": 2,
+    "syncheck.calibration.registry": 2,  # a leaf module of a higher package: its own floor
     "syncheck.model": 2,
     "syncheck.probes": 2,
     "syncheck.aggregators": 3,
@@ -161,11 +160,12 @@ FLOORS = {
     "syncheck.pipeline": 5,
     "syncheck.scorer": 6,
     "syncheck.checking": 7,
-    "syncheck.engines": 7,
+    "syncheck.runners": 7,
+    "syncheck.engines": 8,  # the runners' old path, an alias of syncheck.runners
     "syncheck.live": 7,
     "syncheck.calibration": 8,
     "syncheck.report": 9,
-    "syncheck.verifier": 9,
+    "syncheck.training": 9,
     "syncheck.integrations": 10,
     "syncheck.serve": 10,
     "syncheck.cli": 11,
@@ -173,8 +173,13 @@ FLOORS = {
 
 
 def unit(module: str) -> str:
-    """The subpackage or top-level module of syncheck that ``module`` belongs to."""
-    return ".".join(module.split(".")[:2])
+    """The unit of syncheck that ``module`` belongs to: the longest name in :data:`FLOORS` it is or lies under (a
+    module of a package may have a floor of its own), else its subpackage or top-level module."""
+    parts = module.split(".")
+    for n in range(len(parts), 2, -1):
+        if ".".join(parts[:n]) in FLOORS:
+            return ".".join(parts[:n])
+    return ".".join(parts[:2])
 
 
 def syncheck_units() -> dict[str, list[Path]]:
@@ -217,3 +222,8 @@ def test_floor_test_sees_an_upward_import(tmp_path):
     bad.write_text("def f():\n    from syncheck.aggregators.base import BaseAggregator\n", encoding="utf-8")
     (imported, line), = imports_of(bad, "syncheck.probes")
     assert line == 2 and FLOORS[unit(imported)] >= FLOORS["syncheck.probes"]
+
+
+def test_a_module_with_a_floor_of_its_own_is_its_own_unit():
+    assert unit("syncheck.calibration.registry.find_calibration") == "syncheck.calibration.registry"
+    assert unit("syncheck.calibration.labels.read_labels") == "syncheck.calibration"

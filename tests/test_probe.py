@@ -105,7 +105,7 @@ def test_the_shipped_head_matches_its_manifest():
 
 def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tmp_path, tiny_dir, monkeypatch):
     from syncheck.cli import main
-    from syncheck.verifier import probe_build
+    from syncheck.training import probe_build
 
     labelled = tmp_path / "labelled.jsonl"
     rows = []  # the claim alone cannot tell: each year is right for one context and wrong for the other
@@ -160,8 +160,8 @@ def test_syncheck_check_reads_a_probe_in_its_head_s_dtype_unless_dtype_is_given(
 
 def test_the_states_store_is_keyed_by_pair_text_so_a_new_recipe_computes_only_what_it_adds(tmp_path, tiny_dir):
     from syncheck.model.models import load_model
-    from syncheck.verifier.pairs import VerifierPair
-    from syncheck.verifier.probe_build import cached_states
+    from syncheck.training.pairs import VerifierPair
+    from syncheck.training.probe_build import cached_states
 
     reader = ProbeStates(load_model(str(tiny_dir), dtype="float32"), layers=(-1,), progress=False)
     calls = []

@@ -335,8 +335,8 @@ def test_a_verifier_s_cached_scores_are_named_by_its_weights_so_new_weights_scor
 def test_the_probe_s_claim_only_check_fits_a_head_without_premises_and_scores_each_set(tmp_path, tiny_dir, capsys):
     from benchmarks.probe_claim_only import main
     from syncheck.model.probe_scorer import ProbeHead, write_head
-    from syncheck.verifier.build import PAIRS
-    from syncheck.verifier.pairs import VerifierPair, write_pairs
+    from syncheck.training.pairs import VerifierPair, write_pairs
+    from syncheck.training.verifier_build import PAIRS
 
     probe = tmp_path / "probe"
     probe.mkdir()

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import socket
+import time
 
 import pytest
 
@@ -155,8 +156,46 @@ def test_a_score_batch_takes_a_forward_per_turn_beside_a_live_stream(tiny_tokeni
     assert [r["id"] for r in scored["results"]] == list(range(6)) and all(r["error"] is None
                                                                          for r in scored["results"])
     during = log[:log.index("scored")]
-    assert "score, score" not in ", ".join(during), during  # never two of them without a round between
+    while_streaming = during[:len(during) - during[::-1].index("round")]  # up to the stream's last round
+    assert "score, score" not in ", ".join(while_streaming), during  # never two without a round between
     assert during.count("score") >= 12, during  # a with-context and a without-context forward per record
+
+
+def test_a_background_task_takes_at_most_its_share_while_others_run():
+    """Forced order on a clock the tasks move: a foreground task's turn takes 1 s, a background task's 3 s; with a
+    share of 0.25 the background may take a third of the foreground's seconds, so it gets one turn per 9 rounds
+    (overdrawing, then paying it back), and every turn once it is alone."""
+    from syncheck.serve.scheduler import Scheduler
+
+    now, log = [0.0], []
+
+    def task(name, seconds, turns):
+        for _ in range(turns):
+            now[0] += seconds
+            log.append(name)
+            yield None
+
+    scheduler = Scheduler(max_concurrent=4, background_share=0.25, clock=lambda: now[0])
+
+    async def run():
+        scheduler.submit(lambda job: task("live", 1.0, 90))
+        scheduler.submit(lambda job: task("batch", 3.0, 20), background=True)
+        scheduler.start_thread()
+        deadline = time.monotonic() + 10
+        while len(log) < 110 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        scheduler.stop()
+
+    asyncio.run(run())
+    assert len(log) == 110
+    last_live = len(log) - log[::-1].index("live")
+    shared = log[:last_live]
+    batch_seconds, live_seconds = 3 * shared.count("batch"), shared.count("live")
+    assert batch_seconds <= live_seconds * 0.25 / 0.75 + 3  # within its share, give or take one turn
+    assert shared.count("batch") >= 9  # and it is not starved
+    assert log[last_live:] == ["batch"] * (20 - shared.count("batch"))  # alone: every round is its own
+    with pytest.raises(ValueError, match="background_share"):
+        Scheduler(background_share=1.0)
 
 
 # ---------------------------------------------------------------------- FOD's caps

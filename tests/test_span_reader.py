@@ -22,7 +22,7 @@ from features.alignment.span_reader import (
 )
 from features.alignment.verifier import MANIFEST, WEIGHTS, file_sha256, read_manifest
 from syncheck.featurize import alignment_claim
-from syncheck.verifier.reader_training import SpanDataset, answer_example, record_answers
+from syncheck.training.reader_training import SpanDataset, answer_example, record_answers
 
 DOCUMENT = (
     "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891 to study physics. "
@@ -159,7 +159,7 @@ def test_the_shipped_reader_names_its_conflict_recipe_and_the_docs_say_what_an_o
     RESULTS.md must not call its figures records it never saw."""
     from pathlib import Path
 
-    from syncheck.verifier.reader_training import CONFLICT_RECIPE
+    from syncheck.training.reader_training import CONFLICT_RECIPE
 
     data = read_manifest(shipped_reader_dir())["data"]
     recipe = data.get("conflict_recipe", 1)
@@ -182,8 +182,8 @@ def test_the_shipped_reader_tells_the_passage_s_answer_from_another_entity_of_th
 def test_conflict_copies_point_at_the_substitute_and_take_it_from_their_own_training_range(tmp_path, monkeypatch):
     """Each conflict copy's substitute is the answer of another record of its own training range: none from records
     the reader never trains on (4, and 9 on), none from the other range; and no record is copied twice."""
-    from syncheck.verifier import sources
-    from syncheck.verifier.reader_training import halueval_answers, halueval_conflicts
+    from syncheck.training import sources
+    from syncheck.training.reader_training import halueval_answers, halueval_conflicts
 
     monkeypatch.setitem(sources.HALUEVAL_TRAIN, "qa", ((0, 4), (5, 9)))
     years = {i: 1900 + 7 * i for i in range(16) if i not in (1, 2)}  # records 1 and 2 cannot be swapped

@@ -1,11 +1,12 @@
-"""FactCC-style edits of faithful summaries (syncheck.summary_edits): one sentence made unfaithful, the rest kept."""
+"""FactCC-style edits of faithful summaries (syncheck.training.summary_edits): one sentence made unfaithful, the rest
+kept."""
 
 from __future__ import annotations
 
 import pytest
 
 from features.sentences import split_sentences
-from syncheck.summary_edits import ALL_KINDS, SummaryEdit, edit_rows, make_edits
+from syncheck.training.summary_edits import ALL_KINDS, SummaryEdit, edit_rows, make_edits
 
 DOCUMENT = (
     "The city council of Springfield approved a budget of 42 million dollars on Tuesday. "

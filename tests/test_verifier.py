@@ -21,12 +21,12 @@ from features.alignment.verifier import (
     read_manifest,
     shipped_verifier_dir,
 )
-from syncheck.verifier.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, rebalance
-from syncheck.verifier.dataset import DataRecipe, first_records
-from syncheck.verifier.pairs import VerifierPair, best_window
-from syncheck.verifier.sources import HALUEVAL_EVAL, HALUEVAL_HELD_OUT, HALUEVAL_TRAIN, in_ranges
-from syncheck.verifier.synthetic import conflict_pairs, distractor_pairs, document_sentence_pairs
-from syncheck.verifier.writer import first_sentence, without_answer
+from syncheck.training.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, rebalance
+from syncheck.training.pairs import VerifierPair, best_window
+from syncheck.training.sources import HALUEVAL_EVAL, HALUEVAL_HELD_OUT, HALUEVAL_TRAIN, in_ranges
+from syncheck.training.synthetic import conflict_pairs, distractor_pairs, document_sentence_pairs
+from syncheck.training.verifier_dataset import DataRecipe, first_records
+from syncheck.training.writer_pairs import first_sentence, without_answer
 
 DOCUMENT = (
     "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891 to study physics. "
@@ -153,7 +153,7 @@ def test_more_distractors_per_record_name_other_entities_each_in_its_own_form():
 
 
 def test_conflict_pairs_give_every_claim_once_with_each_label_so_only_the_passage_tells():
-    from syncheck.verifier.conflict_set import ConflictItem, swap
+    from syncheck.training.conflict_set import ConflictItem, swap
 
     swapped = swap(DOCUMENT, "Warsaw", "Lyon")
     item = ConflictItem("conflict-7", 7, "Where was Marie Curie born?", swapped, DOCUMENT, "Warsaw", "Lyon", "name-1")
@@ -172,8 +172,8 @@ def test_conflict_pairs_give_every_claim_once_with_each_label_so_only_the_passag
 
 
 def test_distractors_in_a_swapped_passage_stand_against_the_substitute():
-    from syncheck.verifier.conflict_set import ConflictItem, swap
-    from syncheck.verifier.synthetic import conflict_distractor_pairs
+    from syncheck.training.conflict_set import ConflictItem, swap
+    from syncheck.training.synthetic import conflict_distractor_pairs
 
     swapped = swap(DOCUMENT, "Warsaw", "Lyon")
     item = ConflictItem("conflict-7", 7, "Where was Marie Curie born?", swapped, DOCUMENT, "Warsaw", "Lyon", "name-1")
@@ -445,7 +445,7 @@ def test_rows_of_separate_runs_join_row_by_row_and_refuse_other_answers(tmp_path
 
 def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(tmp_path):
     from syncheck.cli import main
-    from syncheck.verifier.training import TrainSettings, base_model
+    from syncheck.training.verifier_training import TrainSettings, base_model
 
     labelled = tmp_path / "labelled.jsonl"
     labelled.write_text("".join(json.dumps({"id": f"r{i}", "context": DOCUMENT, "question": "Where was she born?",
@@ -472,7 +472,7 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
 def test_a_fresh_head_can_start_on_the_span_readers_encoder():
     from features.alignment.span_reader import shipped_reader_dir
     from features.alignment.verifier import load_verifier
-    from syncheck.verifier.training import TrainSettings, base_model, init_base
+    from syncheck.training.verifier_training import TrainSettings, base_model, init_base
 
     assert init_base("reader") == init_base("verifier")
     model, _ = base_model(TrainSettings(init="reader"))
@@ -514,10 +514,10 @@ def test_the_shipped_manifest_s_command_still_means_the_shipped_recipe_and_setti
     import shlex
     from dataclasses import asdict
 
-    import syncheck.verifier.build as build
+    import syncheck.training.verifier_build as build
     from syncheck.build_info import without_machine_paths
     from syncheck.cli import main
-    from syncheck.verifier.averaging import builds
+    from syncheck.training.verifier_averaging import builds
 
     (tmp_path / "halueval").mkdir()
     for manifest in builds(read_manifest(shipped_verifier_dir())):

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from features.alignment.verifier import MANIFEST, WEIGHTS, VerifierScorer, file_sha256, shipped_verifier_dir
 from syncheck.cli import main
-from syncheck.verifier.averaging import average_verifiers, builds
+from syncheck.training.verifier_averaging import average_verifiers, builds
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_weights_that_do_not_fit_and_verifiers_of_another_kind_are_refused(tmp_p
 
 
 def test_inputs_built_on_the_same_dev_pairs_give_the_average_a_dev_auroc(tmp_path, shifted):
-    from syncheck.verifier.pairs import VerifierPair, write_pairs
+    from syncheck.training.pairs import VerifierPair, write_pairs
 
     doc = "Marie Curie was born in Warsaw in 1867."
     pairs = [VerifierPair(doc, claim, label, f"g{i}", "test") for i, (claim, label) in enumerate(

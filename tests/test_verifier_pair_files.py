@@ -10,8 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from features.alignment.verifier import MANIFEST, read_manifest, shipped_verifier_dir
-from syncheck.verifier.dataset import DataRecipe, build_pairs, data_sources
-from syncheck.verifier.pair_files import (
+from syncheck.training.pair_files import (
     KNOWN_SOURCES,
     capped,
     pair_file_record,
@@ -19,6 +18,7 @@ from syncheck.verifier.pair_files import (
     read_pair_file,
     shipping_problems,
 )
+from syncheck.training.verifier_dataset import DataRecipe, build_pairs, data_sources
 
 ROWS = [
     {"src": "mini_nli", "premise": "Marie Curie was born in Warsaw in 1867.", "hypothesis": "Curie was born in Warsaw.",
@@ -131,7 +131,7 @@ def test_every_shipped_verifier_s_sources_and_licences_match_its_recipe():
     """A manifest that names pairs files lists each with its licence, and none a shipped model may not learn from;
     one without them (HaluEval only) lists none."""
     manifest = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
-    from syncheck.verifier.averaging import builds
+    from syncheck.training.verifier_averaging import builds
 
     for built in builds(manifest):
         data = built["data"]

@@ -9,7 +9,7 @@ Here both responses of a record share one template and nearly one length:
   distractor is another span of the same knowledge text with the same shape
   as the right answer (a year for a year, a number for a number, a name --
   maximal run of capitalised words -- for a name, else the same token-class
-  pattern; see :mod:`syncheck.verifier.spans`), as close as possible to it
+  pattern; see :mod:`syncheck.training.spans`), as close as possible to it
   in length, and not overlapping, containing or sharing a content word with it.
 
 A record is used only when its right answer occurs verbatim in its knowledge
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.halueval.data import Example
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.spans import closest_replacement, span_shape
+from syncheck.training.spans import closest_replacement, span_shape
 
 TEMPLATE = "The answer is {}"
 

@@ -10,7 +10,7 @@ seeded by ``(seed, subset, record)``):
 2. The swapped sentence: a knowledge sentence holding an entity -- a name
    (maximal run of capitalised words), a year or a number -- for which a
    same-shape replacement exists elsewhere in the knowledge text (outside that
-   sentence; see :func:`syncheck.verifier.spans.closest_replacement`); the
+   sentence; see :func:`syncheck.training.spans.closest_replacement`); the
    entity is replaced by it. The result reads like the knowledge but states
    something it does not: label 0.
 3. The copied sentences: ``k`` other knowledge sentences, verbatim, in their
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from features.sentences import split_sentences
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.spans import Span, closest_replacement, name_runs, tokenize
+from syncheck.training.spans import Span, closest_replacement, name_runs, tokenize
 
 SOURCES = {"qa": ("qa.jsonl", "question"), "dialogue": ("dialogue.jsonl", "dialogue_history")}
 #: Draws of copied sentences and position tried per swapped sentence before moving on (step 5).

@@ -1,6 +1,6 @@
 """Are the knowledge-conflict swaps coherent? Each swap typed by named-entity recognition, and the runs split by it.
 
-:mod:`syncheck.verifier.conflict_set` types a name by its surface form and by what the question asks for ("who"
+:mod:`syncheck.training.conflict_set` types a name by its surface form and by what the question asks for ("who"
 asks for a person). That typing lets absurd swaps through: "Hallmark Cards" answered a "who owns ...?" question, so
 it may replace a football coach ("Hallmark Cards began his second season as coach"). A reader who knows the world
 then resists the passage, and a faithful answer means repeating nonsense. This measures how often that happens, and
@@ -8,7 +8,7 @@ whether the conflict benchmark's figures differ between coherent and absurd swap
 
 - **typing:** spaCy's named-entity recogniser labels each answer in its own record's passage (where it is the right
   answer, in a natural sentence): the original in the swapped record's passage, the substitute in the passage of the
-  record it came from. Labels are grouped (:data:`syncheck.verifier.conflict_set.NER_GROUPS`: GPE, LOC and FAC
+  record it came from. Labels are grouped (:data:`syncheck.training.conflict_set.NER_GROUPS`: GPE, LOC and FAC
   are one place). A swap is *coherent*
   when both answers get the same group, *absurd* when both are labelled and differ, *unknown* when either is not
   recognised. Years count as coherent. The recogniser is another model, not the one that decodes or scores;
@@ -43,7 +43,7 @@ from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.verifier_check import cell
 from syncheck.jsonl import iter_jsonl
 from syncheck.stats import bootstrap_auroc
-from syncheck.verifier.conflict_set import ConflictItem, Typer
+from syncheck.training.conflict_set import ConflictItem, Typer
 
 CLASSES = ("coherent", "absurd", "unknown")
 

@@ -1,7 +1,7 @@
 """Do same-writer summary edits help the summary path? Grouped CV on RAGTruth, with the edits in training folds only.
 
 Hallucinated summaries are few in RAGTruth (40 of 191 responses in dev + dev_extra). FactCC's answer is to make
-unfaithful summaries out of faithful ones by the same writer (:mod:`syncheck.summary_edits`: one sentence of a
+unfaithful summaries out of faithful ones by the same writer (:mod:`syncheck.training.summary_edits`: one sentence of a
 faithful summary edited, by an entity swap, a negation, a subject/object swap or an inserted unsupported sentence).
 This benchmark asks whether training on those edits beside the real labels raises the score on *real* RAGTruth
 summaries.
@@ -69,7 +69,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def edited_records(records: Sequence[RAGTruthRecord], seed: int, per_kind: int) -> list[RAGTruthRecord]:
     """Edits of every faithful summary of ``records``, as RAGTruth records whose one span covers the edited
     sentence."""
-    from syncheck.summary_edits import make_edits
+    from syncheck.training.summary_edits import make_edits
 
     out = []
     for rec in records:

@@ -1,7 +1,7 @@
 """The verifier: syncheck's own cross-encoder, P(the premise supports the claim), shipped in the package.
 
 A BERT cross-encoder (all-MiniLM-L6-v2's 6 layers, 22M parameters) with one output logit, trained by
-``syncheck verifier train`` (:mod:`syncheck.verifier`) on labelled and synthetic pairs. Its score is
+``syncheck verifier train`` (:mod:`syncheck.training`) on labelled and synthetic pairs. Its score is
 ``sigmoid(logit)`` (sign convention ``+``: higher = better supported). It reads ``(premise, claim)``; a claim is
 question-aware where there is a question (``"Question: Q\\nAnswer: S"``), as the scorer forms it.
 

@@ -4,7 +4,7 @@
 the CLI use unless told otherwise) picks, in order:
 
 1. the aggregator ``syncheck calibrate`` registered for this model's
-   fingerprint (:mod:`syncheck.calibration_registry`);
+   fingerprint (:mod:`syncheck.calibration.registry`);
 2. an aggregator shipped for this model, found by fingerprint or by name: the
    default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
    model's (``syncheck/data/aggregators/<dir>``, as ``syncheck calibrate``
@@ -201,7 +201,7 @@ def _missing(agg: Any, setup: Any, probes: Sequence[Any]) -> list[str]:
 def _default_for(setup: Any) -> tuple[Any, list[Any], str] | None:
     """The calibrated, shipped or portable aggregator for ``setup``'s model (see the module docstring)."""
     from syncheck.aggregators.io import load_aggregator
-    from syncheck.calibration_registry import calibrations_for_name, find_calibration
+    from syncheck.calibration.registry import calibrations_for_name, find_calibration
 
     name = str(getattr(setup.lm, "name", "model"))
     fingerprint = _fingerprint(setup.lm)

@@ -166,7 +166,7 @@ def calibrate(
     from syncheck.aggregators.recipe import DEFAULT_FEATURES
     from syncheck.aggregators.resolve import scorer_config
     from syncheck.calibration import training as fit
-    from syncheck.calibration_registry import default_calibration_dir, register_calibration
+    from syncheck.calibration.registry import default_calibration_dir, register_calibration
     from syncheck.model.models import load_model
     from syncheck.scorer import Scorer
 

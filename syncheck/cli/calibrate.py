@@ -59,7 +59,7 @@ def calibrate(model, data_paths, output_dir, kind, generations, judge, alignment
 @click.command()
 def calibrations():
     """List the aggregators `syncheck calibrate` registered, newest last."""
-    from syncheck.calibration_registry import calibrations_dir, list_calibrations
+    from syncheck.calibration.registry import calibrations_dir, list_calibrations
 
     entries = list_calibrations()
     if not entries:

@@ -134,7 +134,7 @@ def score(
     items = itertools.islice(read_records(input_path), start, None)
     click.echo(f"loading model {model} ({engine} engine) ...", err=True)
     if engine == "ray":
-        from syncheck.engines.ray_engine import RayNotInstalledError, import_ray, score_ray
+        from syncheck.runners.ray_runner import RayNotInstalledError, import_ray, score_ray
 
         try:
             import_ray()
@@ -145,7 +145,7 @@ def score(
             num_cpus_per_replica=ray_cpus_per_replica, num_gpus_per_replica=ray_gpus_per_replica,
         )
     else:
-        from syncheck.engines.local import score_local
+        from syncheck.runners.local import score_local
 
         rows = score_local(items, scorer_kwargs)
     write_rows(itertools.islice(rows, done - start, None), output_path, total=total, done=done, resume=resume,

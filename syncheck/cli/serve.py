@@ -69,6 +69,10 @@ from syncheck.serve.config import ServerConfig
 @click.option("--max-sentences-cap", default=ServerConfig.max_sentences_cap, show_default=True,
               type=click.IntRange(min=1), help="The most syncheck.max_sentences (FOD's and abstention's answer "
                                                "length) a request may ask for; more get 422.")
+@click.option("--score-share", default=ServerConfig.score_share, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="The most of the model's time /v1/syncheck/score batches take while streams run; a stream keeps "
+                   "the rest of its pace.")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Serve on Ray Serve even with one replica (implied by --replicas above 1 or --max-replicas).")
 @device_option

@@ -11,13 +11,13 @@ same recipe, so an interrupted run picks up where it stopped):
 3. ``verifier.safetensors``, ``config.json``, ``manifest.json``: the verifier
    (``--alignment verifier:<dir>`` in ``syncheck score``, ``calibrate`` and ``check``).
 
-With ``--probe MODEL`` it fits a probe instead (:mod:`syncheck.verifier.probe_build`): step 2 caches the frozen LM's
+With ``--probe MODEL`` it fits a probe instead (:mod:`syncheck.training.probe_build`): step 2 caches the frozen LM's
 hidden states under ``states/``, and step 3 writes ``head.json`` and ``manifest.json`` (``--alignment probe:<dir>``).
 
 ``syncheck verifier average OUT A B`` writes a verifier whose weights average A's and B's
-(:mod:`syncheck.verifier.averaging`).
+(:mod:`syncheck.training.verifier_averaging`).
 
-``syncheck verifier reader`` fits a span reader (:mod:`syncheck.verifier.reader_training`): ``checkpoints/``, then
+``syncheck verifier reader`` fits a span reader (:mod:`syncheck.training.reader_training`): ``checkpoints/``, then
 ``verifier.safetensors``, ``config.json`` and ``manifest.json`` (``--alignment reader:<dir>``).
 """
 
@@ -101,9 +101,9 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
           dev_share, seed, device, progress) -> None:
     """Fit a verifier into OUT from labelled pairs, your documents and labelled records (and HaluEval's training
     ranges)."""
-    from syncheck.verifier.build import build_verifier
-    from syncheck.verifier.dataset import DataRecipe
-    from syncheck.verifier.training import TrainSettings
+    from syncheck.training.verifier_build import build_verifier
+    from syncheck.training.verifier_dataset import DataRecipe
+    from syncheck.training.verifier_training import TrainSettings
 
     try:
         counts = {k: int(v) for k, v in (part.split("=") for part in halueval_records.split(",") if part)}
@@ -125,7 +125,7 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
     if probe_model:
         if base or init:
             raise click.UsageError("--probe reads a frozen LM: drop --base and --init")
-        from syncheck.verifier.probe_build import build_probe
+        from syncheck.training.probe_build import build_probe
 
         try:
             layer_ids = [int(v) for v in layers.split(",")]
@@ -138,7 +138,7 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
                    f"--alignment probe:{out}")
         return
     if init:
-        from syncheck.verifier.training import init_base
+        from syncheck.training.verifier_training import init_base
 
         try:
             start_base = init_base(init)
@@ -184,8 +184,7 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
            learning_rate, max_steps, seed, progress) -> None:
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
-    from syncheck.verifier.dataset import first_records
-    from syncheck.verifier.reader_training import (
+    from syncheck.training.reader_training import (
         CONFLICT_RECIPE,
         ReaderSettings,
         build_reader,
@@ -193,7 +192,8 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
         halueval_conflicts,
         record_answers,
     )
-    from syncheck.verifier.sources import HALUEVAL_TRAIN
+    from syncheck.training.sources import HALUEVAL_TRAIN
+    from syncheck.training.verifier_dataset import first_records
 
     if not (halueval or answers):
         raise click.UsageError("give something to train on: --answers or --halueval")
@@ -233,7 +233,7 @@ def average(out: Path, verifiers: tuple[str, ...], weights: str | None) -> None:
     shipped one. The average scores at the cost of one verifier.
     """
     from features.alignment.verifier import shipped_verifier_dir
-    from syncheck.verifier.averaging import average_verifiers
+    from syncheck.training.verifier_averaging import average_verifiers
 
     dirs = [shipped_verifier_dir() if v == "shipped" else Path(v) for v in verifiers]
     for d in dirs:

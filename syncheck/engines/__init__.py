@@ -1,17 +1,23 @@
-"""Engines: where ``syncheck score`` runs the scorer.
+"""The offline runners' old path (0.1 and 0.2): :mod:`syncheck.runners`, with a ``DeprecationWarning``.
 
-Both take the same input (records or record errors, in input order) and the
-keyword arguments of :class:`syncheck.scorer.Scorer`, and yield the same JSON
-rows (``ScoredResponse.to_json()``), one per input item, in input order:
-
-- ``local`` (:mod:`syncheck.engines.local`): one scorer in this process.
-- ``ray`` (:mod:`syncheck.engines.ray_engine`): Ray Data ``map_batches`` over a
-  pool of actors, one model replica each (install with ``pip install 'syncheck[ray]'``).
-
-Records are grouped into scoring batches of ``batch_size`` counted from the
-first item by both engines, so their outputs are identical row for row.
+``syncheck.engines``, ``syncheck.engines.local`` and ``syncheck.engines.ray_engine`` are the modules
+:mod:`syncheck.runners`, :mod:`syncheck.runners.local` and :mod:`syncheck.runners.ray_runner` themselves, the same
+objects under both names.
 """
 
-ENGINES = ("local", "ray")
+from __future__ import annotations
+
+import sys
+import warnings
+
+from syncheck import runners
+from syncheck.runners import ENGINES, local, ray_runner
+
+warnings.warn("syncheck.engines moved to syncheck.runners (ray_engine: ray_runner); import it from there",
+              DeprecationWarning, stacklevel=2)
+
+sys.modules[__name__ + ".local"] = local
+sys.modules[__name__ + ".ray_engine"] = ray_runner
+sys.modules[__name__] = runners
 
 __all__ = ["ENGINES"]

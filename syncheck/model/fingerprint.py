@@ -1,7 +1,7 @@
 """A model's fingerprint: which weights an aggregator was calibrated for, whatever name or path loads them.
 
 An aggregator's features (the hidden-state probe above all) belong to one
-model's weights; the calibration registry (:mod:`syncheck.calibration_registry`) keys them by this fingerprint.
+model's weights; the calibration registry (:mod:`syncheck.calibration.registry`) keys them by this fingerprint.
 
 Fingerprint (:func:`model_fingerprint`): SHA-256 of the architecture config
 (minus the fields that name a path, a dtype, a kernel or a library version)

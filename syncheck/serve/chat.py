@@ -68,7 +68,8 @@ class ChatService:
         self.scorer, self.config = scorer, config
         self.model_id = config.served_id or str(scorer.lm.name)
         self.runner = ChatRunner(scorer, decoders, packing=config.packing)
-        self.scheduler = Scheduler(config.max_concurrent, config.max_queue, batch_step=self.runner.pool.step)
+        self.scheduler = Scheduler(config.max_concurrent, config.max_queue, batch_step=self.runner.pool.step,
+                                   background_share=config.score_share)
         self.created = now()
         #: the Prometheus registry of this model's metrics (the plain app adds its HTTP metrics to it)
         self.registry = CollectorRegistry()
@@ -169,7 +170,8 @@ class ChatService:
             except RecordError as exc:
                 items.append(RecordError(f"record {i}: {exc}", record_id=i if exc.record_id is None else exc.record_id))
 
-        return await next_item(self.scheduler.submit(lambda job: self.score_task(job, items)), disconnected,
+        return await next_item(self.scheduler.submit(lambda job: self.score_task(job, items), background=True),
+                               disconnected,
                                until=("done",))
 
     def score_task(self, job: Job, items: list) -> Any:

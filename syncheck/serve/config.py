@@ -61,6 +61,9 @@ class ServerConfig:
         num_samples_cap, num_beams_cap, max_sentences_cap: the largest ``syncheck.num_samples``,
             ``syncheck.num_beams`` and ``syncheck.max_sentences`` a request may ask for (422 above them): FOD's cost
             grows with each.
+        score_share: the most of the model's time ``/v1/syncheck/score`` batches take while streams run (above 0,
+            below 1); a stream then keeps at least ``1 - score_share`` of its pace (:mod:`syncheck.serve.scheduler`).
+            With no stream running a batch takes all of it.
     """
 
     model: str | None = None
@@ -91,6 +94,7 @@ class ServerConfig:
     num_samples_cap: int = 16
     num_beams_cap: int = 4
     max_sentences_cap: int = 32
+    score_share: float = 0.25
 
     def __post_init__(self) -> None:
         keys = (self.api_keys,) if isinstance(self.api_keys, str) else tuple(self.api_keys)
@@ -104,6 +108,10 @@ class ServerConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ServerConfigError(f"{name} must be a whole number of at least {least}, got {value!r}")
+        if isinstance(self.score_share, bool) or not isinstance(self.score_share, (int, float)) \
+                or not 0 < self.score_share < 1:
+            raise ServerConfigError(f"score_share must be a share of the model's time above 0 and below 1 (e.g. "
+                                    f"0.25), got {self.score_share!r}")
         if self.packing not in ("auto", "on", "off"):
             raise ServerConfigError(f"packing must be auto, on or off, got {self.packing!r}")
         if self.log_format not in LOG_FORMATS:

@@ -409,7 +409,7 @@ _ARG_NAMES = {"num_replicas": "replicas", "min_replicas": "replicas", "num_cpus"
               "allowed_host": "allowed_hosts", "cors_origin": "cors_origins"}
 _INTS = ("max_concurrent", "max_queue", "max_tokens", "replicas", "max_replicas", "replica_threads", "max_body_bytes",
          "num_samples_cap", "num_beams_cap", "max_sentences_cap")
-_FLOATS = ("target_ongoing_requests", "replica_cpus", "replica_gpus", "drain_timeout")
+_FLOATS = ("target_ongoing_requests", "replica_cpus", "replica_gpus", "drain_timeout", "score_share")
 _FLAGS = ("openapi", "ui", "ray")
 #: settings that take several values: separated by spaces in a ``serve run`` argument
 _LISTS = ("allowed_hosts", "cors_origins")

@@ -13,6 +13,14 @@ stream keeps its own prompt, without-context cache and sentence scoring, so
 streams never mix, and nothing else touches the model, so no lock is needed
 anywhere (the lookback recorder's registry included).
 
+A *background* task (an offline ``/v1/syncheck/score`` batch, :meth:`Scheduler.submit` with
+``background=True``) gets a turn only while it is within its share of the model's time: while any other task
+runs, background turns take at most ``background_share`` of the wall time (they earn credit as the other
+tasks' turns and forwards take time, and spend it on their own). One record's forward cannot be split, so a
+stream's tokens may wait for one now and then, but its pace over a sentence stays within
+``1 / (1 - background_share)`` of its pace alone. With no other task running, a background task takes every
+round.
+
 At most ``max_concurrent`` tasks run; up to ``max_queue`` more wait for a
 place, first come first served; beyond that a request is refused with 429
 and a ``Retry-After``. Once stopping, a request is refused with 503
@@ -56,6 +64,8 @@ class Job:
         self.loop = loop
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.cancelled = threading.Event()
+        #: takes turns only within the scheduler's background share (:meth:`Scheduler.submit`)
+        self.background = False
 
     def put(self, kind: str, value: Any = None) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
@@ -72,13 +82,21 @@ class Scheduler:
         max_concurrent: tasks taking turns at once.
         max_queue: admitted tasks that may wait for a place; more get 429.
         batch_step: called once per round with the values tasks yielded in it (see :meth:`run`).
+        background_share: the most of the model's wall time background tasks take while other tasks run
+            (above 0, below 1).
+        clock: seconds, for the background share (a test's clock may stand in for ``time.perf_counter``).
     """
 
     def __init__(self, max_concurrent: int = 4, max_queue: int = 16,
-                 batch_step: Callable[[list[Any]], None] | None = None) -> None:
+                 batch_step: Callable[[list[Any]], None] | None = None, background_share: float = 0.25,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         if max_concurrent < 1 or max_queue < 0:
             raise ValueError(f"need max_concurrent >= 1 and max_queue >= 0, got {max_concurrent}, {max_queue}")
+        if not 0 < background_share < 1:
+            raise ValueError(f"background_share must be above 0 and below 1, got {background_share!r}")
         self.max_concurrent, self.max_queue = max_concurrent, max_queue
+        self.background_share, self.clock = background_share, clock
+        self._credit = 0.0  # seconds of model time background tasks may still take (see run())
         self.batch_step = batch_step or _no_batch_step
         self._cond = threading.Condition()
         self._active: collections.deque[tuple[Job, Task]] = collections.deque()
@@ -100,12 +118,14 @@ class Scheduler:
         return len(self._waiting)
 
     # ------------------------------------------------------------------ event-loop side
-    def submit(self, make_task: Callable[[Job], Task | None]) -> Job:
+    def submit(self, make_task: Callable[[Job], Task | None], *, background: bool = False) -> Job:
         """Admit a request: ``make_task(job)`` is called on the model thread when its place comes (see
-        :class:`_Deferred`). Raises a 429
+        :class:`_Deferred`); a ``background`` task takes turns only within its share (see the module docstring).
+        Raises a 429
         :class:`ApiError` when ``max_concurrent + max_queue`` requests are already admitted, and a 503 once
         :meth:`stop` was called."""
         job = Job(asyncio.get_running_loop())
+        job.background = bool(background)
         with self._cond:
             if self._stopping:  # the model thread has gone or is going: nothing would ever answer it
                 raise shutting_down()
@@ -141,7 +161,10 @@ class Scheduler:
                     self._running += 1
                 tasks = list(self._active)
             pending, over = [], []
-            for job, task in tasks:
+            foreground = [(job, task) for job, task in tasks if not job.background]
+            background = [(job, task) for job, task in tasks if job.background]
+            start = self.clock()
+            for job, task in foreground:
                 alive, value = self._turn(job, task)
                 if not alive:
                     over.append(job)
@@ -154,12 +177,38 @@ class Scheduler:
                     for job, _ in pending:
                         job.put("error", exc)
                         over.append(job)
+            over += self._background_turns(background, bool(foreground), self.clock() - start)
             if over:
                 done = {id(j) for j in over}
                 with self._cond:
                     self._active = collections.deque((j, t) for j, t in self._active if id(j) not in done)
                 for job in over:
                     self._finish(job)
+
+    def _background_turns(self, background: list[tuple[Job, Task]], shared: bool, foreground_seconds: float
+                          ) -> list[Job]:
+        """Turns of the background tasks in this round; returns those that ended. While other tasks run
+        (``shared``), the background tasks earn ``share / (1 - share)`` of the seconds the others' turns took as
+        credit, and take a turn only while the credit is above 0 (one turn may overdraw it; the next rounds pay it
+        back). Credit never builds up beyond one round's worth of a turn, so a long round alone buys no burst."""
+        over = []
+        if not background:
+            self._credit = 0.0
+            return over
+        if shared:
+            earned = foreground_seconds * self.background_share / (1 - self.background_share)
+            self._credit = min(self._credit + earned, max(earned, 0.0))
+        for job, task in background:
+            if shared and self._credit <= 0:
+                break
+            start = self.clock()
+            alive, value = self._turn(job, task)
+            self._credit -= self.clock() - start
+            if not alive:
+                over.append(job)
+        if not shared:
+            self._credit = 0.0
+        return over
 
     def _turn(self, job: Job, task: Task) -> tuple[bool, Any]:
         """One turn: ``(alive, what the task yielded)``; not alive when it finished, failed or was cancelled."""

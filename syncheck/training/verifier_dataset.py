@@ -3,18 +3,18 @@
 :class:`DataRecipe` names what goes in; :func:`build_pairs` makes the pairs in a fixed order (the same recipe and
 seed always give the same pairs):
 
-1. labelled HaluEval rows of the training ranges (:mod:`syncheck.verifier.sources`), with the synthetic pairs of the
+1. labelled HaluEval rows of the training ranges (:mod:`syncheck.training.sources`), with the synthetic pairs of the
    same records: distractor answers for QA, FactCC-style edits of the faithful summaries, document sentences and
-   their edits (:mod:`syncheck.verifier.synthetic`), and answers a model wrote (:mod:`syncheck.verifier.writer`);
+   their edits (:mod:`syncheck.training.synthetic`), and answers a model wrote (:mod:`syncheck.training.writer_pairs`);
    then knowledge-conflict pairs (the answer swapped in its passage) of QA records of the first QA training range;
-2. labelled pairs from files (:mod:`syncheck.verifier.pair_files`): the public NLI, fact-checking and summary
+2. labelled pairs from files (:mod:`syncheck.training.pair_files`): the public NLI, fact-checking and summary
    pairs, or a user's own, capped per sub-source;
 3. a user's labelled records, one pair per sentence;
 4. a user's documents: their sentences and edits of them.
 
-Then every premise is cut to the window the scorer would check the claim against (:func:`syncheck.verifier.pairs.
+Then every premise is cut to the window the scorer would check the claim against (:func:`syncheck.training.pairs.
 fitted`), and the claim-only artefact check thins the pairs until the claims alone carry no label
-(:mod:`syncheck.verifier.artefacts`).
+(:mod:`syncheck.training.artefacts`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
 
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.artefacts import THINNING
-from syncheck.verifier.conflict_set import build_conflict_set
-from syncheck.verifier.pair_files import capped, pair_file_record, read_pair_file
-from syncheck.verifier.pairs import VerifierPair
-from syncheck.verifier.sources import (
+from syncheck.training.artefacts import THINNING
+from syncheck.training.conflict_set import build_conflict_set
+from syncheck.training.pair_files import capped, pair_file_record, read_pair_file
+from syncheck.training.pairs import VerifierPair
+from syncheck.training.sources import (
     HALUEVAL_FIELDS,
     HALUEVAL_TRAIN,
     halueval_pairs,
@@ -36,7 +36,7 @@ from syncheck.verifier.sources import (
     labelled_record_pairs,
     read_documents,
 )
-from syncheck.verifier.synthetic import (
+from syncheck.training.synthetic import (
     ANSWER_FORMS,
     conflict_distractor_pairs,
     conflict_pairs,
@@ -53,7 +53,7 @@ class DataRecipe:
     Attributes:
         halueval: HaluEval's directory (``None``: no HaluEval rows).
         halueval_records: records taken per HaluEval file, the first ones of its training ranges
-            (:data:`~syncheck.verifier.sources.HALUEVAL_TRAIN`).
+            (:data:`~syncheck.training.sources.HALUEVAL_TRAIN`).
         writer_records: QA records (the first of the QA training ranges) a model answers (:mod:`.writer`);
             0 or no ``writer`` model: none.
         writer: the model that writes answers (a name :func:`syncheck.model.models.load_model` takes), or ``None``.
@@ -61,18 +61,18 @@ class DataRecipe:
         documents: a user's documents (``.txt`` files, folders, or JSON lines with ``context``).
         sentences_per_document: document sentences (each with an edit) per document.
         distractors_per_record: distractor answers per HaluEval QA record, each with the right answer in its own
-            answer form (at most :data:`~syncheck.verifier.synthetic.ANSWER_FORMS`' length).
-        conflict_records: knowledge-conflict items (four pairs each; :func:`~syncheck.verifier.synthetic.
+            answer form (at most :data:`~syncheck.training.synthetic.ANSWER_FORMS`' length).
+        conflict_records: knowledge-conflict items (four pairs each; :func:`~syncheck.training.synthetic.
             conflict_pairs`) made from the QA records of the first QA training range, the first ones that can be
             swapped; substitutes come from the answers of that range. 0: none.
         conflict_distractors: per knowledge-conflict item, distractor answers in the swapped passage against the
-            substitute (:func:`~syncheck.verifier.synthetic.conflict_distractor_pairs`); 0: none.
+            substitute (:func:`~syncheck.training.synthetic.conflict_distractor_pairs`); 0: none.
         pairs: files of labelled ``premise`` / ``hypothesis`` / ``label`` pairs (:mod:`.pair_files`).
         pairs_per_source: at most this many pairs of each sub-source of ``pairs`` (whole premise groups, drawn with
             ``seed``); ``None``: all.
         drop_sources: sub-sources of ``pairs`` left out (e.g. ``sick``, non-commercial).
         thinning: how the claim-only artefact check thins the pairs
-            (:data:`~syncheck.verifier.artefacts.THINNING`): ``"balance"`` (the labels made even in each score
+            (:data:`~syncheck.training.artefacts.THINNING`): ``"balance"`` (the labels made even in each score
             tenth; what built the shipped verifier) or ``"ratio"`` (each tenth in the labels' overall ratio, for
             labelled rows with few unsupported ones).
         seed: every random choice.
@@ -217,7 +217,7 @@ def pair_file_pairs(recipe: DataRecipe) -> list[VerifierPair]:
 def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str, Any]]:
     """Where ``pairs`` (the ones trained on) came from, for a manifest: each pairs file with its licence and rows per
     sub-source, then HaluEval and a user's records and documents with the pairs made from them."""
-    from syncheck.verifier.pair_files import file_stem
+    from syncheck.training.pair_files import file_stem
 
     out, from_files = [], set()
     for path in recipe.pairs:
@@ -241,7 +241,7 @@ def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str
 
 
 def _written(loaded: Any, records: Iterator[tuple[str, str, str, str]], progress: bool) -> list[VerifierPair]:
-    from syncheck.verifier.writer import writer_pairs
+    from syncheck.training.writer_pairs import writer_pairs
 
     return list(writer_pairs(loaded, list(records), progress=progress))
 

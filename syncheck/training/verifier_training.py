@@ -29,7 +29,7 @@ from features.alignment.verifier import (
     shipped_verifier_dir,
     tensors_sha256,
 )
-from syncheck.verifier.pairs import VerifierPair
+from syncheck.training.pairs import VerifierPair
 
 #: Tensors that stay frozen (and load from the base instead of the verifier directory).
 FROZEN = ("embeddings.word_embeddings.weight",)

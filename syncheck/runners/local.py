@@ -1,4 +1,4 @@
-"""The local engine: one :class:`~syncheck.scorer.Scorer` in this process."""
+"""The local runner (``--engine local``): one :class:`~syncheck.scorer.Scorer` in this process."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from features.alignment.verifier import FORMAT, MANIFEST, WEIGHTS, checked_weights, file_sha256, read_manifest
-from syncheck.verifier.build import DEV_PAIRS, dev_figures
-from syncheck.verifier.pairs import read_pairs
+from syncheck.training.pairs import read_pairs
+from syncheck.training.verifier_build import DEV_PAIRS, dev_figures
 
 #: Manifest fields that must agree for an average to be a verifier of the same kind.
 SAME = ("head", "base", "frozen", "frozen_sha256", "max_length")

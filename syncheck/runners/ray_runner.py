@@ -1,18 +1,18 @@
-"""The Ray engine: the same scorer on Ray Data, one model replica per actor.
+"""The Ray runner (``--engine ray``): the same scorer on Ray Data, one model replica per actor.
 
 The driver groups the input into scoring batches (``batch_size`` records,
-counted from the first item, exactly as the local engine does), numbers the
+counted from the first item, exactly as the local runner does), numbers the
 groups, and hands them to ``ray.data`` ``map_batches`` over a fixed pool of
 ``num_replicas`` actors of :class:`ScoreGroups`. Each actor loads the model
 once, in its constructor. Rows come back tagged with their group number and
-are yielded in input order, so the output is identical to the local engine's,
+are yielded in input order, so the output is identical to the local runner's,
 row for row.
 
 The input is held in Ray's object store (spilled to disk when it is large);
 the driver needs no model. The LID reference set is built or loaded once, in
 a Ray task that runs while the replicas start, and shared with all of them.
 
-Bit-for-bit equality with the local engine also needs the same number of
+Bit-for-bit equality with the local runner also needs the same number of
 torch threads per model: Ray gives each replica ``num_cpus_per_replica``
 threads (OMP_NUM_THREADS), while a local run uses every core unless
 OMP_NUM_THREADS is set. With other thread counts, float reductions can differ

@@ -1,9 +1,9 @@
 """The whole build of a verifier directory, step by step, each step skipped when its output is already there.
 
-1. pairs: :func:`syncheck.verifier.dataset.build_pairs`, cut to the scorer's windows, thinned by the claim-only
+1. pairs: :func:`syncheck.training.verifier_dataset.build_pairs`, cut to the scorer's windows, thinned by the claim-only
    artefact check, split into train and dev by source document (``pairs.jsonl``, ``dev_pairs.jsonl``,
    ``data.json``);
-2. training: :func:`syncheck.verifier.training.fit` (``checkpoints/``, resumable);
+2. training: :func:`syncheck.training.verifier_training.fit` (``checkpoints/``, resumable);
 3. export: ``verifier.safetensors``, ``config.json`` and ``manifest.json``, with the dev AUROC of the exported
    (float16-stored) verifier beside the claim-only model's on the same dev pairs.
 """
@@ -16,11 +16,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from syncheck.verifier.artefacts import claim_only_auroc, rebalance
-from syncheck.verifier.dataset import DataRecipe, build_pairs, data_sources, split_groups
-from syncheck.verifier.pair_files import shipping_problems
-from syncheck.verifier.pairs import fitted, read_pairs, write_pairs
-from syncheck.verifier.training import TrainSettings, base_model, export, fit
+from syncheck.training.artefacts import claim_only_auroc, rebalance
+from syncheck.training.pair_files import shipping_problems
+from syncheck.training.pairs import fitted, read_pairs, write_pairs
+from syncheck.training.verifier_dataset import DataRecipe, build_pairs, data_sources, split_groups
+from syncheck.training.verifier_training import TrainSettings, base_model, export, fit
 
 PAIRS, DEV_PAIRS, DATA = "pairs.jsonl", "dev_pairs.jsonl", "data.json"
 #: Dev pairs a kind needs for its own AUROC in :func:`dev_figures`.

@@ -22,7 +22,7 @@ import torch
 from features.sentences import split_sentences
 from syncheck.featurize import alignment_claim
 from syncheck.model.prompts import build_prompt
-from syncheck.verifier.pairs import VerifierPair
+from syncheck.training.pairs import VerifierPair
 
 #: Tokens each answer may take.
 MAX_NEW_TOKENS = 40

@@ -11,7 +11,7 @@ Typing, offline and by surface form only (:func:`answer_kind`):
 - ``number``: one number token (``$268``, ``2,586``, ``17%``), possibly followed by one lower-case word
   (``"3 seasons"``); the substitute's trailing word must be the same;
 - ``name-1`` .. ``name-4``: 1-4 capitalised words, possibly joined by connectors ("of", "de", "van", ...), as
-  :func:`syncheck.verifier.spans.span_shape` reads a name; the word count is part of the kind. Capitalisation
+  :func:`syncheck.training.spans.span_shape` reads a name; the word count is part of the kind. Capitalisation
   cannot tell a person from a city, so the question says what is asked (:func:`asked_for`): "who" asks for a
   person, "where" for a place, "which county" for a county. A name's substitute is the answer to another question
   that asks for the same thing with as many words ("Oneida County" -> "Wayne County", "Nate Dogg" -> "Amy Sanders"),
@@ -32,7 +32,7 @@ function of the HaluEval file, the record range and the seed; the same records u
 
 The swap itself (:func:`swap_records`) reads any extractive QA records (:class:`QARecord`): a record's substitute
 never comes from a record of the same source document. Each HaluEval record is its own document; Wikipedia
-paragraphs and articles are swapped the same way (:mod:`syncheck.verifier.conflict_halves`).
+paragraphs and articles are swapped the same way (:mod:`syncheck.training.conflict_halves`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import Callable, Iterable, Iterator
 
 from features.lexical import preprocess
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.spans import span_shape
+from syncheck.training.spans import span_shape
 
 #: Longest name kept, in words.
 MAX_NAME_WORDS = 4

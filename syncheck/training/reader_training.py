@@ -5,8 +5,9 @@ a fresh start/end head, trained to point at the answer in ``[CLS] question [SEP]
 QA answers that occur verbatim (ignoring case) in their passage, the first occurrence being the target: HaluEval QA's
 right answers from the first records of its training ranges, and a user's own ``(question, context, answer)``
 records. The word embeddings stay frozen, so the directory stores the other tensors in float16, as a verifier's
-(:func:`syncheck.verifier.training.export`), with ``head`` :data:`~features.alignment.span_reader.READER_HEAD` in
-its manifest. Checkpoints go to ``<out>/checkpoints``; a run cut short resumes from the last one.
+(:func:`syncheck.training.verifier_training.export`), with ``head``
+:data:`~features.alignment.span_reader.READER_HEAD` in its manifest. Checkpoints go to ``<out>/checkpoints``; a run
+cut short resumes from the last one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 
 from features.alignment.span_reader import READER_HEAD
 from features.alignment.verifier import PACKAGED_BASE, resolve_base
-from syncheck.verifier.training import FROZEN, export, last_checkpoint, training_arguments
+from syncheck.training.verifier_training import FROZEN, export, last_checkpoint, training_arguments
 
 #: ``(question, passage, answer's first character, answer's length)``
 AnswerExample = tuple[str, str, int, int]
@@ -53,8 +54,8 @@ def answer_example(question: str, passage: str, answer: str) -> AnswerExample | 
 def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
     """Examples of the first ``records`` records of HaluEval QA's training ranges whose right answer is in the
     passage."""
-    from syncheck.verifier.dataset import first_records
-    from syncheck.verifier.sources import HALUEVAL_TRAIN, halueval_records
+    from syncheck.training.sources import HALUEVAL_TRAIN, halueval_records
+    from syncheck.training.verifier_dataset import first_records
 
     rows = halueval_records(data_dir, "qa", first_records(HALUEVAL_TRAIN["qa"], records))
     return [e for _, r in rows if (e := answer_example(r["question"], r["knowledge"], r["right_answer"]))]
@@ -67,14 +68,14 @@ CONFLICT_RECIPE = 2
 
 
 def halueval_conflicts(data_dir: str | Path, records: int) -> list[AnswerExample]:
-    """Examples of knowledge-conflict copies (:mod:`syncheck.verifier.conflict_set`) of the first ``records`` records
+    """Examples of knowledge-conflict copies (:mod:`syncheck.training.conflict_set`) of the first ``records`` records
     of HaluEval QA's training ranges: the answer swapped in its passage for another record's, the substitute the
     target, so the reader learns to point at what the passage says rather than what it knows. A copy's substitute is
     the answer of another record of its own training range (:data:`CONFLICT_RECIPE`), so nothing outside the ranges,
     not even an answer string, enters the reader; each record is copied at most once."""
-    from syncheck.verifier.conflict_set import build_conflict_set
-    from syncheck.verifier.dataset import first_records
-    from syncheck.verifier.sources import HALUEVAL_TRAIN
+    from syncheck.training.conflict_set import build_conflict_set
+    from syncheck.training.sources import HALUEVAL_TRAIN
+    from syncheck.training.verifier_dataset import first_records
 
     items, seen = [], set()
     for a, b in first_records(HALUEVAL_TRAIN["qa"], records):

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from syncheck.verifier.pairs import VerifierPair
+from syncheck.training.pairs import VerifierPair
 
 #: The most a claim-only model may score on the training pairs.
 MAX_CLAIM_ONLY_AUROC = 0.65

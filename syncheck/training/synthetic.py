@@ -1,14 +1,14 @@
 """Synthetic verifier pairs whose label is known by construction, made from faithful text and its document.
 
 - **Distractor answers** (:func:`distractor_pairs`): the right answer and another span of the same passage with the
-  same shape (a year for a year, a name for a name; :func:`syncheck.verifier.spans.closest_replacement`), each given
+  same shape (a year for a year, a name for a name; :func:`syncheck.training.spans.closest_replacement`), each given
   as the answer to the question in one shared form. Both entities occur in the passage, so only a check of the answer
   against the question and the passage tells them apart.
 - **Summary edits** (:func:`summary_edit_pairs`): one sentence of a faithful summary edited FactCC-style (an entity,
   number or date swapped for another of the document, a negation, two names exchanged, an unsupported sentence
-  inserted; :mod:`syncheck.summary_edits`). The edited sentence is the negative.
+  inserted; :mod:`syncheck.training.summary_edits`). The edited sentence is the negative.
 - **Knowledge-conflict pairs** (:func:`conflict_pairs`): a QA record's answer swapped in its passage for another
-  record's answer of the same kind (:mod:`syncheck.verifier.conflict_set`). Each of the two answers is supported by one
+  record's answer of the same kind (:mod:`syncheck.training.conflict_set`). Each of the two answers is supported by one
   passage and not by the other, so every claim comes once with each label: a model that reads the claim alone, or
   answers from what it knows of the world, cannot tell them apart. Only the passage can.
 - **Distractors in a swapped passage** (:func:`conflict_distractor_pairs`): the substitute against another same-shape
@@ -27,10 +27,10 @@ from typing import Iterator, Sequence
 
 from features.sentences import split_sentences
 from syncheck.featurize import alignment_claim
-from syncheck.summary_edits import make_edits
-from syncheck.verifier.conflict_set import ConflictItem
-from syncheck.verifier.pairs import VerifierPair
-from syncheck.verifier.spans import Span, closest_replacement, occurrences
+from syncheck.training.conflict_set import ConflictItem
+from syncheck.training.pairs import VerifierPair
+from syncheck.training.spans import Span, closest_replacement, occurrences
+from syncheck.training.summary_edits import make_edits
 
 #: The forms a distractor pair's two answers share (one is drawn per pair; the pairs of one record take different ones).
 ANSWER_FORMS = ("{}", "The answer is {}.", "{}.")

@@ -1,6 +1,6 @@
 """The build of a probe directory (:mod:`syncheck.model.probe_scorer`), step by step, each resumable.
 
-1. pairs: the verifier's step (:func:`syncheck.verifier.build.prepare_pairs`): the same recipe, the claim-only
+1. pairs: the verifier's step (:func:`syncheck.training.verifier_build.prepare_pairs`): the same recipe, the claim-only
    artefact check and the split by source document, with premises cut to the probe's window in the LM's tokens;
 2. states: the LM's hidden states of every pair, in a store under ``states/`` keyed by each pair's text
    (:func:`cached_states`): a run cut short resumes at the first missing chunk, and a new recipe on the same model,
@@ -21,11 +21,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from syncheck.model.probe_scorer import FORMAT, MANIFEST, ProbeHead, ProbeStates, write_head
-from syncheck.verifier.artefacts import claim_only_auroc
-from syncheck.verifier.build import DEV_PAIRS, PAIRS, prepare_pairs
-from syncheck.verifier.dataset import DataRecipe
-from syncheck.verifier.pairs import VerifierPair, read_pairs
-from syncheck.verifier.training import TrainSettings
+from syncheck.training.artefacts import claim_only_auroc
+from syncheck.training.pairs import VerifierPair, read_pairs
+from syncheck.training.verifier_build import DEV_PAIRS, PAIRS, prepare_pairs
+from syncheck.training.verifier_dataset import DataRecipe
+from syncheck.training.verifier_training import TrainSettings
 
 #: Pairs per cached states file.
 CHUNK = 64

@@ -2,7 +2,7 @@
 
 The files are those of ``../shared/data/qa/`` (one JSON object a line: ``src``, ``id``, ``title``, ``context``,
 ``question``, ``answers`` as ``[{"text", "start"}]``). Each question becomes a conflict item exactly as a HaluEval QA
-record does (:func:`syncheck.verifier.conflict_set.swap_records`: the same typing, the same swap of every occurrence
+record does (:func:`syncheck.training.conflict_set.swap_records`: the same typing, the same swap of every occurrence
 of the answer, the same drops); its answer is the first answer's text, spaces and a trailing ``.``, ``,``, ``;`` or
 ``:`` taken off ("Luke Kuechly." -> "Luke Kuechly").
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.conflict_set import ConflictItem, QARecord, Typer, swap_records
+from syncheck.training.conflict_set import ConflictItem, QARecord, Typer, swap_records
 
 #: The two halves of a file's documents: choose on ``selection``, confirm on ``test``.
 HALVES = ("selection", "test")
@@ -70,7 +70,7 @@ def qa_file_records(path: str | Path, half: str, split_seed: int = SPLIT_SEED) -
 @dataclass(frozen=True)
 class HalfSet:
     """A conflict set of one half of a QA file: its items from record ``start`` on, how many records the half holds,
-    and the half's records left out, counted by reason (:data:`syncheck.verifier.conflict_set.DROPS`)."""
+    and the half's records left out, counted by reason (:data:`syncheck.training.conflict_set.DROPS`)."""
 
     items: list[ConflictItem]
     records: int

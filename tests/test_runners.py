@@ -1,9 +1,10 @@
-"""The local and Ray engines give the same rows, byte for byte, in input order (tiny model saved to a temp dir)."""
+"""The local and Ray runners give the same rows, byte for byte, in input order (tiny model saved to a temp dir)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 
 from syncheck.cli import main
 from syncheck.cli.common import read_records
-from syncheck.engines.local import score_local
+from syncheck.runners.local import score_local
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -27,7 +28,7 @@ def input_file(tmp_path_factory):
     lines[4] = json.dumps({"id": "empty", "context": ctx, "response": ""})
     lines[7] = json.dumps({"id": "r1", "context": ctx, "response": "A duplicate id."})
     lines[9] = json.dumps({"id": "huge", "context": ctx, "response": "the tower is very tall " * 200})
-    path = tmp_path_factory.mktemp("engines") / "in.jsonl"
+    path = tmp_path_factory.mktemp("runners") / "in.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -58,7 +59,7 @@ def test_local_engine_is_the_scorer(tiny_dir, input_file):
     assert any("duplicate id" in w for w in rows[7]["warnings"])
 
 
-def test_ray_engine_output_is_identical_to_local_and_resumes(tiny_dir, input_file, tmp_path, ray_session):
+def test_ray_runner_output_is_identical_to_local_and_resumes(tiny_dir, input_file, tmp_path, ray_session):
     """One Ray run (2 replicas, the LID reference set shared by a task) that also resumes a torn file.
 
     The local run writes the reference file. The Ray run starts from its first row plus a torn second line,
@@ -87,7 +88,7 @@ def test_ray_engine_output_is_identical_to_local_and_resumes(tiny_dir, input_fil
 
 
 def test_missing_ray_says_how_to_install(tiny_dir, input_file, tmp_path, monkeypatch):
-    from syncheck.engines.ray_engine import RayNotInstalledError, import_ray
+    from syncheck.runners.ray_runner import RayNotInstalledError, import_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)
     monkeypatch.setitem(sys.modules, "ray.data", None)
@@ -96,3 +97,22 @@ def test_missing_ray_says_how_to_install(tiny_dir, input_file, tmp_path, monkeyp
     result = CliRunner().invoke(main, ["score", str(input_file), "--model", str(tiny_dir), "--engine", "ray",
                                        "-o", str(tmp_path / "o.jsonl")])
     assert result.exit_code != 0 and "pip install 'syncheck[ray]'" in result.output
+
+
+def test_the_old_engines_path_gives_the_runners_themselves_with_a_deprecation_warning():
+    code = """
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from syncheck.engines import ENGINES
+    from syncheck.engines.ray_engine import score_ray
+    import syncheck.engines.local as local
+import syncheck.runners.local
+import syncheck.runners.ray_runner
+assert ENGINES == ("local", "ray") and local is syncheck.runners.local
+assert score_ray is syncheck.runners.ray_runner.score_ray
+assert [str(w.message) for w in caught if w.category is DeprecationWarning and "syncheck.runners" in str(w.message)]
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.pairs import VerifierPair
+from syncheck.training.pairs import VerifierPair
 
 #: Words a ``label`` may hold besides 0/1 and true/false.
 LABEL_WORDS = {"entailment": 1, "supported": 1, "neutral": 0, "contradiction": 0, "unsupported": 0}

@@ -14,7 +14,7 @@ Each labelled HaluEval output becomes pairs as the scorer checks text at run tim
 
 **A user's labelled records** (the ``syncheck score`` format with ``label``, ``sentence_labels`` or RAGTruth
 ``labels``; :mod:`syncheck.calibration.labels`) give one pair per sentence of the response.
-**A user's documents** (unlabelled) give synthetic pairs only (:mod:`syncheck.verifier.synthetic`).
+**A user's documents** (unlabelled) give synthetic pairs only (:mod:`syncheck.training.synthetic`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Sequence
 from features.sentences import split_sentences
 from syncheck.featurize import alignment_claim
 from syncheck.jsonl import iter_jsonl
-from syncheck.verifier.pairs import VerifierPair
+from syncheck.training.pairs import VerifierPair
 
 #: HaluEval records the shipped verifier trains on, per file: ``[start, end)`` ranges.
 HALUEVAL_TRAIN: dict[str, tuple[tuple[int, int], ...]] = {

@@ -7,7 +7,8 @@ with no flag, by whatever name or path the model is loaded again.
 
 Registry: ``<cache>/calibrations/index.json`` (see :func:`syncheck.cache.cache_dir`),
 a list of ``{"model", "fingerprint", "path", "created"}``; the newest entry of
-a fingerprint wins. A leaf of ``syncheck``: it reads and writes that file and imports only :mod:`syncheck.cache`.
+a fingerprint wins. A leaf of ``syncheck``: it reads and writes that file and imports only :mod:`syncheck.cache`,
+so it stands on a floor of its own, below the rest of :mod:`syncheck.calibration` (``tests/test_imports.py``).
 """
 
 from __future__ import annotations
