@@ -3,8 +3,11 @@
 The set (:mod:`syncheck.training.conflict_set`) swaps each HaluEval QA answer in its passage for another record's answer
 of the same kind. ``--typing ner`` types names by what they are (spaCy's NER), so a person replaces a person; the
 default, ``wh``, types them by the question's wh-word, as every run before it did, which lets absurd swaps through
-(``benchmarks.studies.conflict_coherence`` counts them). Per method and condition, each answer is read by string match
-(:func:`contains_answer`):
+(``benchmarks.studies.conflict_coherence`` counts them). ``--source xquad`` builds the set the same way from
+XQuAD's English Wikipedia paragraphs (:mod:`syncheck.training.conflict_halves`): ``--half selection`` to choose
+settings on, ``--half test`` to confirm them; the halves split the articles, a substitute comes from another article
+of the same half, and ``--start`` counts the half's questions (``--source covid_qa``: COVID-QA's articles, the same
+way). Per method and condition, each answer is read by string match (:func:`contains_answer`):
 
 - ``swapped`` (the conflict): *faithful* = the answer gives the substitute (the passage's answer); *memory* = it
   gives the original answer; *neither*; *abstained* (FOD's abstention, or the abstention baseline refusing);
@@ -25,6 +28,11 @@ Usage::
     .venv/bin/python -m benchmarks.conflict_qa --start 6000 --limit 300 --out benchmarks/runs/conflict_smollm2.jsonl \\
         --report --write-results
 
+On XQuAD's test half, every question it keeps::
+
+    .venv/bin/python -m benchmarks.conflict_qa --source xquad --half test --start 0 --limit 300 \\
+        --out benchmarks/runs/conflict_xquad_test_smollm2.jsonl
+
 On 2 cores, two shards with one thread each finish sooner (seconds per answer are then those of one thread)::
 
     for k in 1 2; do OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.conflict_qa --shard $k/2 \\
@@ -44,6 +52,7 @@ from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.fod_table2 import FOD_VARIANTS, SUPPORTED_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
+from syncheck.training.conflict_halves import HALVES, QA_FILES, build_half_set, qa_file_path
 from syncheck.training.conflict_set import (
     ConflictItem,
     Typer,
@@ -54,10 +63,17 @@ from syncheck.training.conflict_set import (
 )
 
 SECTION = "## FOD on knowledge-conflict QA"
+#: Each source's RESULTS.md section (the half is named after it).
+SECTIONS = {"halueval": SECTION, "xquad": "## FOD on knowledge-conflict QA over Wikipedia paragraphs (XQuAD)",
+            "covid_qa": "## FOD on knowledge-conflict QA over COVID-QA articles"}
 CONDITIONS = ("swapped", "original")
 DEFAULT_METHODS = ("greedy", "cad", "adacad", "fod")
 DEFAULT_CONTROL = ("greedy", "cad", "adacad", "fod")
 DEFAULT_DATA_DIR = "../shared/data/halueval"
+#: Where each source's files are read from by default.
+DATA_DIRS = {"halueval": DEFAULT_DATA_DIR, **{source: "../shared/data/qa" for source in QA_FILES}}
+SOURCE_NAMES = {"halueval": "HaluEval QA", "xquad": "XQuAD's English Wikipedia paragraphs (SQuAD v1.1 dev)",
+                "covid_qa": "COVID-QA's articles"}
 #: derived from greedy's rows, never decoded
 DERIVED = ("abstain",)
 
@@ -73,11 +89,25 @@ def conflict_typer(typing: str, spacy_model: str) -> Typer | None:
         raise SystemExit(str(exc)) from None
 
 
-def conflict_items(halueval: str, config: dict) -> list[ConflictItem]:
-    """The conflict set of a run's options (``start``, ``limit``, ``seed``, and ``typing`` with ``spacy_model``;
-    runs written before ``typing`` existed were typed by wh-word)."""
+def conflict_source(data_dir: str, config: dict) -> tuple[list[ConflictItem], str]:
+    """The conflict set of a run's options (``source`` and ``half``, ``start``, ``limit``, ``seed``, and ``typing``
+    with ``spacy_model``; runs written before ``typing`` existed were typed by wh-word, before ``source``, on
+    HaluEval), and the words that say where it comes from."""
     typer = conflict_typer(config.get("typing", "wh"), config.get("spacy_model", "en_core_web_sm"))
-    return build_conflict_set(halueval, config["start"], config["limit"], config.get("seed", 0), typer=typer)
+    source, seed = config.get("source", "halueval"), config.get("seed", 0)
+    if source == "halueval":
+        items = build_conflict_set(data_dir, config["start"], config["limit"], seed, typer=typer)
+        return items, f"HaluEval QA records {config['start']} on"
+    half = build_half_set(qa_file_path(data_dir, source), config["half"], config["start"], config["limit"], seed,
+                          typer)
+    drops = "; ".join(f"{n} {why}" for why, n in sorted(half.drops.items()))
+    return half.items, (f"the {config['half']} half of {SOURCE_NAMES[source]}, its questions {config['start']} on "
+                        f"(the half keeps {half.kept} of its {half.records} questions; left out: {drops})")
+
+
+def conflict_items(data_dir: str, config: dict) -> list[ConflictItem]:
+    """The conflict set of a run's options (:func:`conflict_source`)."""
+    return conflict_source(data_dir, config)[0]
 
 
 def run_rows(paths: str) -> list[dict]:
@@ -321,7 +351,7 @@ def against(res: dict, methods: list[str], base: str) -> list[str]:
     return lines
 
 
-def report(args, items: list[ConflictItem]) -> str:
+def report(args, items: list[ConflictItem], origin: str | None = None) -> str:
     rows = [r for r in run_rows(args.out) if r.get("model", args.model) == args.model]
     tau1 = _tau1(rows, args.tau1)
     ids = [it.id for it in items]
@@ -332,7 +362,7 @@ def report(args, items: list[ConflictItem]) -> str:
     control = [m for m in dict.fromkeys(["greedy", "abstain", *args.control]) if ("original", m) in res]
     chosen, bad, skipped = replacement_counts([r for r in rows if r["condition"] == "swapped"], set(ids))
     lines = [
-        f"{len(items)} knowledge-conflict questions from HaluEval QA records {args.start} on "
+        f"{len(items)} knowledge-conflict questions from {origin or f'HaluEval QA records {args.start} on'} "
         f"({', '.join(f'{k} {v}' for k, v in kinds_summary(items).items())}); generator `{args.model}`, "
         f"shipped aggregator, candidates sampled at "
         f"{'temperature ' + str(args.temperature) if args.temperature else 'each method' + chr(39) + 's own temperature'} "  # noqa: E501
@@ -342,8 +372,7 @@ def report(args, items: list[ConflictItem]) -> str:
         _command(args),
         "```",
         "",
-        *(["`DIR` holds HaluEval's full files (`python -m benchmarks.halueval.full DIR`), whose records 8000-9999 the "
-           "shared first 8,000 lack.", ""] if args.data_dir != DEFAULT_DATA_DIR else []),
+        *([data_dir_line(args.source), ""] if args.data_dir != DATA_DIRS[args.source] else []),
         "### The conflict: the passage's answer against the model's memory",
         "",
         "faithful = the answer gives the passage's (swapped) answer; memory = it gives the original answer. "
@@ -368,7 +397,8 @@ def report(args, items: list[ConflictItem]) -> str:
         lines += ["", *fluency_lines(args, rows, items, "swapped", methods)]
     if control:
         lines += ["", "### The no-conflict control: the same records unswapped", "",
-                  "accurate = the answer gives HaluEval's right answer, which the passage holds.", "",
+                  f"accurate = the answer gives {'HaluEval' if args.source == 'halueval' else 'the dataset'}'s right "
+                  "answer, which the passage holds.", "",
                   *table(res, "original", control, ["accurate", "abstained"])]
         if args.fluency_model:
             lines += ["", *fluency_lines(args, rows, items, "original", control)]
@@ -410,9 +440,11 @@ def _tau1(rows: list[dict], given: float | None) -> float | None:
 
 
 def _command(args) -> str:
-    parts = ["--start", str(args.start), "--limit", str(args.limit),
+    source = getattr(args, "source", "halueval")
+    parts = ["--source", source, "--half", args.half] if source != "halueval" else []
+    parts += ["--start", str(args.start), "--limit", str(args.limit),
              "--model", args.model, "--max-new-tokens", str(args.max_new_tokens), "--out", args.out]
-    if args.data_dir != DEFAULT_DATA_DIR:  # a machine's path: the line under the command says what DIR holds
+    if args.data_dir != DATA_DIRS[source]:  # a machine's path: the line under the command says what DIR holds
         parts += ["--data-dir", "DIR"]
     if list(args.methods) != list(DEFAULT_METHODS):
         parts += ["--methods", ",".join(args.methods)]
@@ -438,6 +470,20 @@ def _command(args) -> str:
     return ".venv/bin/python -m benchmarks.conflict_qa " + " ".join(shlex.quote(p) for p in parts)
 
 
+def data_dir_line(source: str) -> str:
+    """What the printed command's ``DIR`` holds."""
+    if source == "halueval":
+        return ("`DIR` holds HaluEval's full files (`python -m benchmarks.halueval.full DIR`), whose records 8000-9999 "
+                "the shared first 8,000 lack.")
+    return f"`DIR` holds `{QA_FILES[source]}`, as `../shared/data/qa` does."
+
+
+def section_title(args) -> str:
+    """The RESULTS.md section of a run: its source's (the half named), then the generator."""
+    half = f", {args.half} half" if args.source != "halueval" else ""
+    return f"{SECTIONS[args.source]}{half} ({args.model})"
+
+
 def _methods(text: str) -> list[str]:
     from benchmarks.fod_table2 import METHODS
 
@@ -451,8 +497,15 @@ def _methods(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the HaluEval directory (holds qa.jsonl)")
-    ap.add_argument("--start", type=int, default=6000, help="first HaluEval QA record read")
+    ap.add_argument("--source", choices=tuple(DATA_DIRS), default="halueval",
+                    help="the QA records swapped: HaluEval QA, XQuAD's Wikipedia paragraphs, COVID-QA's articles")
+    ap.add_argument("--half", choices=HALVES, default=None,
+                    help="with --source xquad or covid_qa (required): selection, to choose settings on, or test, to "
+                         "confirm them (split by article)")
+    ap.add_argument("--data-dir", default=None, help="the HaluEval directory (holds qa.jsonl), or with --source xquad "
+                    "or covid_qa the shared QA directory (default: the source's under ../shared/data)")
+    ap.add_argument("--start", type=int, default=None, help="first HaluEval QA record read (default 6000), or the "
+                    "first question of the half (default 0)")
     ap.add_argument("--limit", type=int, default=300, help="conflict questions (fixed before the run)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the substitutes and of the sampled candidates")
     ap.add_argument("--typing", choices=("wh", "ner"), default="wh",
@@ -489,9 +542,14 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--report", action="store_true", help="only print the tables from --out")
     ap.add_argument("--write-results", action="store_true", help="also write the tables into benchmarks/RESULTS.md")
     ap.add_argument("--title", default=None, help="the RESULTS.md section (default: 'FOD on knowledge-conflict QA "
-                    "(MODEL)')")
+                    "(MODEL)', for XQuAD '... over Wikipedia paragraphs (XQuAD), HALF half (MODEL)')")
     args = ap.parse_args(argv)
-    items = conflict_items(args.data_dir, vars(args))
+    if (args.source == "halueval") != (args.half is None):
+        ap.error("--half goes with --source xquad or covid_qa, and they need it: --half selection to choose settings "
+                 "on, --half test to confirm them" if args.half is None else "--half needs --source xquad or covid_qa")
+    args.data_dir = args.data_dir or DATA_DIRS[args.source]
+    args.start = (6000 if args.source == "halueval" else 0) if args.start is None else args.start
+    items, origin = conflict_source(args.data_dir, vars(args))
     if len(items) < args.limit:
         print(f"note: only {len(items)} conflict questions from record {args.start} on", file=sys.stderr)
     if not args.report:
@@ -501,10 +559,10 @@ def main(argv: list[str] | None = None) -> str:
         plan = [("swapped", m) for m in dict.fromkeys([*args.methods, *args.ablations])]
         plan += [("original", m) for m in args.control]
         run(args, items[k - 1 :: n], plan)
-    text = report(args, items)
+    text = report(args, items, origin)
     print(text)
     if args.write_results:
-        title = f"## {args.title}" if args.title else f"{SECTION} ({args.model})"
+        title = f"## {args.title}" if args.title else section_title(args)
         write_section(Path(__file__).with_name("RESULTS.md"), title, text)
     return text
 

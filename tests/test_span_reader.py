@@ -137,6 +137,7 @@ def test_the_reader_command_trains_on_a_user_s_answers_and_writes_a_reader_direc
     assert manifest["head"] == READER_HEAD and manifest["weights_sha256"] == file_sha256(out / WEIGHTS)
     assert manifest["command"].startswith("syncheck verifier reader reader --answers answers.jsonl")
     assert manifest["data"]["answers"] == 6 and str(tmp_path) not in json.dumps(manifest)
+    assert manifest["data"]["conflict_recipe"] is None  # no conflict copies
     score = make_alignment_scorer(f"reader:{out}").score([DOCUMENT], [alignment_claim("Warsaw", QUESTION)])
     assert 0.0 <= score[0] <= 1.0
     assert CliRunner().invoke(main, ["verifier", "reader", str(tmp_path / "none")]).exit_code != 0
@@ -152,6 +153,24 @@ def test_the_shipped_reader_matches_its_manifest_and_fits_the_size_budget():
     assert (directory / MANIFEST).exists() and (directory / "config.json").exists()
 
 
+def test_the_shipped_reader_names_its_conflict_recipe_and_the_docs_say_what_an_old_one_read():
+    """A reader built before :data:`CONFLICT_RECIPE` 2 names no recipe: its conflict copies drew substitute answers
+    from HaluEval QA records up to 7999, outside its training ranges. Until the shipped one is rebuilt, its page and
+    RESULTS.md must not call its figures records it never saw."""
+    from pathlib import Path
+
+    from syncheck.training.reader_training import CONFLICT_RECIPE
+
+    data = read_manifest(shipped_reader_dir())["data"]
+    recipe = data.get("conflict_recipe", 1)
+    assert recipe in (1, CONFLICT_RECIPE)
+    if recipe != CONFLICT_RECIPE:
+        root = Path(__file__).resolve().parents[1]
+        assert "not on records it never saw" in (root / "docs" / "reader.md").read_text(encoding="utf-8")
+        assert "The span reader's rows are not on records nothing had read" in (
+            root / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.slow
 def test_the_shipped_reader_tells_the_passage_s_answer_from_another_entity_of_the_passage():
     scorer = make_alignment_scorer("reader")
@@ -160,18 +179,26 @@ def test_the_shipped_reader_tells_the_passage_s_answer_from_another_entity_of_th
     assert right > wrong
 
 
-def test_conflict_copies_point_at_the_substitute_and_stay_inside_the_training_records(tmp_path):
+def test_conflict_copies_point_at_the_substitute_and_take_it_from_their_own_training_range(tmp_path, monkeypatch):
+    """Each conflict copy's substitute is the answer of another record of its own training range: none from records
+    the reader never trains on (4, and 9 on), none from the other range; and no record is copied twice."""
+    from syncheck.training import sources
     from syncheck.training.reader_training import halueval_answers, halueval_conflicts
 
-    rows = [{"knowledge": f"The bridge number {i} was opened in {1900 + 7 * i} by the city.",
-             "question": f"When was bridge {i} opened?", "right_answer": str(1900 + 7 * i),
-             "hallucinated_answer": "1800"} for i in range(6)]
+    monkeypatch.setitem(sources.HALUEVAL_TRAIN, "qa", ((0, 4), (5, 9)))
+    years = {i: 1900 + 7 * i for i in range(16) if i not in (1, 2)}  # records 1 and 2 cannot be swapped
+    rows = [{"knowledge": f"The bridge number {i} was opened in {years.get(i, 'spring')} by the city.",
+             "question": f"When was bridge {i} opened?", "right_answer": str(years.get(i, "yes")),
+             "hallucinated_answer": "1800"} for i in range(16)]
     (tmp_path / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    plain, swapped = halueval_answers(tmp_path, 4), halueval_conflicts(tmp_path, 4)
-    assert len(plain) == 4 and 0 < len(swapped) <= 4
-    for question, passage, at, n in swapped:
-        number = int(question.split()[3])
-        assert number < 4 and passage[at:at + n] != str(1900 + 7 * number)  # the substitute, not the original
+    plain, swapped = halueval_answers(tmp_path, 8), halueval_conflicts(tmp_path, 8)
+    assert len(plain) == 6  # the answers of 1 and 2 are not in their passage
+    copied = [int(question.split()[3]) for question, *_ in swapped]
+    assert sorted(copied) == [0, 3, 5, 6, 7, 8]  # every swappable record of the ranges, once
+    for (question, passage, at, n), record in zip(swapped, copied):
+        substitute = int(passage[at:at + n])
+        own = range(0, 4) if record < 4 else range(5, 9)
+        assert substitute != years[record] and (substitute - 1900) // 7 in own, (record, substitute)
 
 
 def test_a_mean_of_supports_leaves_out_a_member_with_no_score(tokenizer):

@@ -185,6 +185,7 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
     from syncheck.training.reader_training import (
+        CONFLICT_RECIPE,
         ReaderSettings,
         build_reader,
         halueval_answers,
@@ -209,7 +210,8 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
                               batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
     ranges = first_records(HALUEVAL_TRAIN["qa"], halueval_records) if halueval else ()
     data = {"halueval": str(halueval) if halueval else None, "halueval_qa_ranges": [list(r) for r in ranges],
-            "conflict_answers": len(conflicts), "answers_files": [str(p) for p in answers], "skipped": skipped}
+            "conflict_answers": len(conflicts), "conflict_recipe": CONFLICT_RECIPE if conflicts else None,
+            "answers_files": [str(p) for p in answers], "skipped": skipped}
     try:
         manifest = build_reader(out, examples, settings, command=given_command(click.get_current_context()),
                                 data=data, progress=progress)

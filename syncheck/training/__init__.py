@@ -9,7 +9,8 @@ The commands are ``syncheck verifier train`` (``--probe MODEL`` for a probe), ``
   :mod:`~syncheck.training.pair_files` (labelled pairs from files), :mod:`~syncheck.training.synthetic` (pairs
   labelled by construction) with :mod:`~syncheck.training.spans` (same-shape entity spans),
   :mod:`~syncheck.training.summary_edits` (FactCC-style summary edits) and :mod:`~syncheck.training.conflict_set`
-  (knowledge-conflict QA), :mod:`~syncheck.training.writer_pairs` (answers a model wrote),
+  (knowledge-conflict QA, and from XQuAD's paragraphs in halves: :mod:`~syncheck.training.conflict_halves`),
+  :mod:`~syncheck.training.writer_pairs` (answers a model wrote),
   :mod:`~syncheck.training.artefacts` (the claim-only check and rebalancing) and
   :mod:`~syncheck.training.verifier_dataset` (the recipe that puts them together);
 - the verifier: :mod:`~syncheck.training.verifier_training` (transformers' ``Trainer``, the export),

@@ -29,6 +29,10 @@ A record is dropped when its question already holds the answer ("Which magazine,
 the answer is quoted. A swap is dropped when, after it, any content word of the original answer still occurs in the
 passage ("Nixon" alone, later in the text), so the passage never gives the original answer away. The set is a pure
 function of the HaluEval file, the record range and the seed; the same records unswapped are the no-conflict control.
+
+The swap itself (:func:`swap_records`) reads any extractive QA records (:class:`QARecord`): a record's substitute
+never comes from a record of the same source document. Each HaluEval record is its own document; Wikipedia
+paragraphs and articles are swapped the same way (:mod:`syncheck.training.conflict_halves`).
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from features.lexical import preprocess
 from syncheck.jsonl import iter_jsonl
@@ -122,58 +127,91 @@ def swap(knowledge: str, original: str, substitute: str) -> str | None:
     return swapped
 
 
+@dataclass(frozen=True)
+class QARecord:
+    """One extractive QA record a conflict set may swap, whatever file it came from."""
+
+    id: str  # the conflict item's id; it also seeds the draw of its substitute
+    record: int  # the number a set addresses it by
+    question: str
+    passage: str
+    answer: str
+    document: str  # no substitute comes from a record of the same document
+
+
+#: Why a record gives no conflict item, in the order they are tested.
+DROPS = ("answer not typed", "answer not in its passage", "question holds the answer", "typer cannot place the name",
+         "no substitute leaves the passage without the original")
+
+
+def swap_records(records: Iterable[QARecord], seed: int = 0, typer: Typer | None = None,
+                 drops: Counter | None = None) -> Iterator[ConflictItem]:
+    """The conflict items of ``records``, in their order, each answer's substitute drawn from the answers of the same
+    kind among ``records`` that come from other documents (see the module docstring). Each record left out is counted
+    in ``drops`` under its reason (:data:`DROPS`)."""
+    drops = Counter() if drops is None else drops
+    rows: list[tuple[QARecord, str]] = []
+    for r in records:
+        kind = answer_kind(r.answer)
+        reason = (DROPS[0] if kind is None else DROPS[1] if r.answer not in r.passage
+                  else DROPS[2] if r.answer.lower() in r.question.lower() else None)
+        if reason:
+            drops[reason] += 1
+        else:
+            rows.append((r, kind))
+    pool: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    typed = []
+    for r, kind in rows:
+        if typer is not None and kind.startswith("name"):
+            group = typer(r.passage, r.answer)
+            if group is None:
+                drops[DROPS[3]] += 1
+            else:
+                typed.append((r, None, f"name:{group}"))
+                pool[f"name:{group}"].append((r.answer, r.document))
+            continue
+        # "The Magician" answers a "who" only in a relative clause ("the film who ..."): titles stay untyped
+        asked = asked_for(r.question) if kind.startswith("name") and not _ARTICLE.match(r.answer) else None
+        typed.append((r, kind, f"{kind}:{asked}" if asked else kind))
+        pool[kind].append((r.answer, r.document))
+        if asked:
+            pool[f"{kind}:{asked}"].append((r.answer, r.document))
+    for r, general, kind in typed:
+        if general is not None and len(pool[kind]) <= MIN_TYPED_POOL:
+            kind = general
+        rng = random.Random(f"{seed}-{r.id}")
+        options = sorted({a for a, doc in pool[kind] if doc != r.document and a.lower() != r.answer.lower()})
+        rng.shuffle(options)
+        for substitute in options[:20]:
+            swapped = swap(r.passage, r.answer, substitute)
+            if swapped is not None:
+                yield ConflictItem(r.id, r.record, r.question, swapped, r.passage, r.answer, substitute, kind)
+                break
+        else:
+            drops[DROPS[4]] += 1
+
+
+def halueval_qa_records(halueval_dir: str | Path, start: int, end: int) -> Iterator[QARecord]:
+    """HaluEval QA records ``start`` .. ``end`` (each its own document, its number the record's)."""
+    path = Path(halueval_dir) / "qa.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: pass the HaluEval directory (e.g. ../shared/data/halueval)")
+    for i, row in enumerate(iter_jsonl(path)):
+        if i >= end:
+            break
+        if i >= start:
+            yield QARecord(f"conflict-{i}", i, row["question"], row["knowledge"], row["right_answer"].strip(),
+                           f"halueval-qa-{i}")
+
+
 def build_conflict_set(halueval_dir: str | Path, start: int, limit: int, seed: int = 0,
                        end: int | None = None, typer: Typer | None = None) -> list[ConflictItem]:
     """The first ``limit`` conflict items from HaluEval QA records ``start`` on (records that cannot be swapped are
     skipped). Records ``start`` .. ``end`` (default ``start + 4 * limit``) are read, and substitutes come from the
     answers of the same kind among them; with ``typer``, names are typed by it (see the module docstring)."""
     end = start + 4 * limit if end is None else end
-    path = Path(halueval_dir) / "qa.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: pass the HaluEval directory (e.g. ../shared/data/halueval)")
-    rows: list[tuple[int, dict, str]] = []
-    for i, row in enumerate(iter_jsonl(path)):
-        if i < start:
-            continue
-        if i >= end:
-            break
-        kind = answer_kind(row["right_answer"])
-        answer = row["right_answer"].strip()
-        if kind is not None and answer in row["knowledge"] and answer.lower() not in row["question"].lower():
-            rows.append((i, row, kind))
-    pool: dict[str, list[str]] = defaultdict(list)
-    typed = []
-    for i, row, kind in rows:
-        answer = row["right_answer"].strip()
-        if typer is not None and kind.startswith("name"):
-            group = typer(row["knowledge"], answer)
-            if group is not None:
-                typed.append((i, row, None, f"name:{group}"))
-                pool[f"name:{group}"].append(answer)
-            continue
-        # "The Magician" answers a "who" only in a relative clause ("the film who ..."): titles stay untyped
-        asked = asked_for(row["question"]) if kind.startswith("name") and not _ARTICLE.match(answer) else None
-        typed.append((i, row, kind, f"{kind}:{asked}" if asked else kind))
-        pool[kind].append(answer)
-        if asked:
-            pool[f"{kind}:{asked}"].append(answer)
-    out: list[ConflictItem] = []
-    for i, row, general, kind in typed:
-        if general is not None and len(pool[kind]) <= MIN_TYPED_POOL:
-            kind = general
-        original = row["right_answer"].strip()
-        rng = random.Random(f"{seed}-conflict-{i}")
-        options = sorted({a for a in pool[kind] if a.lower() != original.lower()})
-        rng.shuffle(options)
-        for substitute in options[:20]:
-            swapped = swap(row["knowledge"], original, substitute)
-            if swapped is not None:
-                out.append(ConflictItem(f"conflict-{i}", i, row["question"], swapped, row["knowledge"], original,
-                                        substitute, kind))
-                break
-        if len(out) >= limit:
-            break
-    return out
+    records = list(halueval_qa_records(halueval_dir, start, end))
+    return list(islice(swap_records(records, seed, typer), limit))
 
 
 #: spaCy's entity labels grouped into the kinds of thing a swap keeps.
@@ -240,6 +278,6 @@ def kinds_summary(items: list[ConflictItem]) -> dict[str, int]:
 
 
 __all__ = [
-    "NER_GROUPS", "ConflictItem", "Typer", "answer_kind", "asked_for", "build_conflict_set", "contains_answer",
-    "kinds_summary", "ner_typer", "normalise", "swap",
+    "DROPS", "NER_GROUPS", "ConflictItem", "QARecord", "Typer", "answer_kind", "asked_for", "build_conflict_set",
+    "contains_answer", "halueval_qa_records", "kinds_summary", "ner_typer", "normalise", "swap", "swap_records",
 ]

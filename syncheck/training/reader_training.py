@@ -61,18 +61,28 @@ def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
     return [e for _, r in rows if (e := answer_example(r["question"], r["knowledge"], r["right_answer"]))]
 
 
+#: How :func:`halueval_conflicts` draws a copy's substitute; a reader's manifest records it as ``conflict_recipe``.
+#: 2: from the records of the copy's own training range only, each record copied once. 1 (readers whose manifest
+#: names no recipe): from the records the conflict set scanned past the training ranges, up to record 7999.
+CONFLICT_RECIPE = 2
+
+
 def halueval_conflicts(data_dir: str | Path, records: int) -> list[AnswerExample]:
     """Examples of knowledge-conflict copies (:mod:`syncheck.training.conflict_set`) of the first ``records`` records
     of HaluEval QA's training ranges: the answer swapped in its passage for another record's, the substitute the
-    target, so the reader learns to point at what the passage says rather than what it knows. The substitutes are
-    answers of the records the conflict set scans, which run past the training ranges (to record 4619 for the first
-    2,800): other records' answer strings, never their questions or passages."""
+    target, so the reader learns to point at what the passage says rather than what it knows. A copy's substitute is
+    the answer of another record of its own training range (:data:`CONFLICT_RECIPE`), so nothing outside the ranges,
+    not even an answer string, enters the reader; each record is copied at most once."""
     from syncheck.training.conflict_set import build_conflict_set
-    from syncheck.training.sources import HALUEVAL_TRAIN, in_ranges
+    from syncheck.training.sources import HALUEVAL_TRAIN
     from syncheck.training.verifier_dataset import first_records
 
-    ranges = first_records(HALUEVAL_TRAIN["qa"], records)
-    items = [it for a, b in ranges for it in build_conflict_set(data_dir, a, b - a) if in_ranges(it.record, ranges)]
+    items, seen = [], set()
+    for a, b in first_records(HALUEVAL_TRAIN["qa"], records):
+        for it in build_conflict_set(data_dir, a, b - a, end=b):
+            if a <= it.record < b and it.record not in seen:
+                seen.add(it.record)
+                items.append(it)
     return [e for it in items if (e := answer_example(it.question, it.context, it.substitute))]
 
 
@@ -147,5 +157,5 @@ def build_reader(out: str | Path, examples: Sequence[AnswerExample], settings: R
     return export(model, out, settings, {**data, "answers": len(examples)}, command)
 
 
-__all__ = ["AnswerExample", "ReaderSettings", "SpanDataset", "answer_example", "build_reader", "fit_reader",
-           "halueval_answers", "halueval_conflicts", "record_answers"]
+__all__ = ["CONFLICT_RECIPE", "AnswerExample", "ReaderSettings", "SpanDataset", "answer_example", "build_reader",
+           "fit_reader", "halueval_answers", "halueval_conflicts", "record_answers"]
