@@ -65,12 +65,12 @@ TASKS = ("QA", "Summary", "Data2txt", "HaluEval-QA")
 QUESTIONS = {"Summary": "Summarize the following news article.",
              "Data2txt": "Write an objective overview of the following local business, based only on the structured "
                          "data in JSON format."}
-#: the FOD variants: generate() settings on top of FODGenerator's defaults, or of the ``FODConfig.preset`` a
-#: ``"preset"`` names
+#: the FOD variants: generate() settings on top of FODGenerator's defaults, or of the settings of the FOD method a
+#: ``"method"`` names (``FODConfig.for_method``)
 FOD_VARIANTS = {
     "fod": {},
     "fod-bt": {"backtrack_only": True, "cut": "sentence"},
-    "fod-paper": {"preset": "paper"},
+    "fod-paper": {"method": "fod-paper"},
     "fod-sentence-cut": {"cut": "sentence"},
     "fod-plain": {"steer": "none"},
     "fod-prefix": {"fallback": "prefix"},
@@ -157,9 +157,9 @@ def generate_one(gen, method: str, ctx: dict, args):
     settings = {"num_samples": args.num_samples}
     if method in FOD_VARIANTS:
         settings.update(num_beams=args.num_beams, **FOD_VARIANTS[method])
-    preset = settings.pop("preset", None)
-    config = FODConfig.preset(preset) if preset else None
-    # a variant's own temperature, else the one asked for, else the method's (or its preset's) default
+    of_method = settings.pop("method", None)
+    config = FODConfig.for_method(of_method) if of_method else None
+    # a variant's own temperature, else the one asked for, else its settings' default (the method's own)
     temperature = (settings.pop("temperature", None) or args.temperature
                    or (config or FODConfig()).decoding_or(gen.candidate_sampling).temperature)
     sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=temperature, top_p=0.95,

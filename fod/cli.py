@@ -13,7 +13,7 @@ import click
 
 from fod import __version__
 from fod.baselines import METHODS
-from fod.config import DECODES
+from fod.config import DECODES, FOD_METHODS
 from syncheck.cli.common import (
     CommandGroup,
     count_lines,
@@ -27,15 +27,13 @@ from syncheck.cli.common import (
 )
 from syncheck.records import has_text
 
-#: FOD's other ``--method`` names: the settings each starts from (FOD that only backtracks; the paper's Algorithm 1,
-#: :meth:`fod.config.FODConfig.paper`)
-FOD_METHODS = {"fod-bt": {"backtrack_only": True}, "fod-paper": {"preset": "paper"}}
-#: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and :data:`FOD_METHODS`
-METHOD_NAMES = ("fod", *FOD_METHODS, *(name for name in METHODS if name != "fod"))
+#: what ``--method`` offers: FOD's methods (:data:`fod.config.FOD_METHODS`: FOD, FOD that only backtracks, the
+#: paper's Algorithm 1) and every other decoder of :data:`fod.baselines.METHODS`
+METHOD_NAMES = (*FOD_METHODS, *(name for name in METHODS if name != "fod"))
 
 
 def decoder_class(method: str) -> type:
-    """The decoder class of a ``--method`` name (those of :data:`FOD_METHODS` are FOD's)."""
+    """The decoder class of a ``--method`` name (those of :data:`fod.config.FOD_METHODS` are FOD's)."""
     return METHODS["fod" if method in FOD_METHODS else method]
 
 
@@ -193,8 +191,7 @@ def answerer(
     from syncheck.decoding import Decoding
 
     cls = decoder_class(method)
-    start = dict(FOD_METHODS.get(method, {}))
-    base = FODConfig.preset(start.pop("preset", "default"), **start)
+    base = FODConfig.for_method(method) if method in FOD_METHODS else FODConfig()
     if temperature is None and cls.samples:
         temperature = base.decoding_or(cls.candidate_sampling).temperature
     decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(

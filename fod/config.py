@@ -50,8 +50,9 @@ PAPER = MappingProxyType({
     "decoding": MappingProxyType({"do_sample": True, "temperature": CANDIDATE_SAMPLING.temperature,
                                   "top_p": CANDIDATE_SAMPLING.top_p}),
 })
-#: The settings :meth:`FODConfig.preset` builds by name.
-PRESETS = ("default", "paper")
+#: FOD's method names (``fod generate --method``, a result's ``method``), whose settings :meth:`FODConfig.for_method`
+#: builds: FOD; FOD that only backtracks (the paper's FOD (BT)); the paper's Algorithm 1 (:meth:`FODConfig.paper`).
+FOD_METHODS = ("fod", "fod-bt", "fod-paper")
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,14 @@ class FODConfig:
         return cls(**settings)
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "FODConfig":
-        """The settings named ``name`` (:data:`PRESETS`): ``"default"`` (``FODConfig()``) or ``"paper"``
-        (:meth:`paper`), with ``overrides``."""
-        if name not in PRESETS:
-            raise SettingsError(f"unknown FOD preset {name!r}: choose one of {PRESETS}")
-        return cls.paper(**overrides) if name == "paper" else cls(**overrides)
+    def for_method(cls, method: str, **overrides: Any) -> "FODConfig":
+        """The settings of FOD's method ``method`` (:data:`FOD_METHODS`), with ``overrides``: ``"fod"``
+        (``FODConfig()``), ``"fod-bt"`` (``backtrack_only=True``) or ``"fod-paper"`` (:meth:`paper`)."""
+        if method not in FOD_METHODS:
+            raise SettingsError(f"unknown FOD method {method!r}: choose one of {FOD_METHODS}")
+        if method == "fod-paper":
+            return cls.paper(**overrides)
+        return cls(**{"backtrack_only": method == "fod-bt", **overrides})
 
     def __post_init__(self) -> None:
         if isinstance(self.tau_support, bool) or not isinstance(self.tau_support, (int, float)) \
@@ -273,5 +276,5 @@ def resolve(default: FODConfig, config: FODConfig | None, overrides: Mapping[str
     return (config or default).replace(**overrides)
 
 
-__all__ = ["BEAM_ANSWERS", "BEAM_SAMPLES", "CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "PAPER", "PRESETS",
-           "SEARCHES", "SUPPORT_FALLBACKS", "FODConfig", "resolve"]
+__all__ = ["BEAM_ANSWERS", "BEAM_SAMPLES", "CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "FOD_METHODS", "NAMES",
+           "PAPER", "SEARCHES", "SUPPORT_FALLBACKS", "FODConfig", "resolve"]

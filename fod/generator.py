@@ -265,7 +265,8 @@ class FODGenerator:
         trace.abstained = not sentences
         text = row.text[: sentences[-1].end] if sentences else ABSTAIN_TEXT
         accept.emit(row, sentences, final=True)
-        method = "fod-bt" if config.backtrack_only else "fod-paper" if config.is_paper else "fod"
+        paper = config.is_paper and self.support is None  # the paper steers by the sentence score alone
+        method = "fod-bt" if config.backtrack_only else "fod-paper" if paper else "fod"
         return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings, stop=trace.stop),
                             question, context)
 

@@ -168,8 +168,9 @@ def test_paper_is_the_listed_settings_and_keeps_its_sampling_under_a_decoding_di
     assert config.decoding_or(generator.FODGenerator.candidate_sampling) == CANDIDATE_SAMPLING
     seeded = FODConfig.paper(decoding={"seed": 3}).decoding_or(generator.FODGenerator.candidate_sampling)
     assert (seeded.temperature, seeded.top_p, seeded.seed) == (CANDIDATE_SAMPLING.temperature, 0.95, 3)
-    assert FODConfig.preset("paper") == config and FODConfig.preset("default") == FODConfig()
-    assert FODConfig.preset("paper", num_beams=3).num_beams == 3
+    assert FODConfig.for_method("fod-paper") == config and FODConfig.for_method("fod") == FODConfig()
+    assert FODConfig.for_method("fod-paper", num_beams=3).num_beams == 3
+    assert FODConfig.for_method("fod-bt").backtrack_only
 
 
 def test_the_new_settings_are_checked_and_say_how_to_fix_them():
@@ -181,7 +182,7 @@ def test_the_new_settings_are_checked_and_say_how_to_fix_them():
         with pytest.raises(SettingsError, match=f"{name} must be True or False.*FODConfig.paper"):
             FODConfig(**{name: "no"})
     with pytest.raises(SettingsError, match="choose one of"):
-        FODConfig.preset("Algorithm 1")
+        FODConfig.for_method("paper")
     assert BEAM_SAMPLES[0] == FODConfig().beam_samples and BEAM_ANSWERS[0] == FODConfig().beam_answer
 
 
