@@ -14,7 +14,9 @@ Data: HaluEval QA records whose right answer occurs in the knowledge text
 Methods: greedy, abstention (threshold tau1), reranking (S samples), CAD
 (alpha 0.5), FOD backtrack-only, FOD full (S 6, K 2: the paper's settings;
 tau1/tau2 default to the values tuned for the aggregator, see
-:mod:`syncheck.aggregators.thresholds`; the paper's are 0.7/0.85). Faithfulness = share of generated sentences the judge
+:mod:`syncheck.aggregators.thresholds`; the paper's are 0.7/0.85), and, when
+``--methods`` names it, ``fod-paper``: FOD as the paper's Algorithm 1
+(``FODConfig.paper()``). Faithfulness = share of generated sentences the judge
 (an alignment scorer, ``--judge``) finds supported by the context (score >= 0.5),
 pooled over the answers, with a 95% bootstrap interval over records;
 informativeness = sentences per answer and the abstention rate.
@@ -37,8 +39,11 @@ import numpy as np
 import torch
 
 from benchmarks.run_stamp import run_stamp
+from fod.config import FOD_METHODS
 
-METHODS = ("greedy", "abstain", "rerank", "cad", "fod-bt", "fod")
+#: the methods a run decodes unless ``--methods`` says otherwise
+DEFAULT_METHODS = ("greedy", "abstain", "rerank", "cad", "fod-bt", "fod")
+METHODS = (*DEFAULT_METHODS, "fod-paper")
 
 
 def counterfactual_contexts(pairs, seed: int = 0) -> list[tuple[str, str] | None]:
@@ -123,21 +128,21 @@ def build_generators(scorer, tau1: float | None):
         "abstain": AbstainGenerator(scorer, threshold=tau1, **kw),
         "rerank": RerankGenerator(scorer, **kw),
         "cad": CADGenerator(scorer, alpha=0.5, **kw),
-        "fod-bt": FODGenerator(scorer, **kw),
-        "fod": FODGenerator(scorer, **kw),
+        **{name: FODGenerator(scorer, **kw) for name in FOD_METHODS},
     }
 
 
 def run_method(gen, name: str, question: str, context: str, args) -> object:
+    from fod.config import FODConfig
     from syncheck.decoding import Decoding
 
     texts = {"question": question, "context": context, "max_sentences": args.max_sentences}
     # the sampled candidates of FOD's beam search and of reranking
     sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=args.temperature, top_p=0.95,
                        seed=args.seed)
-    if name in ("fod", "fod-bt"):
-        return gen.generate(**texts, tau1=args.tau1, tau2=args.tau2, num_samples=args.num_samples,
-                            num_beams=args.num_beams, decoding=sampled, backtrack_only=name == "fod-bt")
+    if name in FOD_METHODS:
+        return gen.generate(**texts, config=FODConfig.for_method(name), tau1=args.tau1, tau2=args.tau2,
+                            num_samples=args.num_samples, num_beams=args.num_beams, decoding=sampled)
     if name == "rerank":
         return gen.generate(**texts, num_samples=args.num_samples, decoding=sampled)
     return gen.generate(**texts, decoding=Decoding(max_new_tokens=args.max_new_tokens))
@@ -156,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--judge-with-question", action="store_true",
                     help="the judge checks 'Question: Q / Answer: sentence' instead of the sentence alone")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default=",".join(DEFAULT_METHODS), help=f"comma-separated, of {', '.join(METHODS)}")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--max-sentences", type=int, default=3)
     ap.add_argument("--tau1", type=float, default=None, help="default: tuned for the aggregator, else the paper's 0.7")
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> dict:
                 r["supported"].append(supported)
                 r["n_sentences"].append(len(sents))
                 r["abstained"].append(float(bool(res.trace.get("abstained"))))
-                if m in ("fod", "fod-bt"):
+                if m in FOD_METHODS:
                     r["backtracked"].append(float(res.trace.get("backtrack") is not None))
                 r["seconds"].append(dt)
                 text = res.text.lower()

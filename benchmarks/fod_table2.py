@@ -7,8 +7,11 @@ Contexts (the question and the documents only; stored answers are never read):
   for an objective overview), interleaved so a partial run stays balanced;
 - HaluEval QA records (the records ``benchmarks.fod_faithfulness`` uses, original contexts).
 
-Methods: greedy, abstain, rerank, CAD, AdaCAD, FOD backtrack-only, FOD as the paper's Algorithm 1 (``fod-paper``:
-sentence-level backtrack, plain samples, beam search, no fallback), FOD with this project's defaults (``fod``:
+Methods: greedy, abstain, rerank, CAD, AdaCAD, FOD backtrack-only, FOD as the paper's Algorithm 1 exactly
+(``fod-paper``: ``FODConfig.paper()``, its candidates at the paper's temperature 1.0 unless ``--temperature`` says
+otherwise; rows stored under this name before it was exact ran the sentence cut, plain samples, beam search and no
+fallback on this project's other defaults),
+FOD with this project's defaults (``fod``:
 greedy phases on CAD's tokens checked every few tokens, token-level backtrack, AdaCAD-steered candidates, repair
 search, ``tau1`` fallback, degenerate stop), and one
 ablation per change (``fod-sentence-cut``, ``fod-plain``, ``fod-prefix``, ``fod-best``, ``fod-no-degenerate``,
@@ -62,11 +65,12 @@ TASKS = ("QA", "Summary", "Data2txt", "HaluEval-QA")
 QUESTIONS = {"Summary": "Summarize the following news article.",
              "Data2txt": "Write an objective overview of the following local business, based only on the structured "
                          "data in JSON format."}
-#: the FOD variants: generate() settings on top of FODGenerator's defaults
+#: the FOD variants: generate() settings on top of FODGenerator's defaults, or of the settings of the FOD method a
+#: ``"method"`` names (``FODConfig.for_method``)
 FOD_VARIANTS = {
     "fod": {},
     "fod-bt": {"backtrack_only": True, "cut": "sentence"},
-    "fod-paper": {"search": "beam", "cut": "sentence", "steer": "none", "fallback": "prefix", "stop_degenerate": False},
+    "fod-paper": {"method": "fod-paper"},
     "fod-sentence-cut": {"cut": "sentence"},
     "fod-plain": {"steer": "none"},
     "fod-prefix": {"fallback": "prefix"},
@@ -149,6 +153,7 @@ def build(scorer, methods, support: str | None = None):
 
 
 def generate_one(gen, method: str, ctx: dict, args):
+    from fod.config import FODConfig
     from syncheck.decoding import Decoding
 
     texts = {"question": ctx["question"], "context": ctx["context"], "max_sentences": args.max_sentences}
@@ -157,11 +162,14 @@ def generate_one(gen, method: str, ctx: dict, args):
     settings = {"num_samples": args.num_samples}
     if method in FOD_VARIANTS:
         settings.update(num_beams=args.num_beams, **FOD_VARIANTS[method])
-    # a variant's own temperature, else the one asked for, else the method's default
-    temperature = settings.pop("temperature", None) or args.temperature or gen.candidate_sampling.temperature
+    of_method = settings.pop("method", None)
+    config = FODConfig.for_method(of_method) if of_method else None
+    # a variant's own temperature, else the one asked for, else its settings' default (the method's own)
+    temperature = (settings.pop("temperature", None) or args.temperature
+                   or (config or FODConfig()).decoding_or(gen.candidate_sampling).temperature)
     sampled = Decoding(max_new_tokens=args.max_new_tokens, do_sample=True, temperature=temperature, top_p=0.95,
                        seed=args.seed)
-    return gen.generate(**texts, decoding=sampled, **settings)
+    return gen.generate(**texts, config=config, decoding=sampled, **settings)
 
 
 def _done(path: str) -> set[tuple[str, str, str]]:

@@ -7,9 +7,9 @@ pass runs in lockstep (one extra batched forward per token) so every row has
 its without-context distribution at every step (for the first :data:`STEER_TOKENS` tokens). A finished candidate
 leaves the batch, so each step costs only the rows still decoding (the finished ones are gathered back before
 scoring); sampling draws as if it had stayed, so a candidate's tokens do not depend on when the others finished.
-Rows that run long do not hold the batch either: once half the candidates are finished, the others get at most
-twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens), and a candidate cut off
-mid-sentence is ``capped``. A candidate that wrote the very tokens that were cut away (``redo``) does not count as
+Rows that run long do not hold the batch either (``cut_stragglers``): once half the candidates are finished, the
+others get at most twice the longest finished one's length (plus :data:`STRAGGLER_SLACK` tokens), and a candidate cut
+off mid-sentence is ``capped``. A candidate that wrote the very tokens that were cut away (``redo``) does not count as
 finished there: it will be flagged again, so a short degenerate sentence sampled over and over ("4.") does not cut
 off the longer candidates that might replace it.
 """
@@ -67,7 +67,7 @@ class Candidate:
 def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence[int], premise: Premise,
                       decoding: Decoding, generator: torch.Generator, *, max_tokens: int, steer: str = "none",
                       alpha: float | None = None, ban: Sequence[int] = (), redo: Sequence[int] = (),
-                      leave: bool = True) -> tuple[Batch, list[Candidate]]:
+                      leave: bool = True, cut_stragglers: bool = True) -> tuple[Batch, list[Candidate]]:
     """Sample ``shares[j]`` next sentences of each one-row beam ``j`` in one batch and score them.
 
     Args:
@@ -79,6 +79,9 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         redo: the tokens that were cut away (the flagged sentence after the cut); a candidate that repeats them
             exactly does not set the stragglers' deadline.
         leave: finished candidates leave the batch (``False``: they are fed padding to the end, as a reference).
+        cut_stragglers: once half the candidates have finished, the others get at most twice the longest finished
+            one's tokens (plus :data:`STRAGGLER_SLACK`); ``False``: each runs to the end of its sentence or
+            ``max_tokens``.
 
     Returns:
         The sampling batch (select a candidate's row from it) and the candidates, beam 0's first.
@@ -120,7 +123,7 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         if all(done):
             break
         finished = [lengths[i] for i in range(n) if done[i] and not redone[i]]
-        if 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
+        if cut_stragglers and 2 * len(finished) >= n and step + 1 >= 2 * max(finished) + STRAGGLER_SLACK:
             break
         if leave and any(done[i] for i in live):  # finished candidates leave the batch: the others decode without them
             # both sides are copied out, so no earlier batch (all its rows' caches) stays alive

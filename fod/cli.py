@@ -13,7 +13,7 @@ import click
 
 from fod import __version__
 from fod.baselines import METHODS
-from fod.config import DECODES
+from fod.config import DECODES, FOD_METHODS
 from syncheck.cli.common import (
     CommandGroup,
     count_lines,
@@ -27,22 +27,25 @@ from syncheck.cli.common import (
 )
 from syncheck.records import has_text
 
-#: what ``--method`` offers: every decoder of :data:`fod.baselines.METHODS`, and fod-bt (FOD that only backtracks)
-METHOD_NAMES = ("fod", "fod-bt", *(name for name in METHODS if name != "fod"))
+#: what ``--method`` offers: FOD's methods (:data:`fod.config.FOD_METHODS`: FOD, FOD that only backtracks, the
+#: paper's Algorithm 1) and every other decoder of :data:`fod.baselines.METHODS`
+METHOD_NAMES = (*FOD_METHODS, *(name for name in METHODS if name != "fod"))
 
 
 def decoder_class(method: str) -> type:
-    """The decoder class of a ``--method`` name (fod-bt is FOD that only backtracks)."""
-    return METHODS["fod" if method == "fod-bt" else method]
+    """The decoder class of a ``--method`` name (those of :data:`fod.config.FOD_METHODS` are FOD's)."""
+    return METHODS["fod" if method in FOD_METHODS else method]
 
 
 #: the methods that take ``--alpha``: CAD, and FOD, whose greedy phases take CAD's tokens (``alpha`` in their
 #: ``settings``)
 ALPHA_METHODS = tuple(name for name, cls in METHODS.items() if "alpha" in cls.settings)
 #: the methods that take ``--support``: FOD's (``FODGenerator(support=...)``)
-SUPPORTED_METHODS = ("fod", "fod-bt")
-#: the methods that take ``--decode``: those that read ``decode`` (FOD's greedy phases)
-DECODE_METHODS = tuple(name for name in METHOD_NAMES if "decode" in decoder_class(name).settings)
+SUPPORTED_METHODS = ("fod", "fod-bt")  # not fod-paper: the paper steers by the sentence score alone
+#: the methods that take ``--decode``: those that read ``decode`` (FOD's greedy phases), but fod-paper, whose greedy
+#: phase is the paper's plain greedy
+DECODE_METHODS = tuple(name for name in METHOD_NAMES
+                       if "decode" in decoder_class(name).settings and name != "fod-paper")
 
 
 @click.group(cls=CommandGroup)
@@ -67,7 +70,9 @@ def main() -> None:
 @click.option("--resume", is_flag=True,
               help="With --input: continue an interrupted run, keeping the complete rows already in -o and answering "
                    "only the rest.")
-@click.option("--method", default="fod", show_default=True, type=click.Choice(METHOD_NAMES))
+@click.option("--method", default="fod", show_default=True, type=click.Choice(METHOD_NAMES),
+              help="fod: faithfulness-oriented decoding with this library's defaults (docs/fod.md); fod-bt: FOD that "
+                   "only backtracks; fod-paper: the paper's Algorithm 1 exactly (FODConfig.paper()); or a baseline.")
 @preset_option
 @model_option
 @click.option("--aggregator", default="default", show_default=True,
@@ -86,8 +91,8 @@ def main() -> None:
 @click.option("--max-sentences", default=8, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sampled candidates (fod, rerank).")
 @click.option("--temperature", default=None, type=click.FloatRange(min=0, min_open=True),
-              help="Temperature of the sampled candidates. Default: the method's own (fod 0.7, rerank 1.0, the "
-                   "paper's).")
+              help="Temperature of the sampled candidates. Default: the method's own (fod 0.7; fod-paper and rerank "
+                   "1.0, the paper's).")
 @click.option("--top-p", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Top-p of the sampled candidates (fod, rerank).")
 @click.option("--stop", multiple=True, help="Stop string (repeatable): the answer ends before it.")
@@ -186,14 +191,15 @@ def answerer(
     from syncheck.decoding import Decoding
 
     cls = decoder_class(method)
+    base = FODConfig.for_method(method) if method in FOD_METHODS else FODConfig()
     if temperature is None and cls.samples:
-        temperature = cls.candidate_sampling.temperature
+        temperature = base.decoding_or(cls.candidate_sampling).temperature
     decoding = Decoding(max_new_tokens=max_new_tokens, stop=stop, **(
         {"do_sample": True, "temperature": temperature, "top_p": top_p, "seed": seed} if cls.samples else {}))
     given = {"tau1": tau1, "tau2": tau2, "num_samples": num_samples, "num_beams": num_beams,
-             "max_sentences": max_sentences, "backtrack_only": method == "fod-bt", "decoding": decoding,
+             "max_sentences": max_sentences, "decoding": decoding,
              "alpha": alpha, **({"decode": decode} if decode is not None else {})}
-    config = FODConfig(**{name: value for name, value in given.items() if name in cls.settings})
+    config = base.replace(**{name: value for name, value in given.items() if name in cls.settings})
     extra = {"support": support} if support is not None else {}
     return functools.partial(cls(scorer, checker=checker, **extra).generate, config=config)
 

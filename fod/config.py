@@ -4,6 +4,8 @@
 >>> config = FODConfig(tau1=0.5, search="beam", num_samples=4)
 >>> config.replace(num_beams=3).num_beams
 3
+>>> FODConfig.paper().search                  # the paper's Algorithm 1, exactly
+'beam'
 
 It is frozen and checked once, when it is made (an error names the setting and how to fix it), as transformers'
 ``GenerationConfig`` is. Every decoder's ``generate(question=, context=, config=..., **overrides)`` and ``stream()``
@@ -16,13 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 from transformers import GenerationConfig
 
 from features.degeneracy import REASONS as DEGENERATE_KINDS
 from fod.steering import DEFAULT_ALPHA, STEERING
-from syncheck.decoding import Decoding, SettingsError
+from syncheck.decoding import CANDIDATE_SAMPLING, Decoding, SettingsError
 
 SEARCHES = ("repair", "beam")
 #: What the greedy phases decode on: plain greedy, or exactly the tokens of AdaCAD / CAD (see :mod:`fod.steering`).
@@ -35,6 +38,24 @@ SUPPORT_FALLBACKS = ("drop", "keep")
 #: What becomes of a flagged sentence that no candidate replaces (every candidate pruned and no fallback, or the
 #: repairs used up): ``end`` ends the answer before it, ``keep`` keeps it as decoded and goes on decoding.
 UNREPAIRED = ("end", "keep")
+#: How a beam-search step shares ``num_samples`` among the beams: ``spread`` splits them over the beams there are
+#: (the first step samples all of them from the one beam); ``per_beam`` (Algorithm 1) samples ceil(S/K) from each.
+BEAM_SAMPLES = ("spread", "per_beam")
+#: What beam search answers with once a kept beam ends: ``most_faithful_ended``, the most faithful of the beams that
+#: ended; ``most_faithful`` (Algorithm 1), the most faithful of the kept beams, ended or not.
+BEAM_ANSWERS = ("most_faithful_ended", "most_faithful")
+#: The settings of the paper's Algorithm 1 that differ from :class:`FODConfig`'s defaults (:meth:`FODConfig.paper`).
+#: Its candidates are plain samples at temperature 1 and top-p 0.95 (``decoding``; the paper gives no temperature).
+PAPER = MappingProxyType({
+    "search": "beam", "cut": "sentence", "steer": "none", "fallback": "prefix", "stop_degenerate": False,
+    "decode": "greedy", "drop_non_answers": False, "limit_candidates": False, "beam_samples": "per_beam",
+    "beam_answer": "most_faithful", "distinct_beams": False,
+    "decoding": MappingProxyType({"do_sample": True, "temperature": CANDIDATE_SAMPLING.temperature,
+                                  "top_p": CANDIDATE_SAMPLING.top_p}),
+})
+#: FOD's method names (``fod generate --method``, a result's ``method``), whose settings :meth:`FODConfig.for_method`
+#: builds: FOD; FOD that only backtracks (the paper's FOD (BT)); the paper's Algorithm 1 (:meth:`FODConfig.paper`).
+FOD_METHODS = ("fod", "fod-bt", "fod-paper")
 
 
 @dataclass(frozen=True)
@@ -45,7 +66,7 @@ class FODConfig:
         tau1: backtrack threshold (FOD), abstention threshold (abstain); ``None``: the value tuned for the scorer's
             aggregator (its ``meta.json``), else the paper's 0.7 (:mod:`syncheck.aggregators.thresholds`).
         tau2: the candidates' pruning threshold (FOD); ``None``: the tuned value, else the paper's 0.85.
-        num_samples: candidates per step (FOD), whole responses (reranking).
+        num_samples: candidates per step (FOD; in beam search see ``beam_samples``), whole responses (reranking).
         num_beams: beams kept (FOD's ``search="beam"``); at most ``num_samples``.
         max_sentences: sentences in an answer.
         decoding: token budget, sampling of the candidates, seed and stop strings
@@ -86,6 +107,23 @@ class FODConfig:
             answer is an abstention); ``"keep"`` keeps it as decoded and goes on decoding, so FOD changes an
             answer only where a candidate replaces a sentence, and on ``decode="cad"`` gives CAD's answer
             elsewhere. A degenerate sentence (``stop_degenerate``) ends the answer either way.
+        drop_non_answers: ``True`` (default): a candidate that does not answer (a question, an echo of the question,
+            off the subject: :data:`features.degeneracy.NON_ANSWERS`) is never chosen, whatever ``stop_degenerate``
+            says; ``False`` (Algorithm 1): its score alone decides.
+        limit_candidates: ``True`` (default): a candidate that replaces a flagged sentence gets at most twice its
+            tokens (at least 24; a whole sentence's where the flagged one was degenerate) and may not open with a
+            document label the flagged sentence copied from the prompt, and once half of a step's candidates have
+            finished the others get at most twice the longest one's tokens (:mod:`fod.candidates`); ``False``
+            (Algorithm 1): every candidate is a whole sentence, up to the decoder's ``max_sentence_tokens``.
+        beam_samples: ``"spread"`` (default) or ``"per_beam"`` (Algorithm 1): how a beam-search step shares
+            ``num_samples`` (:data:`BEAM_SAMPLES`; ``search="beam"``).
+        beam_answer: ``"most_faithful_ended"`` (default) or ``"most_faithful"`` (Algorithm 1): the answer once a kept
+            beam ends (:data:`BEAM_ANSWERS`; ``search="beam"``). A beam's faithfulness is the mean score of its
+            sentences.
+        distinct_beams: ``True`` (default): identical samples of one step make one beam; ``False`` (Algorithm 1):
+            every sample that clears ``tau2`` is a beam, repeats too (``search="beam"``).
+
+    :meth:`paper` is the paper's Algorithm 1 exactly (:data:`PAPER`).
     """
 
     tau1: float | None = None
@@ -107,6 +145,40 @@ class FODConfig:
     tau_support: float = 0.5
     support_fallback: str = "keep"
     unrepaired: str = "end"
+    drop_non_answers: bool = True
+    limit_candidates: bool = True
+    beam_samples: str = "spread"
+    beam_answer: str = "most_faithful_ended"
+    distinct_beams: bool = True
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> "FODConfig":
+        """The paper's Algorithm 1 (:data:`PAPER`), with ``overrides``: greedy decoding, scoring each sentence,
+        until one scores below ``tau1``; then, from the sentences before it, a sentence-level beam search to the
+        end of the answer: ceil(S/K) whole sentences sampled from each of the K beams, those below ``tau2`` pruned,
+        the K most faithful beams kept; once a kept beam ends, the most faithful kept beam is the answer, and when
+        every sample of a step is pruned, the most faithful beam before it (the sentences before the flagged one
+        at the first step: an abstention when there are none). A ``decoding`` dict given here overlays the
+        paper's sampling; one given to ``generate()`` replaces it.
+
+        ``tau1``/``tau2`` stay the values tuned for the scorer's aggregator (else the paper's 0.7/0.85): a threshold
+        means something only for the aggregator that produced it; ``FODConfig.paper(tau1=0.7, tau2=0.85)`` sets the
+        paper's own.
+        """
+        settings = {**PAPER, **overrides}
+        if isinstance(overrides.get("decoding"), Mapping):
+            settings["decoding"] = {**PAPER["decoding"], **overrides["decoding"]}
+        return cls(**settings)
+
+    @classmethod
+    def for_method(cls, method: str, **overrides: Any) -> "FODConfig":
+        """The settings of FOD's method ``method`` (:data:`FOD_METHODS`), with ``overrides``: ``"fod"``
+        (``FODConfig()``), ``"fod-bt"`` (``backtrack_only=True``) or ``"fod-paper"`` (:meth:`paper`)."""
+        if method not in FOD_METHODS:
+            raise SettingsError(f"unknown FOD method {method!r}: choose one of {FOD_METHODS}")
+        if method == "fod-paper":
+            return cls.paper(**overrides)
+        return cls(**{"backtrack_only": method == "fod-bt", **overrides})
 
     def __post_init__(self) -> None:
         if isinstance(self.tau_support, bool) or not isinstance(self.tau_support, (int, float)) \
@@ -126,9 +198,14 @@ class FODConfig:
                                 "each beam needs a candidate; lower num_beams or raise num_samples")
         for name, allowed in (("search", SEARCHES), ("cut", CUTS), ("steer", STEERING), ("fallback", FALLBACKS),
                               ("decode", DECODES), ("support_fallback", SUPPORT_FALLBACKS),
-                              ("unrepaired", UNREPAIRED)):
+                              ("unrepaired", UNREPAIRED), ("beam_samples", BEAM_SAMPLES),
+                              ("beam_answer", BEAM_ANSWERS)):
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("drop_non_answers", "limit_candidates", "distinct_beams"):
+            if not isinstance(getattr(self, name), bool):
+                raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}; False is the "
+                                    "paper's Algorithm 1 (FODConfig.paper())")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0 \
                 or not math.isfinite(self.alpha):
             raise SettingsError(f"alpha must be >= 0 (0 decodes plain greedy tokens), got {self.alpha}")
@@ -139,6 +216,12 @@ class FODConfig:
         if isinstance(self.decoding, Mapping):
             Decoding.coerce(self.decoding, Decoding())  # its keys and values are checked now
             object.__setattr__(self, "decoding", dict(self.decoding))
+
+    @property
+    def is_paper(self) -> bool:
+        """Whether these settings run the paper's Algorithm 1: every setting :data:`PAPER` names, its sampling aside,
+        is the paper's (thresholds, ``num_samples``, ``num_beams`` and the token budget are the caller's)."""
+        return not self.backtrack_only and all(getattr(self, k) == v for k, v in PAPER.items() if k != "decoding")
 
     @property
     def degenerate_kinds(self) -> frozenset[str]:
@@ -203,5 +286,5 @@ def resolve(default: FODConfig, config: FODConfig | None, overrides: Mapping[str
     return (config or default).replace(**overrides)
 
 
-__all__ = ["CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "NAMES", "SEARCHES", "SUPPORT_FALLBACKS", "UNREPAIRED",
-           "FODConfig", "resolve"]
+__all__ = ["BEAM_ANSWERS", "BEAM_SAMPLES", "CUTS", "DECODES", "DEFAULT_ALPHA", "FALLBACKS", "FOD_METHODS", "NAMES",
+           "PAPER", "SEARCHES", "SUPPORT_FALLBACKS", "UNREPAIRED", "FODConfig", "resolve"]

@@ -18,15 +18,20 @@
    from the prompt, no candidate may open with that label's word again.
 3. Sample ``num_samples`` candidates in one batch (:mod:`fod.candidates`;
    in beam search a step's ``num_samples`` are spread over the kept beams,
-   all in that one batch), ``steer="adacad"`` (default) from a
+   or ceil(S/K) come from each with ``beam_samples="per_beam"``, all in that
+   one batch), ``steer="adacad"`` (default) from a
    context-contrastive distribution
    (:mod:`fod.steering`); drop those below ``tau2`` and degenerate ones.
    ``search="repair"`` (default) keeps the best candidate and resumes greedy
    decoding under the monitor (a later flagged sentence is repaired again, up
    to ``max_repairs``); ``search="beam"`` is the paper's sentence-level beam
-   search over ``num_beams`` beams to the end of the answer. A candidate gets
+   search over ``num_beams`` beams to the end of the answer (when a kept beam
+   ends, the most faithful ended beam answers; with ``beam_answer=
+   "most_faithful"``, the most faithful kept beam). A candidate gets
    at most twice the flagged sentence's tokens (at least 24), or a whole
-   sentence's (``max_sentence_tokens``) where the flagged one was degenerate.
+   sentence's (``max_sentence_tokens``) where the flagged one was degenerate
+   (``limit_candidates``). A candidate that does not answer (a question, an
+   echo of it, off the subject) is never chosen (``drop_non_answers``).
 4. When every candidate is dropped, ``fallback`` decides: ``"tau1"`` (default)
    keeps the best candidate that clears ``tau1``; ``"best"`` the best one that
    scores above the flagged sentence; ``"prefix"`` (the paper) keeps neither.
@@ -44,6 +49,7 @@
    replaced a sentence.
 
 ``backtrack_only=True`` is the paper's FOD (BT): stop at the first flagged sentence, keeping what precedes it.
+``FODConfig.paper()`` is the paper's Algorithm 1 exactly (:meth:`fod.config.FODConfig.paper`).
 The result carries a trace of every decision (:class:`fod.trace.FODTrace`); ``trace.stop`` (a
 :class:`~syncheck.live.generation.StopReason`, also ``result.stop``) always says why the answer ended. The settings are
 one :class:`~fod.config.FODConfig`; :meth:`FODGenerator.stream` yields each accepted sentence as it comes.
@@ -51,6 +57,7 @@ one :class:`~fod.config.FODConfig`; :meth:`FODGenerator.stream` yields each acce
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
@@ -268,7 +275,8 @@ class FODGenerator:
         trace.abstained = not sentences
         text = row.text[: sentences[-1].end] if sentences else ABSTAIN_TEXT
         accept.emit(row, sentences, final=True)
-        method = "fod-bt" if config.backtrack_only else "fod"
+        paper = config.is_paper and self.support is None  # the paper steers by the sentence score alone
+        method = "fod-bt" if config.backtrack_only else "fod-paper" if paper else "fod"
         return self._finish(GenerationResult(text, sentences, method, trace, warnings=warnings, stop=trace.stop),
                             question, context)
 
@@ -431,28 +439,33 @@ class _Run:
             at -= 1  # "completed on 14 July": cut before "on", the word that demanded the made-up date
         return at
 
-    def candidates_from(self, beam: _Beam, ev: SentenceEvent) -> tuple[Batch, list[Candidate], dict]:
-        """Cut the flagged sentence and sample the candidates that replace it (one batch)."""
+    def candidates_from(self, beam: _Beam, ev: SentenceEvent, samples: int) -> tuple[Batch, list[Candidate], dict]:
+        """Cut the flagged sentence and sample ``samples`` candidates that replace it (one batch)."""
         t0 = ev.tokens[0]
+        limit = self.config.limit_candidates
         at = self.cut_point(beam, ev)
         ban = [int(beam.row.ids[at])] if at > t0 else []
-        label = document_label_word(ev.sentence.text) if ev.sentence.degenerate == "meta" else None
+        label = document_label_word(ev.sentence.text) if limit and ev.sentence.degenerate == "meta" else None
         if label:  # "Passage 4: ...": no candidate may open with the copied label again, in any case
             ban += self.fod.label_tokens(label)
         kept = beam.row.text[ev.sentence.start : int(beam.row.offsets[at - 1][1])] if at > t0 else ""
         base = self.engine.cut(beam.batch, at)
-        # a replacement gets at most twice the flagged sentence's length (and no less than 24 tokens); a degenerate
-        # sentence's length ("4.", "Passage 4:1.") says nothing of the answer's, so its replacement gets a sentence's
-        longest = (self.fod.max_sentence_tokens if ev.sentence.degenerate
-                   else max(2 * (ev.tokens[1] - ev.tokens[0]), 24)) + at - t0
-        budget = min(self.fod.max_sentence_tokens, longest, self.dec.max_new_tokens - len(base.rows[0].ids))
+        budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - len(base.rows[0].ids))
+        if limit:
+            # a replacement gets at most twice the flagged sentence's length (and no less than 24 tokens); a
+            # degenerate sentence's length ("4.", "Passage 4:1.") says nothing of the answer's, so its replacement
+            # gets a sentence's
+            longest = (self.fod.max_sentence_tokens if ev.sentence.degenerate
+                       else max(2 * (ev.tokens[1] - ev.tokens[0]), 24)) + at - t0
+            budget = min(budget, longest)
         redo = [int(t) for t in beam.row.ids[at : ev.tokens[1]]]
-        batch, cands = sample_candidates(self.monitor, [base], [self.config.num_samples], self.premise, self.dec,
+        batch, cands = sample_candidates(self.monitor, [base], [samples], self.premise, self.dec,
                                          self.generator, max_tokens=budget, steer=self.config.steer,
-                                         alpha=self.config.alpha, ban=ban, redo=redo)
+                                         alpha=self.config.alpha, ban=ban, redo=redo, cut_stragglers=limit)
         self.prefetch_support(cands)
         step = {"cut": {"token": at, "kept": kept.strip()}, "candidates": [self._describe(c) for c in cands]}
-        self.trace.skipped_non_answers += sum(c.degenerate in NON_ANSWERS for c in cands)
+        if self.config.drop_non_answers:
+            self.trace.skipped_non_answers += sum(c.degenerate in NON_ANSWERS for c in cands)
         return batch, cands, step
 
     def prefetch_support(self, cands: list[Candidate]) -> None:
@@ -470,11 +483,12 @@ class _Run:
 
     def _usable(self, c: Candidate) -> bool:
         """A candidate that finished a sentence (or ended the answer), scored, answers (not a question, an echo of
-        it or off the subject), is not degenerate, (``flag_specifics``) names no specific the context lacks, and
-        (with a support model) clears ``tau_support``."""
+        it or off the subject; unless ``drop_non_answers`` is off), is not degenerate, (``flag_specifics``) names no
+        specific the context lacks, and (with a support model) clears ``tau_support``."""
         at_budget = len(c.events) > 0 and c.end >= self.dec.max_new_tokens
+        answers = not self.config.drop_non_answers or c.degenerate not in NON_ANSWERS
         return bool(c.events) and (not c.capped or at_budget) and c.score is not None \
-            and c.degenerate not in self.degenerate_kinds and c.degenerate not in NON_ANSWERS \
+            and c.degenerate not in self.degenerate_kinds and answers \
             and not self.unsupported(c.text) and not self.unsupported_by_support(c.text)
 
     def _passes(self, c: Candidate, threshold: float) -> bool:
@@ -485,7 +499,7 @@ class _Run:
 
     def repair(self, beam: _Beam, ev: SentenceEvent) -> _Beam | None:
         """Replace the flagged sentence by the best candidate that passes (``tau2``, else the fallback), or ``None``."""
-        batch, cands, step = self.candidates_from(beam, ev)
+        batch, cands, step = self.candidates_from(beam, ev, self.config.num_samples)
         for c in cands:
             for e in c.events:
                 _require_scores([e])
@@ -533,9 +547,19 @@ class _Run:
         self.trace.steps.append({"candidates": [], "chosen": None, "chosen_by": why,
                                  "sentence_index": ev.index})
 
+    def shares(self, beams: int) -> list[int]:
+        """How many candidates each of ``beams`` beams samples in a beam-search step (``beam_samples``)."""
+        if self.config.beam_samples == "per_beam":
+            return [math.ceil(self.config.num_samples / self.config.num_beams)] * beams
+        return _spread(self.config.num_samples, beams)
+
     def beam_search(self, beam: _Beam, ev: SentenceEvent) -> _Beam:
-        """The paper's sentence-level beam search from the cut, to the end of the answer."""
-        first_batch, first, step = self.candidates_from(beam, ev)
+        """The paper's sentence-level beam search from the cut, to the end of the answer: each step samples the next
+        sentence of every beam (:meth:`shares`), drops those that do not pass ``tau2`` and keeps the ``num_beams``
+        beams of the highest mean sentence score. It ends when a kept beam ends (``beam_answer`` says which beam
+        answers), when every sample is pruned (the best beam before: at the first step, the sentences before the
+        cut), or at the answer's sentence or token budget (the best beam)."""
+        first_batch, first, step = self.candidates_from(beam, ev, self.shares(1)[0])
         self.accept.replaced(ev, "beam")  # the sentence in its place, if the search keeps one
         start_beam = beam
         beams: list[_Beam] = []
@@ -549,7 +573,7 @@ class _Run:
                 row = batch.rows[c.index]
                 key = (*row.ids[: c.end], -1 if c.ended else -2)
                 step["candidates"][cands.index(c)]["duplicate"] = key in seen
-                if key in seen:
+                if key in seen and self.config.distinct_beams:
                     continue
                 seen.add(key)
                 new = self._take(batch, c)
@@ -565,7 +589,7 @@ class _Run:
             ended = [k for k in kept if k[2]]
             if ended:
                 self.trace.stop = StopReason.BEAM_ENDED
-                return ended[0][1]
+                return (kept[0] if self.config.beam_answer == "most_faithful" else ended[0])[1]
             beams = [k[1] for k in kept]
             # every beam must stay within the token budget: the longest one sets what the next step may add
             longest = max(len(b.row.ids) for b in beams)
@@ -577,8 +601,9 @@ class _Run:
             budget = min(self.fod.max_sentence_tokens, self.dec.max_new_tokens - longest)
             step = {"candidates": []}
             batch, cands = sample_candidates(
-                self.monitor, [b.batch for b in beams], _spread(self.config.num_samples, len(beams)), self.premise,
+                self.monitor, [b.batch for b in beams], self.shares(len(beams)), self.premise,
                 self.dec, self.generator, max_tokens=budget, steer=self.config.steer, alpha=self.config.alpha,
+                cut_stragglers=self.config.limit_candidates,
             )
             self.prefetch_support(cands)
             step["candidates"] = [self._describe(c) for c in cands]

@@ -100,9 +100,9 @@ def test_fod_faithfulness_benchmark_runs(capsys):
     from benchmarks.fod_faithfulness import main
 
     data = shared_data("halueval") / "halueval"
-    summary = main(["--data-dir", str(data), "--limit", "2", "--methods", "greedy,fod", "--judge", "lexical",
+    summary = main(["--data-dir", str(data), "--limit", "2", "--methods", "greedy,fod,fod-paper", "--judge", "lexical",
                     "--max-new-tokens", "12", "--max-sentences", "1", "--num-samples", "2", "--num-beams", "1"])
-    assert ("original", "greedy") in summary and ("original", "fod") in summary
+    assert ("original", "greedy") in summary and ("original", "fod") in summary and ("original", "fod-paper") in summary
     assert "| original | fod |" in capsys.readouterr().out
 
 

@@ -209,7 +209,7 @@ def test_a_saved_model_without_scores_answers_a_file(tiny_dir, tmp_path, monkeyp
 
 
 def test_the_method_list_is_fod_baselines_own():
-    assert set(METHOD_NAMES) == {*METHODS, "fod-bt"}
+    assert set(METHOD_NAMES) == {*METHODS, "fod-bt", "fod-paper"}
 
 
 def test_support_steers_fod_and_is_refused_for_the_baselines(scripted, tmp_path, monkeypatch):
@@ -246,3 +246,21 @@ def test_decode_sets_what_fod_decodes_on_and_is_refused_for_the_baselines(script
         assert read_rows(out)[0]["trace"]["decode"] == expected
     refused = run("--input", questions, "--method", "cad", "--decode", "greedy")
     assert refused.exit_code == 2 and "--decode sets what fod and fod-bt decode on" in refused.output
+
+
+def test_fod_paper_runs_the_papers_algorithm_1_at_its_temperature(scripted, tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:1])
+    out = tmp_path / "a.jsonl"
+    result = run("--input", questions, "-o", out, "--method", "fod-paper", "-S", "4", "--tau1", "0.7",
+                 "--seed", "1")
+    assert result.exit_code == 0, result.output
+    row = read_rows(out)[0]
+    config = row["trace"]["config"]
+    assert row["method"] == "fod-paper" and row["text"] == "Good. Fine." and row["trace"]["backtrack"]["text"] == "Bad."
+    assert {k: config[k] for k in ("search", "decode", "beam_samples", "beam_answer", "num_samples", "tau1")} == {
+        "search": "beam", "decode": "greedy", "beam_samples": "per_beam", "beam_answer": "most_faithful",
+        "num_samples": 4, "tau1": 0.7}
+    assert config["decoding"]["temperature"] == 1.0 and config["decoding"]["top_p"] == 0.95
+    assert [len(step["candidates"]) for step in row["trace"]["steps"]][:1] == [2]  # ceil(S/K) from the one beam
+    refused = run("--input", questions, "--method", "fod-paper", "--decode", "cad")
+    assert refused.exit_code == 2 and "fod-paper decodes its own way" in refused.output

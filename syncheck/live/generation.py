@@ -86,7 +86,8 @@ class GenerationResult:
     Attributes:
         text: the answer.
         sentences: its sentences with ``features`` and ``score``.
-        method: ``monitor``, ``fod``, ``fod-bt``, ``greedy``, ``abstain``, ``rerank``, ``cad`` or ``adacad``.
+        method: ``monitor``, ``fod``, ``fod-bt``, ``fod-paper`` (FOD as the paper's Algorithm 1), ``greedy``,
+            ``abstain``, ``rerank``, ``cad`` or ``adacad``.
         trace: what the method did: FOD's :class:`~fod.trace.FODTrace` (backtracks, candidates, pruning, beams
             kept, why it stopped; it reads as a mapping too), a dict of the others' few facts.
         final_check: the Provenance result for the answer (``to_json()`` form), or ``None``.
