@@ -40,7 +40,7 @@ class ClaimOnlyScorer:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from syncheck.model.probe_scorer import ProbeHead, ProbeStates, load_head
+    from syncheck.model.probe_verifier import ProbeHead, ProbeStates, load_head
     from syncheck.training.pairs import read_pairs
     from syncheck.training.verifier_build import PAIRS
 

@@ -69,7 +69,7 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
     Raises:
         SystemExit: ``out`` holds folds dealt from other records or with other settings (the message says what to do).
     """
-    from features.alignment.verifier import MANIFEST
+    from features.model_manifest import MANIFEST
     from syncheck.training.verifier_build import build_verifier
     from syncheck.training.verifier_dataset import DataRecipe
 
@@ -113,7 +113,7 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
 
 def fold_lines(out: Path) -> list[str]:
     """One line per fold: its pairs before and after the artefact check, and its training time."""
-    from features.alignment.verifier import read_manifest
+    from features.model_manifest import read_manifest
 
     folds = read_folds(out)
     lines = []
@@ -125,7 +125,7 @@ def fold_lines(out: Path) -> list[str]:
                      f"(claim-only AUROC {check['claim_only_auroc_before']:.3f} before, "
                      f"{check['claim_only_auroc_after']:.3f} after)"
                      + (f", {seconds} s of training" if seconds is not None else "")
-                     + (f", built at {manifest['commit'][:7]}" if manifest.get("commit") else ""))
+                     + (f", built at {manifest['training']['commit'][:7]}" if manifest["training"]["commit"] else ""))
     return lines
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from benchmarks.run_stamp import machine
-from syncheck.model.probe_scorer import PROBE_PROMPT as PROMPT  # the prompt the probe backend reads
+from syncheck.model.probe_verifier import PROBE_PROMPT as PROMPT  # the prompt the probe backend reads
 
 
 @dataclass(frozen=True)
@@ -125,9 +125,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "word overlap (trivial)": np.array([lexical_precision(u.premise, u.answer) for u in test])}
     if args.verifier:
         from features.alignment.verifier import VerifierScorer
+        from syncheck.shipped_models import VERIFIER, shipped_model_dir
 
-        scores["shipped verifier"] = VerifierScorer(progress=False).score([u.premise for u in test],
-                                                                          [u.claim for u in test])
+        scores["shipped verifier"] = VerifierScorer(shipped_model_dir(VERIFIER), progress=False).score(
+            [u.premise for u in test], [u.claim for u in test])
     print(f"machine: {machine()}")
     print(f"model {lm.name} ({args.dtype}), layers {layers}, C {args.c}; fitted on {len(train)} answers of records "
           f"{args.train[0]}-{args.train[1] - 1}, scored on {len(test)} of records {args.test[0]}-{args.test[1] - 1}; "

@@ -259,10 +259,13 @@ def leaning(units: list[Unit], attr: str, local: list) -> np.ndarray:
 
 
 def built_from(manifest: dict) -> str:
-    """A verifier's or a probe's weights hash and the commit that built it, from its manifest."""
-    digest = manifest.get("weights_sha256") or manifest.get("head_sha256") or "?"
-    commit = (manifest.get("commit") or "?")[:7]
-    kind = "weights" if "weights_sha256" in manifest else "head"
+    """A verifier's or a probe verifier's weights hash and the commit that built it, from its manifest
+    (:mod:`features.model_manifest`)."""
+    from features.model_manifest import weights_sha256
+
+    digest = weights_sha256(manifest) or "?"
+    commit = ((manifest.get("training") or {}).get("commit") or "?")[:7]
+    kind = "head" if manifest.get("kind") == "probe-verifier" else "weights"
     return f"{kind} sha256 {digest[:12]} (built at {commit})"
 
 

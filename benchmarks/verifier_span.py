@@ -43,9 +43,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--verifier", action="store_true", help="score the shipped verifier on the test units too")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    reader = SpanReaderScorer(None if args.reader == "shipped" else args.reader)
+    from features.model_manifest import weights_sha256
+    from syncheck.shipped_models import SPAN_READER, VERIFIER, shipped_model_dir
+
+    reader = SpanReaderScorer(shipped_model_dir(SPAN_READER) if args.reader == "shipped" else args.reader)
     print(f"machine: {machine()}")
-    print(f"reader {args.reader} (weights sha256 {reader.manifest.get('weights_sha256', '?')[:12]})\n")
+    print(f"reader {args.reader} (weights sha256 {(weights_sha256(reader.manifest) or '?')[:12]})\n")
     result: dict[str, Any] = {}
     for name, rng in (("dev", args.dev), ("test", args.test)):
         if name not in args.sets.split(","):
@@ -59,8 +62,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.verifier and name == "test":
             from features.alignment.verifier import VerifierScorer
 
-            scores["shipped verifier"] = VerifierScorer(progress=False).score([u.premise for u in units],
-                                                                              [u.claim for u in units])
+            scores["shipped verifier"] = VerifierScorer(shipped_model_dir(VERIFIER), progress=False).score(
+                [u.premise for u in units], [u.claim for u in units])
         print(f"### {name}: distractor pairs of records {rng[0]}-{rng[1] - 1} ({len(units)} answers)\n")
         print("| score | AUROC [95% CI] | span reader − this |")
         print("| --- | --- | --- |")

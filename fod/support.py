@@ -46,9 +46,10 @@ def build_support(spec: str, lm: Any = None) -> Any:
 
     kind, arg = parse_alignment_spec(spec)
     if kind == "probe" and lm is not None:
-        from syncheck.model.probe_scorer import load_head, shipped_probe_dir
+        from syncheck.model.probe_verifier import load_head
+        from syncheck.shipped_models import PROBE_VERIFIER, shipped_model_dir
 
-        head, _ = load_head(arg or shipped_probe_dir())
+        head, _ = load_head(arg or shipped_model_dir(PROBE_VERIFIER))
         same_dtype = str(next(lm.model.parameters()).dtype).removeprefix("torch.") == head.dtype
         if getattr(lm, "name", None) == head.model and same_dtype:
             return make_alignment_scorer(spec, model=lm)

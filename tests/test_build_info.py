@@ -78,8 +78,8 @@ def test_a_saved_meta_json_names_the_commit_and_no_machine_path(tmp_path):
     assert not [s for s in strings(meta) if s.startswith(("/", "~"))]
 
 
-def test_no_shipped_meta_json_names_a_machine_path():
-    files = sorted(SHIPPED.rglob("meta.json"))
+def test_no_shipped_meta_json_or_manifest_names_a_machine_path():
+    files = sorted([*SHIPPED.rglob("meta.json"), *SHIPPED.rglob("manifest.json")])
     assert files
     for path in files:
         found = [s for s in strings(json.loads(path.read_text())) if s.startswith(("/", "~")) or ":\\" in s]

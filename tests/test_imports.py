@@ -146,6 +146,7 @@ FLOORS = {
     "syncheck.jsonl": 1,
     "syncheck.records": 2,
     "syncheck.results": 1,
+    "syncheck.shipped_models": 1,  # the registry of the shipped models: features' manifest reader only
     "syncheck.stats": 1,
     "syncheck.user_warnings": 1,
     "syncheck": 2,  # the package: lazy names only

@@ -1,6 +1,6 @@
 """The wheel carries what the package needs at run time: pyproject.toml finds packages and package data by pattern, so
 setuptools warns of nothing, and its file list holds the live page, the report templates and every file the package
-keeps under ``syncheck/data`` (the aggregators, the verifier, the span reader, the probe head, the LID corpus).
+keeps under ``syncheck/data`` (every shipped model, :mod:`syncheck.shipped_models`, and the LID corpus).
 
 The list is setuptools' own (``build_py``'s outputs for pyproject.toml), computed in process: building the wheel itself
 takes more than a minute of compression, and ``build_py`` decides what goes into it."""

@@ -10,16 +10,14 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from syncheck.model.probe_scorer import (
-    HEAD,
-    MANIFEST,
-    ProbeHead,
-    ProbeScorer,
-    ProbeStates,
-    load_head,
-    shipped_probe_dir,
-    write_head,
-)
+from features.model_manifest import MANIFEST, weights_sha256
+from syncheck.model.probe_verifier import HEAD, ProbeHead, ProbeScorer, ProbeStates, load_head, write_head
+from syncheck.shipped_models import PROBE_VERIFIER, shipped_model_dir
+
+
+def shipped_probe_dir():
+    return shipped_model_dir(PROBE_VERIFIER)
+
 
 DOCUMENT = ("Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891 to study physics. In 1903 she shared "
             "the Nobel Prize in Physics with Pierre Curie and Henri Becquerel.")
@@ -74,8 +72,9 @@ def test_a_head_for_another_model_or_layers_is_refused(tiny_lm):
 
 def test_a_head_round_trips_through_its_directory_and_a_changed_head_is_refused(tmp_path):
     head = a_head(8)
-    digest = write_head(head, tmp_path)
-    (tmp_path / MANIFEST).write_text(json.dumps({"head_sha256": digest}), encoding="utf-8")
+    digest = write_head(head, tmp_path)  # a manifest of the older format, as directories built before the schema hold
+    old = {"format": "syncheck-probe/1", "head_sha256": digest}
+    (tmp_path / MANIFEST).write_text(json.dumps(old), encoding="utf-8")
     back, _ = load_head(tmp_path)
     x = np.random.default_rng(1).normal(size=(5, 8))
     assert back.predict(x) == pytest.approx(head.predict(x)) and back.layers == head.layers
@@ -98,14 +97,14 @@ def test_the_shipped_head_matches_its_manifest():
     if not (shipped_probe_dir() / HEAD).exists():
         pytest.skip("no probe head shipped")
     head, manifest = load_head(shipped_probe_dir())
-    assert manifest["model"] == head.model and manifest["layers"] == list(head.layers)
+    assert manifest["base"] == head.model and manifest["layers"] == list(head.layers)
     assert manifest["data"]["artefact_check"]["passed"]
     assert (shipped_probe_dir() / HEAD).stat().st_size < 1_000_000
 
 
 def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tmp_path, tiny_dir, monkeypatch):
     from syncheck.cli import main
-    from syncheck.training import probe_build
+    from syncheck.training import probe_verifier_build as probe_build
 
     labelled = tmp_path / "labelled.jsonl"
     rows = []  # the claim alone cannot tell: each year is right for one context and wrong for the other
@@ -122,7 +121,8 @@ def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tm
     assert result.exit_code == 0, result.output
     head, manifest = load_head(out)
     assert manifest["layers"] == [-1, -2] and manifest["data"]["dev"]["dev_pairs"] > 0
-    assert "--probe" in manifest["command"] and str(tmp_path) not in json.dumps(manifest)
+    assert manifest["kind"] == "probe-verifier" and manifest["weights"] == HEAD and list(manifest["files"]) == [HEAD]
+    assert "--probe" in manifest["training"]["command"] and str(tmp_path) not in json.dumps(manifest)
     scores = ProbeScorer(out).score([DOCUMENT], ["She was born in Warsaw."])
     assert 0 <= scores[0] <= 1
 
@@ -132,9 +132,9 @@ def test_the_training_command_fits_a_probe_and_resumes_from_its_cached_states(tm
     monkeypatch.setattr(probe_build.ProbeStates, "states", no_forward)
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0 and "reusing" in again.output, again.output
-    assert json.loads((out / MANIFEST).read_text())["head_sha256"] == manifest["head_sha256"]
+    assert weights_sha256(json.loads((out / MANIFEST).read_text())) == weights_sha256(manifest)
     shown = CliRunner().invoke(main, ["verifier", "info", str(out)])
-    assert shown.exit_code == 0 and json.loads(shown.output)["format"] == "syncheck-probe/1"
+    assert shown.exit_code == 0 and json.loads(shown.output)["format"] == "syncheck-model/1"
 
 
 def test_syncheck_check_reads_a_probe_in_its_head_s_dtype_unless_dtype_is_given(tmp_path, monkeypatch):
@@ -161,7 +161,7 @@ def test_syncheck_check_reads_a_probe_in_its_head_s_dtype_unless_dtype_is_given(
 def test_the_states_store_is_keyed_by_pair_text_so_a_new_recipe_computes_only_what_it_adds(tmp_path, tiny_dir):
     from syncheck.model.models import load_model
     from syncheck.training.pairs import VerifierPair
-    from syncheck.training.probe_build import cached_states
+    from syncheck.training.probe_verifier_build import cached_states
 
     reader = ProbeStates(load_model(str(tiny_dir), dtype="float32"), layers=(-1,), progress=False)
     calls = []
@@ -196,7 +196,7 @@ def test_a_probe_head_ships_for_the_quality_preset_s_model():
 
     head, manifest = load_head(shipped_probe_dir())  # checks the head against its manifest's hash
     assert "probe" in QUALITY_CHECK_SUPPORT.split("+") and head.model == PRESETS["quality"]["model"]
-    assert head.dtype == "bfloat16" and manifest["head_sha256"].startswith("bf197a3f948b")  # the head the rule read
+    assert head.dtype == "bfloat16" and weights_sha256(manifest).startswith("bf197a3f948b")  # the head the rule read
 
 
 def test_a_mean_of_a_judge_and_a_probe_on_one_model_loads_it_once(tiny_lm, tmp_path):

@@ -316,7 +316,8 @@ def test_a_verifier_s_cached_scores_are_named_by_its_weights_so_new_weights_scor
     spec = f"verifier:{weights}"
 
     def build(sha: str, value: float):
-        (weights / "manifest.json").write_text(json.dumps({"weights_sha256": sha}))
+        (weights / "manifest.json").write_text(json.dumps({"format": "syncheck-verifier/1", "weights_sha256": sha,
+                                                           "weights_bytes": 1}))  # a manifest of the older format
 
         class Fixed:
             def score(self, premises, claims):
@@ -334,7 +335,7 @@ def test_a_verifier_s_cached_scores_are_named_by_its_weights_so_new_weights_scor
 
 def test_the_probe_s_claim_only_check_fits_a_head_without_premises_and_scores_each_set(tmp_path, tiny_dir, capsys):
     from benchmarks.probe_claim_only import main
-    from syncheck.model.probe_scorer import ProbeHead, write_head
+    from syncheck.model.probe_verifier import ProbeHead, write_head
     from syncheck.training.pairs import VerifierPair, write_pairs
     from syncheck.training.verifier_build import PAIRS
 

@@ -10,18 +10,20 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from features.alignment import make_alignment_scorer, parse_alignment_spec
+from features.alignment import parse_alignment_spec
 from features.alignment.span_reader import (
     READER_HEAD,
+    WEIGHTS,
     SpanReaderScorer,
     bare_answer,
     named_share,
     normalised_words,
     question_and_answer,
-    shipped_reader_dir,
 )
-from features.alignment.verifier import MANIFEST, WEIGHTS, file_sha256, read_manifest
+from features.model_manifest import MANIFEST, file_sha256, read_manifest, weights_sha256
+from syncheck.alignment import make_alignment_scorer
 from syncheck.featurize import alignment_claim
+from syncheck.shipped_models import SPAN_READER, shipped_model_dir
 from syncheck.training.reader_training import SpanDataset, answer_example, record_answers
 
 DOCUMENT = (
@@ -134,9 +136,11 @@ def test_the_reader_command_trains_on_a_user_s_answers_and_writes_a_reader_direc
     assert result.exit_code == 0, result.output
     assert "2 rows skipped" in result.output
     manifest = read_manifest(out)
-    assert manifest["head"] == READER_HEAD and manifest["weights_sha256"] == file_sha256(out / WEIGHTS)
-    assert manifest["command"].startswith("syncheck verifier reader reader --answers answers.jsonl")
-    assert manifest["data"]["answers"] == 6 and str(tmp_path) not in json.dumps(manifest)
+    assert manifest["kind"] == "span-reader" and manifest["head"] == READER_HEAD and manifest["weights"] == WEIGHTS
+    assert weights_sha256(manifest) == file_sha256(out / WEIGHTS) and not (out / "verifier.safetensors").exists()
+    assert manifest["training"]["command"].startswith("syncheck verifier reader reader --answers answers.jsonl")
+    assert manifest["data"]["answers"] == manifest["data"]["rows"] == 6 and str(tmp_path) not in json.dumps(manifest)
+    assert manifest["data"]["sources"] == [{"name": "your answers files", "licence": "yours", "rows": 6}]
     assert manifest["data"]["conflict_recipe"] is None  # no conflict copies
     score = make_alignment_scorer(f"reader:{out}").score([DOCUMENT], [alignment_claim("Warsaw", QUESTION)])
     assert 0.0 <= score[0] <= 1.0
@@ -144,10 +148,10 @@ def test_the_reader_command_trains_on_a_user_s_answers_and_writes_a_reader_direc
 
 
 def test_the_shipped_reader_matches_its_manifest_and_fits_the_size_budget():
-    directory = shipped_reader_dir()
+    directory = shipped_model_dir(SPAN_READER)
     manifest = read_manifest(directory)
-    assert manifest["head"] == READER_HEAD
-    assert file_sha256(directory / WEIGHTS) == manifest["weights_sha256"]
+    assert manifest["head"] == READER_HEAD and manifest["weights"] == WEIGHTS
+    assert file_sha256(directory / WEIGHTS) == weights_sha256(manifest)
     assert (directory / WEIGHTS).stat().st_size <= 25 * 2**20
     assert manifest["frozen"] == ["bert.embeddings.word_embeddings.weight"]
     assert (directory / MANIFEST).exists() and (directory / "config.json").exists()
@@ -159,9 +163,10 @@ def test_the_shipped_reader_names_its_conflict_recipe_and_the_docs_say_what_an_o
     RESULTS.md must not call its figures records it never saw."""
     from pathlib import Path
 
+    from syncheck.shipped_models import SPAN_READER, shipped_model_dir
     from syncheck.training.reader_training import CONFLICT_RECIPE
 
-    data = read_manifest(shipped_reader_dir())["data"]
+    data = read_manifest(shipped_model_dir(SPAN_READER))["data"]
     recipe = data.get("conflict_recipe", 1)
     assert recipe in (1, CONFLICT_RECIPE)
     if recipe != CONFLICT_RECIPE:

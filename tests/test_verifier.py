@@ -12,15 +12,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from features.alignment import make_alignment_scorer, parse_alignment_spec
-from features.alignment.verifier import (
-    MANIFEST,
-    WEIGHTS,
-    VerifierScorer,
-    file_sha256,
-    read_manifest,
-    shipped_verifier_dir,
-)
+from features.alignment import parse_alignment_spec
+from features.alignment.verifier import WEIGHTS, VerifierScorer
+from features.model_manifest import MANIFEST, file_sha256, read_manifest, weights_sha256
+from syncheck.alignment import make_alignment_scorer
+from syncheck.shipped_models import SPAN_READER, VERIFIER, shipped_model_dir
 from syncheck.training.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, rebalance
 from syncheck.training.pairs import VerifierPair, best_window
 from syncheck.training.sources import HALUEVAL_EVAL, HALUEVAL_HELD_OUT, HALUEVAL_TRAIN, in_ranges
@@ -67,6 +63,17 @@ def test_the_spec_parses_and_is_listed():
     assert parse_alignment_spec("verifier:/some/dir") == ("verifier", "/some/dir")
 
 
+def test_features_is_handed_a_directory_and_syncheck_finds_the_shipped_one():
+    """The bottom layer never looks into the package's data: ``verifier`` alone is syncheck's to resolve."""
+    from features.alignment import make_alignment_scorer as features_scorer
+
+    for spec in ("verifier", "reader"):
+        with pytest.raises(ValueError, match=r"syncheck\.alignment\.make_alignment_scorer"):
+            features_scorer(spec)
+    with pytest.raises(ValueError, match="directory"):
+        VerifierScorer()
+
+
 def test_a_long_premise_is_split_into_windows_and_the_score_is_the_max_over_them(tiny_model, tokenizer):
     scorer = KeywordScorer(tiny_model, tokenizer, max_length=64)
     filler = " ".join(f"word{i}" for i in range(300))
@@ -104,10 +111,14 @@ def test_a_missing_directory_says_how_to_get_one(tmp_path):
         make_alignment_scorer(f"verifier:{tmp_path / 'nothing'}")
 
 
+def shipped_verifier_dir():
+    return shipped_model_dir(VERIFIER)
+
+
 def test_the_shipped_verifier_matches_its_manifest_and_fits_the_size_budget():
     directory = shipped_verifier_dir()
     manifest = read_manifest(directory)
-    assert file_sha256(directory / WEIGHTS) == manifest["weights_sha256"]
+    assert manifest["weights"] == WEIGHTS and file_sha256(directory / WEIGHTS) == weights_sha256(manifest)
     assert (directory / WEIGHTS).stat().st_size <= 25 * 2**20
     assert manifest["frozen"] == ["bert.embeddings.word_embeddings.weight"]
     for subset, ranges in manifest["data"]["recipe"]["halueval_train_ranges"].items():
@@ -262,11 +273,16 @@ def test_the_training_command_builds_a_verifier_from_documents_and_labelled_rows
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / MANIFEST).read_text())
-    assert manifest["weights_sha256"] == file_sha256(out / WEIGHTS)
+    assert manifest["format"] == "syncheck-model/1" and manifest["kind"] == manifest["name"] == "verifier"
+    assert manifest["files"][WEIGHTS] == {"sha256": file_sha256(out / WEIGHTS), "size": (out / WEIGHTS).stat().st_size}
+    assert set(manifest["files"]) == {WEIGHTS, "config.json"}  # the model's files, not the build's pairs
     assert "artefact_check" in manifest["data"] and manifest["max_length"] == 64
+    assert manifest["data"]["rows"] == manifest["data"]["train_pairs"] and manifest["data"]["licences"] == ["yours"]
+    assert manifest["licences"][0]["licence"] == "Apache-2.0"  # the packaged base's
     assert str(tmp_path) not in json.dumps(manifest)  # no path of the machine that built it
-    assert manifest["environment"]["torch"] and manifest["environment"]["device"] == "cpu"  # what a rebuild needs
-    assert manifest["command"] == ("syncheck verifier train verifier --documents docs.jsonl --labelled labelled.jsonl "
+    training = manifest["training"]
+    assert training["environment"]["torch"] and training["environment"]["device"] == "cpu"  # what a rebuild needs
+    assert training["command"] == ("syncheck verifier train verifier --documents docs.jsonl --labelled labelled.jsonl "
                                    "--max-length 64 --batch-size 4 --max-steps 2 --dev-share 0.3 --no-progress")
     from safetensors.torch import load_file
 
@@ -279,7 +295,7 @@ def test_the_training_command_builds_a_verifier_from_documents_and_labelled_rows
     assert again.exit_code == 0 and "reusing" in again.output
     rebuilt = tmp_path / "rebuilt"  # the same command into a new directory gives the same weights, bit for bit
     assert CliRunner().invoke(main, [*args[:2], str(rebuilt), *args[3:]]).exit_code == 0
-    assert json.loads((rebuilt / MANIFEST).read_text())["weights_sha256"] == manifest["weights_sha256"]
+    assert weights_sha256(json.loads((rebuilt / MANIFEST).read_text())) == weights_sha256(manifest)
 
 
 def test_a_verifier_whose_base_changed_is_refused(tmp_path):
@@ -458,8 +474,8 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / MANIFEST).read_text())
     shipped = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
-    assert manifest["training"]["init"] == "verifier" and manifest["base"] == shipped["base"]
-    assert manifest["init_weights_sha256"] == shipped["weights_sha256"]
+    assert manifest["training"]["settings"]["init"] == "verifier" and manifest["base"] == shipped["base"]
+    assert manifest["init_weights_sha256"] == weights_sha256(shipped)
     with pytest.raises(ValueError, match="--base"):
         base_model(TrainSettings(base="another-encoder", init="verifier"))
     wrong_inits = ((["--init", str(tmp_path / "none")], "--init"), (["--init", "verifier", "--base", "x"], "--base"))
@@ -470,14 +486,13 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
 
 
 def test_a_fresh_head_can_start_on_the_span_readers_encoder():
-    from features.alignment.span_reader import shipped_reader_dir
     from features.alignment.verifier import load_verifier
     from syncheck.training.verifier_training import TrainSettings, base_model, init_base
 
     assert init_base("reader") == init_base("verifier")
     model, _ = base_model(TrainSettings(init="reader"))
     fresh, _ = base_model(TrainSettings())
-    reader, _, _ = load_verifier(shipped_reader_dir(), dtype=torch.float32)
+    reader, _, _ = load_verifier(shipped_model_dir(SPAN_READER), dtype=torch.float32)
     encoder = reader.base_model.state_dict()
     assert encoder and all(torch.equal(model.base_model.state_dict()[k], v) for k, v in encoder.items())
     assert type(model) is type(fresh)  # one logit, as on the base
@@ -496,13 +511,13 @@ def test_info_against_another_directory_prints_only_the_fields_that_differ(tmp_p
     manifest = json.loads((tmp_path / MANIFEST).read_text())
     auroc = manifest["data"]["dev"]["verifier_auroc"]
     manifest["data"]["dev"]["verifier_auroc"] = 0.5
-    manifest.setdefault("environment", {})["accelerator"] = "none"  # a field the shipped manifest lacks
+    manifest["training"]["environment"]["accelerator"] = "none"  # a field the shipped manifest lacks
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
     shown = CliRunner().invoke(main, ["verifier", "info", "--against", str(tmp_path)])
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
     assert lines[0] == f"data.dev.verifier_auroc: {auroc} -> 0.5"
-    assert lines[1] == 'environment.accelerator: absent -> "none"'
+    assert lines[1] == 'training.environment.accelerator: absent -> "none"'
     assert lines[2].startswith("2 of ") and "fields differ" in lines[2]
     refused = CliRunner().invoke(main, ["verifier", "info", "--against", str(tmp_path / "nowhere")])
     assert refused.exit_code != 0 and "'shipped'" in refused.output
@@ -528,14 +543,14 @@ def test_the_shipped_manifest_s_command_still_means_the_shipped_recipe_and_setti
             raise SystemExit(0)
 
         monkeypatch.setattr(build, "build_verifier", capture)
-        words = shlex.split(manifest["command"])[3:]  # after "syncheck verifier train"
+        words = shlex.split(manifest["training"]["command"])[3:]  # after "syncheck verifier train"
         words = [str(tmp_path / w) if w in ("halueval", "verifier") else w for w in words]
         result = CliRunner().invoke(main, ["verifier", "train", *words])
         assert result.exit_code == 0 and got, result.output
         assert without_machine_paths(got["recipe"].to_json()) == manifest["data"]["recipe"]
-        settings = asdict(got["settings"])
-        assert {k: settings[k] for k in manifest["training"]} == manifest["training"]
-        assert all(settings[k] is None for k in set(settings) - set(manifest["training"]))  # options added since: off
+        settings, recorded = asdict(got["settings"]), manifest["training"]["settings"]
+        assert {k: settings[k] for k in recorded} == recorded
+        assert all(settings[k] is None for k in set(settings) - set(recorded))  # options added since: off
         assert got["dev_share"] == round(manifest["data"]["dev_pairs"] / (manifest["data"]["dev_pairs"]
                                          + manifest["data"]["train_pairs"]), 2)
 

@@ -9,9 +9,15 @@ import torch
 from click.testing import CliRunner
 from safetensors.torch import load_file, save_file
 
-from features.alignment.verifier import MANIFEST, WEIGHTS, VerifierScorer, file_sha256, shipped_verifier_dir
+from features.alignment.verifier import WEIGHTS, VerifierScorer
+from features.model_manifest import MANIFEST, file_sha256, weights_sha256
 from syncheck.cli import main
+from syncheck.shipped_models import SPAN_READER, VERIFIER, shipped_model_dir
 from syncheck.training.verifier_averaging import average_verifiers, builds
+
+
+def shipped_verifier_dir():
+    return shipped_model_dir(VERIFIER)
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +29,7 @@ def shifted(tmp_path_factory):
     save_file(state, str(out / WEIGHTS))
     (out / "config.json").write_bytes((src / "config.json").read_bytes())
     manifest = json.loads((src / MANIFEST).read_text())
-    manifest["weights_sha256"] = file_sha256(out / WEIGHTS)
+    manifest["files"][WEIGHTS]["sha256"] = file_sha256(out / WEIGHTS)
     (out / MANIFEST).write_text(json.dumps(manifest))
     return out
 
@@ -41,10 +47,14 @@ def test_the_average_is_the_weighted_mean_of_each_tensor_and_scores_as_a_verifie
     manifest = json.loads((tmp_path / "avg" / MANIFEST).read_text())
     assert [part["weight"] for part in manifest["average_of"]] == [0.75, 0.25]
     shipped_manifest = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
-    assert [b["command"] for b in builds(manifest)] == [shipped_manifest["command"]] * 2  # each input's training
+    assert [b["training"]["command"] for b in builds(manifest)] == [shipped_manifest["training"]["command"]] * 2
     assert manifest["data"]["recipe"] == builds(shipped_manifest)[0]["data"]["recipe"]
-    assert manifest["weights_sha256"] == file_sha256(tmp_path / "avg" / WEIGHTS)
-    assert manifest["command"] == f"syncheck verifier average avg shipped {shifted.name} --weights 0.75,0.25"
+    assert weights_sha256(manifest) == file_sha256(tmp_path / "avg" / WEIGHTS)
+    command = f"syncheck verifier average avg shipped {shifted.name} --weights 0.75,0.25"
+    assert manifest["training"]["command"] == command
+    assert manifest["data"]["rows"] == 2 * shipped_manifest["data"]["rows"]  # two trainings, on the same sources
+    assert manifest["data"]["sources"] == shipped_manifest["data"]["sources"]
+    assert manifest["licences"] == shipped_manifest["licences"]
     score = VerifierScorer(tmp_path / "avg", progress=False).score(["Paris is in France."], ["Paris is in France."])
     assert 0.0 <= float(score[0]) <= 1.0
 
@@ -56,8 +66,6 @@ def test_a_verifier_averaged_with_itself_is_itself(tmp_path):
 
 
 def test_weights_that_do_not_fit_and_verifiers_of_another_kind_are_refused(tmp_path, shifted):
-    from features.alignment.span_reader import shipped_reader_dir
-
     runner = CliRunner()
     for weights in ("0.5", "0.7,0.7", "a,b"):
         refused = runner.invoke(main, ["verifier", "average", str(tmp_path / "x"), "shipped", str(shifted),
@@ -66,12 +74,14 @@ def test_weights_that_do_not_fit_and_verifiers_of_another_kind_are_refused(tmp_p
     alone = runner.invoke(main, ["verifier", "average", str(tmp_path / "x"), "shipped"])
     assert alone.exit_code != 0 and "at least two" in alone.output
     with pytest.raises(ValueError, match="differ in 'head'"):  # the span reader has a start/end head
-        average_verifiers([shipped_verifier_dir(), shipped_reader_dir()], [0.5, 0.5], tmp_path / "y", command="t")
+        average_verifiers([shipped_verifier_dir(), shipped_model_dir(SPAN_READER)], [0.5, 0.5], tmp_path / "y",
+                          command="t")
     manifest = json.loads((shifted / MANIFEST).read_text())
     (tmp_path / "bad").mkdir()
     for name in (WEIGHTS, "config.json"):
         (tmp_path / "bad" / name).write_bytes((shifted / name).read_bytes())
-    (tmp_path / "bad" / MANIFEST).write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
+    manifest["files"][WEIGHTS]["sha256"] = "0" * 64
+    (tmp_path / "bad" / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(OSError, match="sha256"):
         average_verifiers([shipped_verifier_dir(), tmp_path / "bad"], [0.5, 0.5], tmp_path / "z", command="t")
 

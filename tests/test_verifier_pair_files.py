@@ -9,7 +9,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from features.alignment.verifier import MANIFEST, read_manifest, shipped_verifier_dir
+from features.model_manifest import MANIFEST, read_manifest
+from syncheck.shipped_models import VERIFIER, shipped_model_dir
 from syncheck.training.pair_files import (
     KNOWN_SOURCES,
     capped,
@@ -114,10 +115,10 @@ def test_a_tiny_verifier_trains_from_pairs_files_through_the_cli(tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     manifest = read_manifest(out)
-    assert manifest["training"]["sampling"] == "length"
+    assert manifest["training"]["settings"]["sampling"] == "length"
     assert manifest["data"]["recipe"]["pairs"] == ["own.jsonl.gz"] and manifest["data"]["licence_problems"] == []
-    assert [s["file"] for s in manifest["data"]["sources"]] == ["own.jsonl.gz"]
-    assert "--pairs own.jsonl.gz --pairs-per-source 10" in manifest["command"]
+    assert [s["name"] for s in manifest["data"]["sources"]] == ["own.jsonl.gz"]
+    assert "--pairs own.jsonl.gz --pairs-per-source 10" in manifest["training"]["command"]
     said = [{**r, "hypothesis": f"{['no', 'yes'][r['label']]} {r['hypothesis']}"} for r in rows]
     telling = write_pairs_file(tmp_path / "telling.jsonl", said)  # the claim alone gives its label away
     empty = CliRunner().invoke(main, ["verifier", "train", str(tmp_path / "e"), "--pairs", str(telling)])
@@ -130,12 +131,12 @@ def test_a_tiny_verifier_trains_from_pairs_files_through_the_cli(tmp_path):
 def test_every_shipped_verifier_s_sources_and_licences_match_its_recipe():
     """A manifest that names pairs files lists each with its licence, and none a shipped model may not learn from;
     one without them (HaluEval only) lists none."""
-    manifest = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
+    manifest = json.loads((shipped_model_dir(VERIFIER) / MANIFEST).read_text())
     from syncheck.training.verifier_averaging import builds
 
     for built in builds(manifest):
         data = built["data"]
         files = data["recipe"].get("pairs", [])
-        assert [s["file"] for s in data.get("sources", []) if s["file"] in files] == files
+        assert [s["name"] for s in data.get("sources", []) if s["name"] in files] == files
         assert shipping_problems(files, data["recipe"].get("drop_sources", [])) == []
         assert data.get("licence_problems", []) == []

@@ -36,18 +36,16 @@ def backend_identity(spec: str) -> str:
     """``spec``, joined by the weights' sha256 from its manifest when it names a directory of trained weights (the
     shipped ``verifier`` or ``reader``, ``verifier:DIR``, ``reader:DIR``, ``probe:DIR``): a cache named by it never
     serves the scores of weights since replaced under the same spec. Any other spec is its own identity."""
-    from features.alignment.span_reader import shipped_reader_dir
-    from features.alignment.verifier import MANIFEST, shipped_verifier_dir
+    from features.model_manifest import MANIFEST, read_manifest, weights_sha256
+    from syncheck.shipped_models import ALIGNMENT_DEFAULTS, shipped_model_dir
 
     kind, _, where = spec.partition(":")
-    shipped = {"verifier": shipped_verifier_dir, "reader": shipped_reader_dir}
-    if kind not in (*shipped, "probe") or (kind == "probe" and not where):
+    if kind not in ALIGNMENT_DEFAULTS or (kind == "probe" and not where):
         return spec
-    manifest = Path(where) / MANIFEST if where else shipped[kind]() / MANIFEST
-    if not manifest.is_file():
+    directory = Path(where) if where else shipped_model_dir(ALIGNMENT_DEFAULTS[kind])
+    if not (directory / MANIFEST).is_file():
         return spec
-    fields = json.loads(manifest.read_text(encoding="utf-8"))
-    digest = fields.get("weights_sha256") or fields.get("head_sha256")
+    digest = weights_sha256(read_manifest(directory))
     return f"{spec}@{digest}" if digest else spec
 
 
@@ -113,7 +111,8 @@ def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], clai
     Raises:
         SystemExit: a record that is in none of the folds (the folds were dealt from other files).
     """
-    from features.alignment.verifier import VerifierScorer, read_manifest
+    from features.alignment.verifier import VerifierScorer
+    from features.model_manifest import read_manifest, weights_sha256
 
     fold_of = read_folds(out)["fold_of"]
     missing = sorted({i for i in ids if i not in fold_of})
@@ -124,7 +123,7 @@ def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], clai
     for k in sorted(set(fold_of[i] for i in ids)):
         d = fold_dir(out, k)
         rows = [n for n, i in enumerate(ids) if fold_of[i] == k]
-        spec = f"verifier-sha256:{read_manifest(d)['weights_sha256'][:16]}"
+        spec = f"verifier-sha256:{weights_sha256(read_manifest(d))[:16]}"
         scores[rows] = cached_scores(spec, work_dir, [premises[n] for n in rows], [claims[n] for n in rows],
                                      make_scorer=lambda d=d: VerifierScorer(d, progress=False), batch=batch)
     return scores

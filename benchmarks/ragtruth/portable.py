@@ -17,10 +17,11 @@ kept, so every row of the table is on the same sentences, with the same
 - each model's own calibrated recipe (default features + its hidden-state
   probe), as ``syncheck calibrate`` fits it.
 
-``--train`` then fits the shipped portable aggregator
-(``syncheck/data/aggregators/portable``) on every model's RAGTruth sentences,
-plus the first model's HaluEval train-side rows and ``--generated`` answers
-(as the default), and tunes FOD's thresholds on held-out generated sentences.
+``--train`` then fits the shipped portable aggregator (``portable-aggregator``,
+:mod:`syncheck.shipped_models`) on every model's RAGTruth sentences, plus the
+first model's HaluEval train-side rows and ``--generated`` answers (as the
+default), tunes FOD's thresholds on held-out generated sentences, and writes
+its manifest.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from benchmarks.ragtruth.training import Rows
 from syncheck.fitting import grouped_folds
 
 SECTION = "## Cross-model transfer: the portable default"
-OUT = Path(__file__).resolve().parents[2] / "syncheck" / "data" / "aggregators" / "portable"
 
 
 def parse_model(spec: str) -> tuple[str, str]:
@@ -141,7 +141,7 @@ def table_rows(table: SentenceTable, names: Sequence[str], source: str) -> Rows:
 
 def train_portable(tables: dict[str, SentenceTable], first_model: str, args: argparse.Namespace) -> Path:
     """Fit and save the shipped portable aggregator (see the module docstring)."""
-    from benchmarks.ragtruth.train_default import heldout_generated, load_rows
+    from benchmarks.ragtruth.train_default import heldout_generated, load_rows, write_shipped_manifest
     from syncheck.aggregators import save_aggregator
     from syncheck.aggregators.recipe import PORTABLE_FEATURES, PORTABLE_KIND, PORTABLE_PARAMS
     from syncheck.aggregators.stacked import fit_stacked
@@ -181,6 +181,7 @@ def train_portable(tables: dict[str, SentenceTable], first_model: str, args: arg
         "lid_k": None, "kl": True, "kl_threshold": 3.0, "lookback": False, "text_checks": True,
     }
     out = save_aggregator(model.aggregator, args.out, training=training, scorer=scorer, decoding=decoding)
+    write_shipped_manifest(out, training["sentences_per_set"], None)
     print(f"trained the portable {PORTABLE_KIND} on {len(rows)} sentences from {list(sources)}; wrote {out}"
           + (f"; tau1 {decoding['tau1']:.2f}, tau2 {decoding['tau2']:.2f}" if decoding else ""), file=sys.stderr)
     return out
@@ -201,8 +202,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--train", action="store_true", help="also fit the shipped portable aggregator")
     p.add_argument("--halueval-dir", default="../shared/data/halueval", help="'' to leave HaluEval out of --train")
     p.add_argument("--generated", action="append", default=[], help="the first model's generated_set JSONL")
-    p.add_argument("-o", "--out", default=str(OUT))
+    p.add_argument("-o", "--out", default=None, help="where --train writes (default: the shipped portable's directory)")
     args = p.parse_args(argv)
+    if args.out is None:
+        from syncheck.shipped_models import PORTABLE_AGGREGATOR, shipped_model_dir
+
+        args.out = str(shipped_model_dir(PORTABLE_AGGREGATOR))
     if args.threads:
         import torch
 

@@ -381,6 +381,9 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
         saved = save_verdict(resp, outer, tau, args)
         if final is not None:
             save_final(table, resp, final, tau, args)
+        from syncheck.aggregators.manifest import write_aggregator_manifest
+
+        write_aggregator_manifest(args.save)  # its files changed: the manifest lists them again
     t_eval = time.perf_counter() - t0
     timing = dict(timing or {}, evaluation=t_eval)
     header = [

@@ -1,4 +1,4 @@
-"""Retrain the default aggregator shipped in ``syncheck/data/aggregators/default/``.
+"""Retrain the default aggregator shipped in the package (``default-aggregator``, :mod:`syncheck.shipped_models`).
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.ragtruth.train_default --data PATH/TO/ragtruth/dev.jsonl \\
         --halueval-dir PATH/TO/halueval --generated GEN.jsonl
@@ -17,7 +17,9 @@ Before fitting on everything it prints a held-out check on the generated
 answers (grouped 5-fold by record, every other row always in training) beside
 sentence length, and tunes FOD's thresholds on those out-of-fold scores (the
 scores FOD will meet are the model's own sentences). Features are cached as in
-the benchmarks, so after a benchmark run this only trains.
+the benchmarks, so after a benchmark run this only trains. It writes the
+directory's manifest last (:mod:`syncheck.aggregators.manifest`), with each
+training set and its licence (:func:`set_sources`).
 """
 
 from __future__ import annotations
@@ -25,15 +27,45 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from benchmarks.ragtruth.training import Rows, generated_rows, halueval_rows, ragtruth_rows
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "syncheck" / "data" / "aggregators" / "default"
 #: Records read from each HaluEval source (only their train side is used).
 HALUEVAL_LIMIT = 600
+#: RAGTruth's licence, as the shared copy's README gives it.
+RAGTRUTH_LICENCE = ("MIT (RAGTruth); this copy joins public partial copies of its test split, one of them CC BY-NC "
+                    "4.0 (the shared data's README)")
+#: What each training set of an aggregator is (``{model}``: the model that scored it) and its licence.
+SET_SOURCES = {
+    "ragtruth": ("RAGTruth dev, teacher-forced through {model}", RAGTRUTH_LICENCE),
+    "pairs": ("HaluEval QA distractor pairs (the training side), through {model}", "MIT"),
+    "sentences": ("HaluEval sentences (the training side), through {model}", "MIT"),
+    "generated": ("answers {model} generated to HaluEval QA records (the training side), labelled by a judge",
+                  "MIT (HaluEval's passages and questions)"),
+}
+
+
+def set_sources(sentences_per_set: Mapping[str, int], model: str | None = None) -> list[dict]:
+    """An aggregator manifest's ``data.sources`` from its sentences per training set (a set ``NAME-MODEL`` was scored
+    by that model, a set ``NAME`` by ``model``)."""
+    out = []
+    for key, rows in sentences_per_set.items():
+        name, _, by = key.partition("-")
+        what, licence = SET_SOURCES[name]
+        out.append({"name": what.format(model=by or model), "licence": licence, "rows": int(rows)})
+    return out
+
+
+def write_shipped_manifest(out: str | Path, sentences_per_set: Mapping[str, int], model: str | None) -> None:
+    """Write the manifest of the aggregator in ``out`` (its name and purpose kept from the one there)."""
+    from syncheck.aggregators.manifest import write_aggregator_manifest
+    from syncheck.shipped_models import PACKAGE_LICENCE, base_licences
+
+    write_aggregator_manifest(out, sources=set_sources(sentences_per_set, model),
+                              licences=[PACKAGE_LICENCE, *base_licences(model)])
 
 
 def _probe_template(model: str):
@@ -119,8 +151,12 @@ def main(argv: Sequence[str] | None = None) -> Path:
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("-o", "--out", default=str(DEFAULT_OUT), help="output directory (default: the packaged default)")
+    p.add_argument("-o", "--out", default=None, help="output directory (default: the packaged default's)")
     args = p.parse_args(argv)
+    if args.out is None:
+        from syncheck.shipped_models import DEFAULT_AGGREGATOR, shipped_model_dir
+
+        args.out = str(shipped_model_dir(DEFAULT_AGGREGATOR))
     if args.threads:
         import torch
 
@@ -160,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "lookback": False, "text_checks": True,
     }
     out = save_sentence_model(model, args.out, training=training, scorer=scorer, decoding=decoding)
+    write_shipped_manifest(out, training["sentences_per_set"], args.model)
     print(f"trained {DEFAULT_KIND} + {[p.name for p in model.probes]} on {len(rows)} sentences "
           f"({training['faithful']} faithful) from {training['sets']}; threshold {agg.threshold_:.3f}; wrote {out}",
           file=sys.stderr)

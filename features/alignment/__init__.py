@@ -10,12 +10,13 @@ higher = better supported). One backend per module:
   syncheck builds it: ``syncheck.model.llm_judge``, by ``syncheck.alignment.make_alignment_scorer``);
 - ``nli:<model>`` (:mod:`.nli`): P(entailment) of any sequence-classification NLI cross-encoder;
 - ``alignscore:<checkpoint>`` (:mod:`.alignscore`): the official AlignScore checkpoints (SynCheck's ``align_score``);
-- ``verifier[:<dir>]`` (:mod:`.verifier`): syncheck's own cross-encoder, shipped in the package (no hub needed), or
-  one trained by ``syncheck verifier train``;
-- ``reader[:<dir>]`` (:mod:`.span_reader`): syncheck's own span reader, shipped in the package: the share of its
-  answer to the claim's question that the claim names (``nan`` for a claim without a question);
+- ``verifier:<dir>`` (:mod:`.verifier`): syncheck's own cross-encoder, one trained by ``syncheck verifier train``
+  (``verifier`` alone, the one shipped in the package, is built by ``syncheck.alignment.make_alignment_scorer``: this
+  layer never looks into the package's data);
+- ``reader:<dir>`` (:mod:`.span_reader`): syncheck's own span reader: the share of its answer to the claim's question
+  that the claim names (``nan`` for a claim without a question); ``reader`` alone, the shipped one, as ``verifier``;
 - ``probe:<dir>``: a logistic head on a frozen causal LM's hidden states (fitted by ``syncheck verifier train
-  --probe MODEL``; it runs a causal LM, so syncheck builds it: ``syncheck.model.probe_scorer``).
+  --probe MODEL``; it runs a causal LM, so syncheck builds it: ``syncheck.model.probe_verifier``).
 
 Model backends split long premises into overlapping windows (:mod:`.windows`)
 and keep the max over windows. Build one with :func:`make_alignment_scorer`;
@@ -86,10 +87,10 @@ def make_alignment_scorer(
         takes); ``"nli:<hub id or dir>"`` (a sequence-classification NLI
         model; pass ``trust_remote_code=True`` for Vectara's HHEM);
         ``"alignscore"`` (``yzha/AlignScore`` AlignScore-base, needs the hub)
-        or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``; ``"verifier"`` (the shipped verifier) or
-        ``"verifier:<dir>"`` (one ``syncheck verifier train`` wrote); ``"reader"`` (the shipped span reader) or
-        ``"reader:<dir>"`` (one ``syncheck verifier reader`` wrote); ``"probe:<dir>"`` (built by
-        :func:`syncheck.alignment.make_alignment_scorer`).
+        or ``"alignscore:<.ckpt path, dir or hub id[/file.ckpt]>"``; ``"verifier:<dir>"`` (one ``syncheck verifier
+        train`` wrote); ``"reader:<dir>"`` (one ``syncheck verifier reader`` wrote). ``"probe:<dir>"``, and
+        ``"verifier"`` and ``"reader"`` without a directory (the shipped ones), are built by
+        :func:`syncheck.alignment.make_alignment_scorer`.
 
     Args:
         device, dtype: for model backends.
@@ -110,6 +111,9 @@ def make_alignment_scorer(
         return EmbeddingScorer(arg or None, **model_kw)
     if kind in ("llm-judge", "probe"):  # a causal LM run by syncheck (syncheck.model): features/ imports no syncheck
         raise ValueError(f"{spec!r} runs a causal LM: build it with syncheck.alignment.make_alignment_scorer({spec!r})")
+    if kind in ("verifier", "reader") and not arg:  # the shipped one: syncheck finds it (syncheck.shipped_models)
+        raise ValueError(f"{spec!r} alone is the {kind} shipped with syncheck: build it with "
+                         f"syncheck.alignment.make_alignment_scorer({spec!r}), or give a directory ({kind}:<dir>)")
     if kind == "nli":
         from features.alignment.nli import NLIScorer
 
@@ -117,11 +121,11 @@ def make_alignment_scorer(
     if kind == "verifier":
         from features.alignment.verifier import VerifierScorer
 
-        return VerifierScorer(arg or None, **model_kw)
+        return VerifierScorer(arg, **model_kw)
     if kind == "reader":
         from features.alignment.span_reader import SpanReaderScorer
 
-        return SpanReaderScorer(arg or None, **model_kw)
+        return SpanReaderScorer(arg, **model_kw)
     from features.alignment.alignscore import DEFAULT_REPO, AlignScoreScorer  # kind == "alignscore"
 
     return AlignScoreScorer(arg or DEFAULT_REPO, **model_kw)

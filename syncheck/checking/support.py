@@ -202,7 +202,7 @@ def verifier_claims(answer: str, question: str | None, task: str = "auto") -> li
 
 
 class VerifierSupport:
-    """The verifier (:mod:`features.alignment.verifier`), or the probe (:mod:`syncheck.model.probe_scorer`), as
+    """The verifier (:mod:`features.alignment.verifier`), or the probe (:mod:`syncheck.model.probe_verifier`), as
     Provenance's support model, reading each answer as it was trained to: a QA answer whole and question-aware
     (``"Question: Q\nAnswer: A"``), a summary (by :func:`answer_task`) sentence by sentence, its support being the
     mean over its sentences (``summary_statistic``, :data:`DEFAULT_SUMMARY_STATISTIC`) leaning on their local support

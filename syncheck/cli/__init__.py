@@ -9,6 +9,7 @@ from syncheck.cli.calibrate import calibrate, calibrations
 from syncheck.cli.check import check
 from syncheck.cli.common import CommandGroup, quiet_transformers
 from syncheck.cli.lid import lid_reference
+from syncheck.cli.models import models
 from syncheck.cli.report import report
 from syncheck.cli.score import score
 from syncheck.cli.serve import serve
@@ -23,5 +24,5 @@ def main() -> None:
     quiet_transformers()
 
 
-for command in (score, serve, calibrate, calibrations, check, train, report, lid_reference, verifier):
+for command in (score, serve, calibrate, calibrations, check, train, report, lid_reference, verifier, models):
     main.add_command(command)

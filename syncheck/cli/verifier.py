@@ -8,17 +8,18 @@ same recipe, so an interrupted run picks up where it stopped):
    ranges, answers a model wrote), cut to the scorer's windows and thinned by the claim-only artefact check, and a
    share of the source documents held out; ``data.json``: the recipe and the check's figures;
 2. ``checkpoints/``: transformers ``Trainer`` checkpoints (a run resumes from the last one);
-3. ``verifier.safetensors``, ``config.json``, ``manifest.json``: the verifier
+3. ``verifier.safetensors``, ``config.json``, ``manifest.json`` (:mod:`features.model_manifest`): the verifier
    (``--alignment verifier:<dir>`` in ``syncheck score``, ``calibrate`` and ``check``).
 
-With ``--probe MODEL`` it fits a probe instead (:mod:`syncheck.training.probe_build`): step 2 caches the frozen LM's
-hidden states under ``states/``, and step 3 writes ``head.json`` and ``manifest.json`` (``--alignment probe:<dir>``).
+With ``--probe MODEL`` it fits a probe verifier instead (:mod:`syncheck.training.probe_verifier_build`): step 2 caches
+the frozen LM's hidden states under ``states/``, and step 3 writes ``head.json`` and ``manifest.json``
+(``--alignment probe:<dir>``).
 
 ``syncheck verifier average OUT A B`` writes a verifier whose weights average A's and B's
 (:mod:`syncheck.training.verifier_averaging`).
 
 ``syncheck verifier reader`` fits a span reader (:mod:`syncheck.training.reader_training`): ``checkpoints/``, then
-``verifier.safetensors``, ``config.json`` and ``manifest.json`` (``--alignment reader:<dir>``).
+``reader.safetensors``, ``config.json`` and ``manifest.json`` (``--alignment reader:<dir>``).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
     if probe_model:
         if base or init:
             raise click.UsageError("--probe reads a frozen LM: drop --base and --init")
-        from syncheck.training.probe_build import build_probe
+        from syncheck.training.probe_verifier_build import build_probe
 
         try:
             layer_ids = [int(v) for v in layers.split(",")]
@@ -134,7 +135,7 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
         manifest = build_probe(out, recipe, probe_model, dtype=dtype, layers=layer_ids, c=probe_c,
                                max_premise_tokens=max_length or 1536, batch_size=batch_size, command=command,
                                dev_share=dev_share, device=device, progress=progress, echo=click.echo)
-        click.echo(f"probe written to {out} ({manifest['head_bytes'] / 1e3:.0f} KB); use it with "
+        click.echo(f"probe verifier written to {out} ({model_size(manifest) / 1e3:.0f} KB); use it with "
                    f"--alignment probe:{out}")
         return
     if init:
@@ -158,7 +159,7 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
                                   progress=progress, echo=click.echo)
     except (FileExistsError, ValueError) as exc:  # another recipe in OUT; pairs that give no training set
         raise click.ClickException(str(exc))
-    click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
+    click.echo(f"verifier written to {out} ({model_size(manifest) / 1e6:.1f} MB); use it with "
                f"--alignment verifier:{out}")
 
 
@@ -197,27 +198,32 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
 
     if not (halueval or answers):
         raise click.UsageError("give something to train on: --answers or --halueval")
-    examples = halueval_answers(halueval, halueval_records) if halueval else []
+    right = halueval_answers(halueval, halueval_records) if halueval else []
     conflicts = halueval_conflicts(halueval, halueval_records) if halueval and conflict else []
-    examples += conflicts
-    skipped = 0
+    skipped, own_answers = 0, []
     for path in answers:
         own, n = record_answers(iter_jsonl(path))
-        examples, skipped = examples + own, skipped + n
+        own_answers, skipped = own_answers + own, skipped + n
+    examples = right + conflicts + own_answers
     if skipped:
         click.echo(f"{skipped} rows skipped: no question, or the answer is not in the context", err=True)
     settings = ReaderSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
                               batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps, seed=seed)
     ranges = first_records(HALUEVAL_TRAIN["qa"], halueval_records) if halueval else ()
     data = {"halueval": str(halueval) if halueval else None, "halueval_qa_ranges": [list(r) for r in ranges],
-            "conflict_answers": len(conflicts), "conflict_recipe": CONFLICT_RECIPE if conflicts else None,
-            "answers_files": [str(p) for p in answers], "skipped": skipped}
+            "conflict_answers": len(conflicts),
+            "conflict_recipe": CONFLICT_RECIPE if conflicts else None, "answers_files": [str(p) for p in answers],
+            "skipped": skipped,
+            "sources": [{"name": name, "licence": licence, "rows": len(rows)} for name, licence, rows in (
+                ("HaluEval QA (the right answers of its training ranges)", "MIT", right),
+                ("knowledge-conflict copies of those HaluEval QA records", "MIT", conflicts),
+                ("your answers files", "yours", own_answers)) if rows]}
     try:
         manifest = build_reader(out, examples, settings, command=given_command(click.get_current_context()),
                                 data=data, progress=progress)
     except ValueError as exc:
         raise click.UsageError(str(exc))
-    click.echo(f"reader written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB); use it with "
+    click.echo(f"reader written to {out} ({model_size(manifest) / 1e6:.1f} MB); use it with "
                f"--alignment reader:{out}")
 
 
@@ -232,10 +238,11 @@ def average(out: Path, verifiers: tuple[str, ...], weights: str | None) -> None:
     The verifiers must share their base, head and frozen tensors: for example one trained on your domain and the
     shipped one. The average scores at the cost of one verifier.
     """
-    from features.alignment.verifier import shipped_verifier_dir
+    from features.model_manifest import weights_sha256
+    from syncheck.shipped_models import VERIFIER, shipped_model_dir
     from syncheck.training.verifier_averaging import average_verifiers
 
-    dirs = [shipped_verifier_dir() if v == "shipped" else Path(v) for v in verifiers]
+    dirs = [shipped_model_dir(VERIFIER) if v == "shipped" else Path(v) for v in verifiers]
     for d in dirs:
         if not d.is_dir():
             raise click.BadParameter(f"{d} is not a directory: give verifier directories, or 'shipped'",
@@ -248,8 +255,13 @@ def average(out: Path, verifiers: tuple[str, ...], weights: str | None) -> None:
         manifest = average_verifiers(dirs, shares, out, command=given_command(click.get_current_context()))
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc))
-    click.echo(f"verifier written to {out} ({manifest['weights_bytes'] / 1e6:.1f} MB, sha256 "
-               f"{manifest['weights_sha256'][:12]}); use it with --alignment verifier:{out}")
+    click.echo(f"verifier written to {out} ({model_size(manifest) / 1e6:.1f} MB, sha256 "
+               f"{weights_sha256(manifest)[:12]}); use it with --alignment verifier:{out}")
+
+
+def model_size(manifest: dict) -> int:
+    """Bytes of a model's files, as its manifest lists them."""
+    return sum(f["size"] for f in manifest["files"].values())
 
 
 def given_command(ctx: click.Context) -> str:
@@ -293,14 +305,13 @@ def manifest_differences(a: dict, b: dict) -> list[str]:
 
 
 def _read_any_manifest(directory: Path | None) -> dict:
-    """The manifest of a verifier or a probe directory (default: the shipped verifier)."""
-    from features.alignment.verifier import read_manifest, shipped_verifier_dir
-    from syncheck.model.probe_scorer import HEAD, load_head
+    """The manifest of a verifier, span reader or probe verifier directory (default: the shipped verifier), in the
+    current schema (an older one upgraded)."""
+    from features.model_manifest import read_manifest
+    from syncheck.shipped_models import VERIFIER, shipped_model_dir
 
     try:
-        if directory is not None and (directory / HEAD).exists():
-            return load_head(directory)[1]
-        return read_manifest(directory or shipped_verifier_dir())
+        return read_manifest(directory or shipped_model_dir(VERIFIER), ["verifier", "span-reader", "probe-verifier"])
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc))
 

@@ -2,7 +2,7 @@
 
 The commands are ``syncheck verifier train`` (``--probe MODEL`` for a probe), ``syncheck verifier reader`` and
 ``syncheck verifier average``. The models they write are read at scoring time by :mod:`features.alignment.verifier`,
-:mod:`features.alignment.span_reader` and :mod:`syncheck.model.probe_scorer`; nothing here runs when text is scored.
+:mod:`features.alignment.span_reader` and :mod:`syncheck.model.probe_verifier`; nothing here runs when text is scored.
 
 - the pairs: :mod:`~syncheck.training.pairs` (a verifier's training example), :mod:`~syncheck.training.sources`
   (HaluEval's training and held-out ranges, a user's labelled records and documents),
@@ -16,7 +16,7 @@ The commands are ``syncheck verifier train`` (``--probe MODEL`` for a probe), ``
 - the verifier: :mod:`~syncheck.training.verifier_training` (transformers' ``Trainer``, the export),
   :mod:`~syncheck.training.verifier_build` (the resumable steps of ``syncheck verifier train``) and
   :mod:`~syncheck.training.verifier_averaging` (weight-space averages);
-- the probe: :mod:`~syncheck.training.probe_build`; the span reader: :mod:`~syncheck.training.reader_training`.
+- the probe: :mod:`~syncheck.training.probe_verifier_build`; the span reader: :mod:`~syncheck.training.reader_training`.
 
 Importing this package imports none of them.
 """

@@ -144,17 +144,18 @@ def capped(pairs: Sequence[VerifierPair], per_source: int | None, seed: int = 0)
 
 
 def pair_file_record(path: str | Path, pairs: Sequence[VerifierPair], drop: Iterable[str] = ()) -> dict[str, Any]:
-    """What a manifest says of one pairs file: its name, licence, dropped sub-sources and rows (supported) per
-    sub-source kept."""
+    """What a manifest says of one pairs file (a source of ``data.sources``, :mod:`features.model_manifest`): its
+    name, licence, rows, dropped sub-sources and rows (supported) per sub-source kept."""
     known = KNOWN_SOURCES.get(file_stem(path))
     rows: dict[str, dict[str, int]] = {}
     for p in pairs:
         r = rows.setdefault(p.kind, {"rows": 0, "supported": 0})
         r["rows"] += 1
         r["supported"] += p.label
-    return {"file": Path(path).name,
+    return {"name": Path(path).name,
             "licence": known.licence if known else "as its provider states (not a file of the shared pool)",
-            **({"dropped": sorted(set(drop))} if drop else {}), "sources": dict(sorted(rows.items()))}
+            "rows": len(pairs), **({"dropped": sorted(set(drop))} if drop else {}),
+            "sources": dict(sorted(rows.items()))}
 
 
 def shipping_problems(paths: Iterable[str | Path], drop: Iterable[str]) -> list[str]:

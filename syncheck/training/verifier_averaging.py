@@ -18,9 +18,18 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from features.alignment.verifier import FORMAT, MANIFEST, WEIGHTS, checked_weights, file_sha256, read_manifest
+from features.alignment.span_reader import WEIGHTS as READER_WEIGHTS
+from features.alignment.verifier import DIRECTORY_KINDS, WEIGHTS
+from features.model_manifest import (
+    build_manifest,
+    checked_file,
+    file_sha256,
+    read_manifest,
+    weights_sha256,
+    write_manifest,
+)
 from syncheck.training.pairs import read_pairs
 from syncheck.training.verifier_build import DEV_PAIRS, dev_figures
 
@@ -48,13 +57,13 @@ def average_verifiers(directories: Sequence[str | Path], weights: Sequence[float
     if len(weights) != len(directories) or any(w < 0 for w in weights) or abs(sum(weights) - 1) > 1e-6:
         raise ValueError(f"give one weight per verifier, each >= 0, summing to 1 (got {list(weights)} for "
                          f"{len(directories)} verifiers)")
-    manifests = [read_manifest(d) for d in directories]
+    manifests = [read_manifest(d, DIRECTORY_KINDS) for d in directories]
     for field in SAME:
         values = {json.dumps(m.get(field, "logit" if field == "head" else None)) for m in manifests}
         if len(values) > 1:
             raise ValueError(f"these verifiers differ in {field!r} ({sorted(values)}); only verifiers trained from "
                              "the same base, with the same head and frozen tensors, can be averaged")
-    states = [load_file(str(checked_weights(d, m))) for d, m in zip(directories, manifests)]
+    states = [load_file(str(checked_file(d, m))) for d, m in zip(directories, manifests)]
     names = set(states[0])
     for d, state in zip(directories[1:], states[1:]):
         if set(state) != names or any(state[k].shape != states[0][k].shape for k in names):
@@ -62,26 +71,38 @@ def average_verifiers(directories: Sequence[str | Path], weights: Sequence[float
                              "same architecture can be averaged")
     averaged = {k: sum(w * s[k].float() for w, s in zip(weights, states)).to(torch.float16).contiguous()
                 for k in sorted(names)}
+    first = manifests[0]
+    weights_file = READER_WEIGHTS if first["kind"] == "span-reader" else WEIGHTS
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    save_file(averaged, str(out / WEIGHTS))
-    (out / WEIGHTS).chmod(0o644)
+    save_file(averaged, str(out / weights_file))
+    (out / weights_file).chmod(0o644)
     shutil.copyfile(directories[0] / "config.json", out / "config.json")
-    first = manifests[0]
     recipes = {json.dumps(m.get("data", {}).get("recipe"), sort_keys=True) for m in manifests}
-    manifest = {
-        "format": FORMAT, **{field: first[field] for field in SAME if field in first},
-        "weights_sha256": file_sha256(out / WEIGHTS), "weights_bytes": (out / WEIGHTS).stat().st_size,
-        **({"data": {"recipe": first["data"]["recipe"]}} if len(recipes) == 1 and "data" in first else {}),
-        "average_of": [{"weight": w, "manifest": m} for w, m in zip(weights, manifests)],
-        **build_record(command),
-    }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    trained = list({weights_sha256(m): m for m in manifests}.values())  # each input once
+    data = {"sources": _once(s for m in trained for s in m["data"]["sources"]),
+            "rows": sum(m["data"]["rows"] or 0 for m in trained),
+            **({"recipe": first["data"]["recipe"]} if len(recipes) == 1 and "recipe" in first["data"] else {})}
+    manifest = build_manifest(
+        out, name=out.resolve().name, kind=first["kind"], weights=weights_file, files=[weights_file, "config.json"],
+        base=first.get("base"), **{field: first[field] for field in SAME if field in first and field != "base"},
+        average_of=[{"weight": w, "manifest": m} for w, m in zip(weights, manifests)],
+        training=build_record(command), data=data, licences=_once(x for m in trained for x in m["licences"]))
+    write_manifest(out, manifest)
     dev = [d / DEV_PAIRS for d in directories]
     if all(p.exists() for p in dev) and len({file_sha256(p) for p in dev}) == 1:  # built on the same pairs
-        manifest.setdefault("data", {})["dev"] = dev_figures(out, read_pairs(str(dev[0])))
-        (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        manifest["data"]["dev"] = dev_figures(out, read_pairs(str(dev[0])))
+        write_manifest(out, manifest)
     return manifest
+
+
+def _once(items: Iterable[Any]) -> list[Any]:
+    """``items`` without repeats, in order."""
+    out: list[Any] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def builds(manifest: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,8 +4,8 @@
    artefact check, split into train and dev by source document (``pairs.jsonl``, ``dev_pairs.jsonl``,
    ``data.json``);
 2. training: :func:`syncheck.training.verifier_training.fit` (``checkpoints/``, resumable);
-3. export: ``verifier.safetensors``, ``config.json`` and ``manifest.json``, with the dev AUROC of the exported
-   (float16-stored) verifier beside the claim-only model's on the same dev pairs.
+3. export: ``verifier.safetensors``, ``config.json`` and ``manifest.json`` (:mod:`features.model_manifest`), with the
+   dev AUROC of the exported (float16-stored) verifier beside the claim-only model's on the same dev pairs.
 """
 
 from __future__ import annotations
@@ -75,9 +75,9 @@ def prepare_pairs(out: Path, recipe: DataRecipe, settings: TrainSettings, dev_sh
                                "claim_only_auroc_after": round(check.auroc_after, 4),
                                "pairs_before": check.n_before, "pairs_after": check.n_after,
                                "rounds": check.rounds, "passed": check.passed},
-            "train_pairs": len(train), "dev_pairs": len(dev), "kinds": _counts(train)}
-    if recipe.pairs:  # older recipes' data.json read the same
-        data["sources"] = data_sources(recipe, train)
+            "train_pairs": len(train), "dev_pairs": len(dev), "kinds": _counts(train),
+            "sources": data_sources(recipe, train), "rows": len(train)}
+    if recipe.pairs:
         data["licence_problems"] = shipping_problems(recipe.pairs, recipe.drop_sources)
     data_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return data
@@ -119,9 +119,9 @@ def build_verifier(out: str | Path, recipe: DataRecipe, settings: TrainSettings,
     public["recipe"] = data["key"]["recipe"]
     manifest = export(model, out, settings, public, command)
     manifest["data"]["dev"] = dev_figures(out, read_pairs(str(out / DEV_PAIRS)))
-    from features.alignment.verifier import MANIFEST
+    from features.model_manifest import write_manifest
 
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    write_manifest(out, manifest)
     echo(f"dev: {manifest['data']['dev']}")
     return manifest
 

@@ -215,8 +215,9 @@ def pair_file_pairs(recipe: DataRecipe) -> list[VerifierPair]:
 
 
 def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str, Any]]:
-    """Where ``pairs`` (the ones trained on) came from, for a manifest: each pairs file with its licence and rows per
-    sub-source, then HaluEval and a user's records and documents with the pairs made from them."""
+    """Where ``pairs`` (the ones trained on) came from, for a manifest's ``data.sources``: each pairs file with its
+    licence and rows per sub-source, then HaluEval and a user's records and documents with the pairs made from
+    them."""
     from syncheck.training.pair_files import file_stem
 
     out, from_files = [], set()
@@ -231,12 +232,11 @@ def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str
         if p.kind not in from_files:
             rows = (halueval if p.group.startswith("halueval-") else yours).setdefault(p.kind, {"rows": 0})
             rows["rows"] += 1
-    if halueval:
-        out.append({"file": "HaluEval (qa, dialogue, summarization: the training ranges)", "licence": "MIT",
-                    "sources": dict(sorted(halueval.items()))})
-    if yours:
-        out.append({"file": "your labelled records and documents", "licence": "yours",
-                    "sources": dict(sorted(yours.items()))})
+    for name, licence, kinds in (("HaluEval (qa, dialogue, summarization: the training ranges)", "MIT", halueval),
+                                 ("your labelled records and documents", "yours", yours)):
+        if kinds:
+            out.append({"name": name, "licence": licence, "rows": sum(k["rows"] for k in kinds.values()),
+                        "sources": dict(sorted(kinds.items()))})
     return out
 
 

@@ -9,7 +9,6 @@ one. The loop is ``Trainer``'s own.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,17 +17,14 @@ from typing import Any, Sequence
 import torch
 
 from features.alignment.verifier import (
-    FORMAT,
-    MANIFEST,
+    DIRECTORY_KINDS,
     PACKAGED_BASE,
     WEIGHTS,
-    file_sha256,
     load_verifier,
-    read_manifest,
     resolve_base,
-    shipped_verifier_dir,
     tensors_sha256,
 )
+from features.model_manifest import build_manifest, read_manifest, weights_sha256, write_manifest
 from syncheck.training.pairs import VerifierPair
 
 #: Tensors that stay frozen (and load from the base instead of the verifier directory).
@@ -138,9 +134,10 @@ def frozen_names(model: Any) -> list[str]:
 
 def init_dir(init: str) -> Path:
     """The verifier directory ``init`` names (``"verifier"``, ``"reader"``: the shipped ones)."""
-    from features.alignment.span_reader import shipped_reader_dir
+    from syncheck.shipped_models import SPAN_READER, VERIFIER, shipped_model_dir
 
-    return {"verifier": shipped_verifier_dir, "reader": shipped_reader_dir}.get(init, lambda: Path(init))()
+    shipped = {"verifier": VERIFIER, "reader": SPAN_READER}
+    return shipped_model_dir(shipped[init]) if init in shipped else Path(init)
 
 
 def init_base(init: str) -> str:
@@ -149,7 +146,7 @@ def init_base(init: str) -> str:
     Raises:
         OSError, ValueError: ``init`` is not a verifier directory (the message says how to get one).
     """
-    return read_manifest(init_dir(init))["base"]
+    return read_manifest(init_dir(init), DIRECTORY_KINDS)["base"]
 
 
 def base_model(settings: TrainSettings) -> tuple[Any, Any]:
@@ -228,7 +225,8 @@ def fit(pairs: Sequence[VerifierPair], out: str | Path, settings: TrainSettings,
 
 
 def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str, Any], command: str) -> dict:
-    """Write ``model`` as a verifier directory (float16 trained tensors, config, manifest); returns the manifest.
+    """Write ``model`` as a verifier directory, or a span reader's (``settings.head == "span"``): float16 trained
+    tensors, config, manifest (:mod:`features.model_manifest`); returns the manifest.
 
     The manifest names the commit of the checkout that built it (``None`` from an installed wheel) and the libraries
     and machine it trained on (:func:`syncheck.build_info.build_record`), and its paths are reduced to their names
@@ -236,31 +234,30 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     """
     from safetensors.torch import save_file
 
+    from features.alignment.span_reader import READER_HEAD
+    from features.alignment.span_reader import WEIGHTS as READER_WEIGHTS
     from syncheck.build_info import build_record, without_machine_paths
+    from syncheck.shipped_models import base_licences
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    head = getattr(settings, "head", "logit")
+    kind, weights = ("span-reader", READER_WEIGHTS) if head == READER_HEAD else ("verifier", WEIGHTS)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     frozen = [k for k in state if k.endswith(FROZEN)]
     trained = {k: v.to(torch.float16).contiguous() for k, v in state.items() if k not in frozen}
-    save_file(trained, str(out / WEIGHTS))
-    (out / WEIGHTS).chmod(0o644)
+    save_file(trained, str(out / weights))
+    (out / weights).chmod(0o644)
     model.config.save_pretrained(str(out))
-    manifest = {
-        "format": FORMAT,
-        "head": getattr(settings, "head", "logit"),
-        "base": settings.base,
-        "frozen": sorted(frozen),
-        "frozen_sha256": tensors_sha256(state, frozen),
-        "weights_sha256": file_sha256(out / WEIGHTS),
-        "weights_bytes": (out / WEIGHTS).stat().st_size,
-        "max_length": settings.max_length,
-        "training": asdict(settings),
-        **({"init_weights_sha256": read_manifest(init_dir(settings.init))["weights_sha256"]} if settings.init else {}),
-        "data": without_machine_paths(data),
-        **build_record(command, next(model.parameters()).device),
-    }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    started = read_manifest(init_dir(settings.init), DIRECTORY_KINDS) if settings.init else None
+    manifest = build_manifest(
+        out, name=out.resolve().name, kind=kind, weights=weights, files=[weights, "config.json"], base=settings.base,
+        head=head, frozen=sorted(frozen), frozen_sha256=tensors_sha256(state, frozen), max_length=settings.max_length,
+        **({"init_weights_sha256": weights_sha256(started)} if started else {}),
+        training={**build_record(command, next(model.parameters()).device), "settings": asdict(settings)},
+        data=without_machine_paths({"rows": data.get("train_pairs", data.get("answers")), **data}),
+        licences=base_licences(settings.base))
+    write_manifest(out, manifest)
     return manifest
 
 

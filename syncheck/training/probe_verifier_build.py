@@ -1,4 +1,4 @@
-"""The build of a probe directory (:mod:`syncheck.model.probe_scorer`), step by step, each resumable.
+"""The build of a probe verifier's directory (:mod:`syncheck.model.probe_verifier`), step by step, each resumable.
 
 1. pairs: the verifier's step (:func:`syncheck.training.verifier_build.prepare_pairs`): the same recipe, the claim-only
    artefact check and the split by source document, with premises cut to the probe's window in the LM's tokens;
@@ -7,7 +7,8 @@
    layers and window computes only the pairs it adds (copy or link an earlier directory's ``states/``); the pairs run
    in premise order, so the claims of one premise share its prompt prefix;
 3. the head: scikit-learn's logistic regression on the standardised states (:meth:`ProbeHead.fit`), written as
-   ``head.json`` with ``manifest.json``, and its AUROC on the dev pairs beside the claim-only model's.
+   ``head.json`` with ``manifest.json`` (:mod:`features.model_manifest`), and its AUROC on the dev pairs beside the
+   claim-only model's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from syncheck.model.probe_scorer import FORMAT, MANIFEST, ProbeHead, ProbeStates, write_head
+from syncheck.model.probe_verifier import HEAD, ProbeHead, ProbeStates, write_head
+from syncheck.shipped_models import base_licences
 from syncheck.training.artefacts import claim_only_auroc
 from syncheck.training.pairs import VerifierPair, read_pairs
 from syncheck.training.verifier_build import DEV_PAIRS, PAIRS, prepare_pairs
@@ -90,12 +92,13 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
                 layers: Sequence[int] = (-1, -8), c: float = 0.05, max_premise_tokens: int = 1536,
                 batch_size: int = 8, command: str, dev_share: float = 0.05, device: Any = None,
                 progress: bool = True, echo: Callable[[str], None] = print, loaded: Any = None) -> dict[str, Any]:
-    """Build (or finish building) the probe directory ``out`` on the LM ``model``; returns its manifest.
+    """Build (or finish building) the probe verifier's directory ``out`` on the LM ``model``; returns its manifest.
 
     ``loaded`` passes the LM already loaded (``model`` is then only its name in the head).
     """
     from sklearn.metrics import roc_auc_score
 
+    from features.model_manifest import build_manifest, write_manifest
     from syncheck.build_info import build_record, without_machine_paths
     from syncheck.model.models import load_model
 
@@ -119,16 +122,15 @@ def build_probe(out: str | Path, recipe: DataRecipe, model: str, *, dtype: str =
         x_dev = cached_states(reader, dev, out / STATES, key, batch_size, progress)
         dev_fig.update(probe_auroc=round(float(roc_auc_score(y_dev, head.predict(x_dev))), 4),
                        claim_only_auroc=round(claim_only_auroc(dev), 4))
-    public = {k: v for k, v in data.items() if k != "key"}
+    public = {"rows": len(train), **{k: v for k, v in data.items() if k != "key"}}
     public["recipe"] = data["key"]["recipe"]
     public["dev"] = dev_fig
-    manifest = {
-        "format": FORMAT, "model": model, "dtype": dtype, "layers": list(reader.layers), "c": c,
-        "max_premise_tokens": max_premise_tokens, "head_sha256": write_head(head, out),
-        "head_bytes": (out / "head.json").stat().st_size, "data": without_machine_paths(public),
-        **build_record(command, device),
-    }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    write_head(head, out)
+    manifest = build_manifest(
+        out, name=out.resolve().name, kind="probe-verifier", weights=HEAD, files=[HEAD], base=model, dtype=dtype,
+        layers=list(reader.layers), c=c, max_premise_tokens=max_premise_tokens,
+        training=build_record(command, device), data=without_machine_paths(public), licences=base_licences(model))
+    write_manifest(out, manifest)
     echo(f"dev: {dev_fig}")
     return manifest
 

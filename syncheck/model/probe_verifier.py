@@ -1,5 +1,8 @@
 """The probe verifier: a logistic regression on a frozen causal LM's hidden states, P(the premise supports the claim).
 
+(Not the aggregators' linear probes, :mod:`syncheck.probes`, which read the scoring model's own states of a sentence
+and give the aggregator a feature.)
+
 The LM reads one prompt per (premise window, claim)::
 
     Premise: <premise window>
@@ -20,9 +23,10 @@ It shares the LLM judge's machinery (:mod:`syncheck.model.llm_judge`): premise w
 and claims of one window sharing its prompt prefix's key/value cache. The states it reads come from the same batched
 path in training (:meth:`ProbeStates.states`) and in scoring, so the head sees at run time what it was fitted on.
 
-**A probe directory** holds :data:`HEAD` (the model's name and dtype, the layers, the prompt and the arrays) and
-:data:`MANIFEST` (the head's sha256, the data ranges, the command and commit that built it, its dev figures);
-``syncheck verifier train --probe MODEL`` writes one. Nothing loads at import.
+**A probe verifier's directory** holds :data:`HEAD` (the model's name and dtype, the layers, the prompt and the
+arrays) and the manifest (:mod:`features.model_manifest`, kind ``probe-verifier``: the head's sha256, the data, the
+command and commit that built it, its dev figures); ``syncheck verifier train --probe MODEL`` writes one. One for
+Qwen2.5-Coder-1.5B ships (:data:`syncheck.shipped_models.PROBE_VERIFIER`). Nothing loads at import.
 """
 
 from __future__ import annotations
@@ -39,24 +43,15 @@ from syncheck.model.llm_judge import LLMJudgeScorer
 
 #: The prompt the LM reads; ``{premise}`` and ``{claim}`` are filled in, both stripped.
 PROBE_PROMPT = "Premise: {premise}\n\n{claim}\n\nIs the answer supported by the premise? Answer Yes or No.\nAnswer:"
-#: The head of a probe directory.
+#: The head of a probe verifier's directory.
 HEAD = "head.json"
-#: The manifest of a probe directory.
-MANIFEST = "manifest.json"
-#: The format tag of both files.
-FORMAT = "syncheck-probe/1"
+#: The head file's format tag.
+HEAD_FORMAT = "syncheck-probe/1"
 #: Layers read by default: the last (after the final norm) and the eighth from last.
 DEFAULT_LAYERS = (-1, -8)
 #: Default premise window: a whole retrieved passage or news article fits, and a long window costs little more than
 #: the short ones it replaces (the claim and the prompt are paid once per window).
 DEFAULT_PREMISE_TOKENS = 1536
-
-
-def shipped_probe_dir() -> Path:
-    """Where the package keeps the shipped probe head (``syncheck/data/probe``): one for Qwen2.5-Coder-1.5B in
-    bfloat16, a third of ``syncheck check --preset quality``'s support (``docs/verifier.md``). Fit one for another
-    model with ``syncheck verifier train OUT --probe MODEL``."""
-    return Path(__file__).resolve().parents[1] / "data" / "probe"
 
 
 @dataclass(frozen=True)
@@ -98,14 +93,14 @@ class ProbeHead:
                    float(reg.intercept_[0]))
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "model": self.model, "dtype": self.dtype, "layers": list(self.layers),
+        return {"format": HEAD_FORMAT, "model": self.model, "dtype": self.dtype, "layers": list(self.layers),
                 "prompt": self.prompt, "intercept": self.intercept,
                 **{k: [float(v) for v in getattr(self, k)] for k in ("mean", "scale", "coef")}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ProbeHead":
-        if data.get("format") != FORMAT:
-            raise ValueError(f"not a syncheck probe head (format {data.get('format')!r}, expected {FORMAT!r}); "
+        if data.get("format") != HEAD_FORMAT:
+            raise ValueError(f"not a syncheck probe head (format {data.get('format')!r}, expected {HEAD_FORMAT!r}); "
                              "fit one with `syncheck verifier train --probe MODEL`")
         arrays = {k: np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")}
         return cls(data["model"], data["dtype"], tuple(data["layers"]), intercept=float(data["intercept"]),
@@ -114,7 +109,7 @@ class ProbeHead:
 
 def write_head(head: ProbeHead, directory: str | Path) -> str:
     """Write :data:`HEAD` into ``directory``; returns its sha256."""
-    from features.alignment.verifier import file_sha256
+    from features.model_manifest import file_sha256
 
     path = Path(directory) / HEAD
     path.write_text(json.dumps(head.to_json()) + "\n", encoding="utf-8")
@@ -122,22 +117,23 @@ def write_head(head: ProbeHead, directory: str | Path) -> str:
 
 
 def load_head(directory: str | Path, check_hash: bool = True) -> tuple[ProbeHead, dict[str, Any]]:
-    """``(head, manifest)`` of a probe directory.
+    """``(head, manifest)`` of a probe verifier's directory (a directory without a manifest gives ``{}``).
 
     Raises:
         OSError: the directory or its head is missing, or the head does not match the manifest's sha256.
+        ValueError: the manifest is another kind of model's.
     """
-    from features.alignment.verifier import file_sha256
+    from features.model_manifest import MANIFEST, checked_file, read_manifest
 
     directory = Path(directory)
-    head_path, manifest_path = directory / HEAD, directory / MANIFEST
+    head_path = directory / HEAD
     if not head_path.exists():
-        raise OSError(f"{head_path} is missing: {directory} is not a probe directory; fit one with "
+        raise OSError(f"{head_path} is missing: {directory} is not a probe verifier's directory; fit one with "
                       "`syncheck verifier train --probe MODEL` and pass probe:<its output directory>")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-    if check_hash and manifest and file_sha256(head_path) != manifest.get("head_sha256"):
-        raise OSError(f"{head_path} does not match its manifest's sha256; rebuild it with the manifest's command: "
-                      f"{manifest.get('command', 'syncheck verifier train --probe MODEL')}")
+    manifest: dict[str, Any] = {}
+    if (directory / MANIFEST).exists():
+        manifest = read_manifest(directory, ["probe-verifier"])
+        checked_file(directory, manifest, HEAD, check_hash=check_hash)
     return ProbeHead.from_json(json.loads(head_path.read_text(encoding="utf-8"))), manifest
 
 
@@ -205,7 +201,7 @@ class ProbeScorer(ProbeStates):
     """``align_score`` backend: a fitted probe head on its LM, P(supported), max over premise windows.
 
     Args:
-        head: a probe directory (default: the head shipped in the package, where one is), or a :class:`ProbeHead`.
+        head: a probe verifier's directory (default: the one shipped in the package), or a :class:`ProbeHead`.
         model: the LM, already loaded (it must be the one the head names) or by name (default: the head's).
         dtype: when loading by name (default: the head's).
         max_premise_tokens: premise window size (default: the one it was fitted at, from its manifest).
@@ -218,7 +214,11 @@ class ProbeScorer(ProbeStates):
                  progress: bool | None = None, loader: Callable[..., Any] | None = None) -> None:
         self.manifest: dict[str, Any] = {}
         if not isinstance(head, ProbeHead):
-            head, self.manifest = load_head(head or shipped_probe_dir())
+            if not head:
+                from syncheck.shipped_models import PROBE_VERIFIER, shipped_model_dir
+
+                head = shipped_model_dir(PROBE_VERIFIER)
+            head, self.manifest = load_head(head)
         self.head = head
         super().__init__(head.model if model is None else model, tokenizer, layers=head.layers, device=device,
                          dtype=dtype or head.dtype, overlap=overlap,
@@ -241,5 +241,5 @@ class ProbeScorer(ProbeStates):
         return self.head.predict(self._state_ids(seqs, shared_prefix))
 
 
-__all__ = ["DEFAULT_LAYERS", "FORMAT", "HEAD", "MANIFEST", "PROBE_PROMPT", "ProbeHead", "ProbeScorer", "ProbeStates",
-           "load_head", "shipped_probe_dir", "write_head"]
+__all__ = ["DEFAULT_LAYERS", "HEAD", "HEAD_FORMAT", "PROBE_PROMPT", "ProbeHead", "ProbeScorer", "ProbeStates",
+           "load_head", "write_head"]
