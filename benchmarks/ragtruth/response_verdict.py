@@ -381,9 +381,11 @@ def report(table: SentenceTable, args: argparse.Namespace, timing: dict[str, flo
         saved = save_verdict(resp, outer, tau, args)
         if final is not None:
             save_final(table, resp, final, tau, args)
+        from syncheck.aggregators.io import META_FILE
         from syncheck.aggregators.manifest import write_aggregator_manifest
 
-        write_aggregator_manifest(args.save)  # its files changed: the manifest lists them again
+        if (Path(args.save) / META_FILE).is_file():  # an aggregator's directory: its files changed, list them again
+            write_aggregator_manifest(args.save)
     t_eval = time.perf_counter() - t0
     timing = dict(timing or {}, evaluation=t_eval)
     header = [
