@@ -295,3 +295,48 @@ def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_
         with pytest.raises(ValueError, match="join two or more supports"):
             make_support(alone)
     assert make_support("lexical+lexical@0.3").weights == pytest.approx([0.7, 0.3])
+
+
+def test_a_long_passage_trains_on_a_window_with_its_answer_and_one_without_it(tokenizer):
+    from syncheck.training.reader_training import WINDOW_CHARS, windowed
+
+    filler = "The committee met again and discussed the budget of the museum at length. " * 40
+    passage = filler + DOCUMENT + " " + filler
+    example = answer_example(QUESTION, passage, "Warsaw")
+    found, empty = windowed(example, "seed")
+    assert len(found[1]) == WINDOW_CHARS and found[1][found[2]:found[2] + found[3]] == "Warsaw"
+    assert empty[2] == -1 and "warsaw" not in empty[1].lower() and len(empty[1]) == WINDOW_CHARS
+    assert windowed(example, "seed") == [found, empty]  # the draw is fixed by its seed
+    assert windowed(answer_example(QUESTION, DOCUMENT, "Warsaw"), "seed") == [(QUESTION, DOCUMENT, DOCUMENT.find("Warsaw"), 6)]
+    row = SpanDataset([empty], tokenizer, 96)[0]
+    assert row["start_positions"] == row["end_positions"] == 0  # no answer in this window: [CLS]
+    rows = [{"question": QUESTION, "context": passage, "answers": [{"text": "Warsaw", "start": passage.find("Warsaw")}]}]
+    assert record_answers(rows) == (windowed(example, "row-0"), 0)  # SQuAD's answers list, windowed
+
+
+def test_the_reader_command_reads_one_half_of_the_extractive_qa_files(tmp_path):
+    import gzip
+
+    from syncheck.cli import main
+    from syncheck.training.conflict_halves import QA_FILES, document_half
+    from syncheck.training.reader_training import qa_file_answers
+
+    qa = tmp_path / "qa"
+    qa.mkdir()
+    titles = [f"Article_{k}" for k in range(12)]
+    for source, name in QA_FILES.items():
+        with gzip.open(qa / name, "wt", encoding="utf-8") as f:
+            for k, title in enumerate(titles):
+                row = {"src": source, "id": f"{source}-{k}", "title": title, "context": DOCUMENT,
+                       "question": QUESTION, "answers": [{"text": "Warsaw", "start": DOCUMENT.find("Warsaw")}]}
+                f.write(json.dumps(row) + "\n")
+    selection = sum(document_half(t) == "selection" for t in titles)
+    assert 0 < selection < len(titles)
+    assert len(qa_file_answers(qa / QA_FILES["xquad"], "selection")) == selection
+    out = tmp_path / "reader"
+    result = CliRunner().invoke(main, ["verifier", "reader", str(out), "--qa", str(qa), "--max-steps", "1",
+                                       "--batch-size", "2", "--max-length", "96", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    data = read_manifest(out)["data"]
+    assert data["qa_half"] == "selection" and data["answers"] == 2 * selection
+    assert [s["licence"] for s in data["sources"]] == ["CC BY-SA 4.0", "Apache-2.0"]

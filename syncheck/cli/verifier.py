@@ -170,9 +170,15 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
 @click.option("--halueval-records", default=2800, show_default=True, type=click.IntRange(0),
               help="the first QA records of HaluEval's training ranges to read")
 @click.option("--conflict/--no-conflict", default=False, show_default=True,
-              help="with --halueval: also a knowledge-conflict copy of each record whose answer can be swapped")
+              help="with --halueval or --qa: also a knowledge-conflict copy of each record whose answer can be swapped")
+@click.option("--qa", "qa_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="the extractive QA directory (../shared/data/qa: XQuAD's Wikipedia paragraphs, COVID-QA's "
+                   "articles): the questions of --qa-half's documents are examples")
+@click.option("--qa-half", type=click.Choice(["selection", "test"]), default="selection", show_default=True,
+              help="with --qa: which half of its documents (split by article) to read; leave the other for checks")
 @click.option("--answers", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="JSON lines of your own {question, context, answer}; answers not in their context are skipped")
+              help="JSON lines of your own {question, context, answer} (or SQuAD's answers list); answers not in "
+                   "their context are skipped")
 @click.option("--base", default=None, help="the encoder to start from (default: the packaged all-MiniLM-L6-v2)")
 @click.option("--max-length", default=384, show_default=True, help="tokens per (question, passage window) input")
 @click.option("--epochs", default=2.0, show_default=True)
@@ -181,8 +187,8 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
 @click.option("--max-steps", default=-1, show_default=True, help="stop after this many steps (-1: the epochs decide)")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_length, epochs, batch_size,
-           learning_rate, max_steps, seed, progress) -> None:
+def reader(out: Path, halueval, halueval_records, conflict, qa_dir, qa_half, answers, base, max_length, epochs,
+           batch_size, learning_rate, max_steps, seed, progress) -> None:
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
     from syncheck.training.reader_training import (
@@ -191,20 +197,33 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
         build_reader,
         halueval_answers,
         halueval_conflicts,
+        qa_file_answers,
+        qa_file_conflicts,
         record_answers,
     )
+    from syncheck.training.conflict_halves import QA_FILES, SPLIT_SEED, qa_file_path
     from syncheck.training.sources import HALUEVAL_TRAIN
     from syncheck.training.verifier_dataset import first_records
 
-    if not (halueval or answers):
-        raise click.UsageError("give something to train on: --answers or --halueval")
+    if not (halueval or answers or qa_dir):
+        raise click.UsageError("give something to train on: --answers, --halueval or --qa")
     right = halueval_answers(halueval, halueval_records) if halueval else []
     conflicts = halueval_conflicts(halueval, halueval_records) if halueval and conflict else []
+    qa_sources = []  # (name, licence, examples)
+    for source, licence in (("xquad", "CC BY-SA 4.0"), ("covid_qa", "Apache-2.0")):
+        if qa_dir is None:
+            break
+        path = qa_file_path(qa_dir, source)
+        qa_sources.append((f"{QA_FILES[source]}, the {qa_half} half of its documents", licence,
+                           qa_file_answers(path, qa_half)))
+        if conflict:
+            qa_sources.append((f"knowledge-conflict copies of {QA_FILES[source]}'s {qa_half} half", licence,
+                               qa_file_conflicts(path, qa_half)))
     skipped, own_answers = 0, []
     for path in answers:
         own, n = record_answers(iter_jsonl(path))
         own_answers, skipped = own_answers + own, skipped + n
-    examples = right + conflicts + own_answers
+    examples = right + conflicts + [e for _, _, rows in qa_sources for e in rows] + own_answers
     if skipped:
         click.echo(f"{skipped} rows skipped: no question, or the answer is not in the context", err=True)
     settings = ReaderSettings(**({"base": base} if base else {}), max_length=max_length, epochs=epochs,
@@ -213,10 +232,12 @@ def reader(out: Path, halueval, halueval_records, conflict, answers, base, max_l
     data = {"halueval": str(halueval) if halueval else None, "halueval_qa_ranges": [list(r) for r in ranges],
             "conflict_answers": len(conflicts),
             "conflict_recipe": CONFLICT_RECIPE if conflicts else None, "answers_files": [str(p) for p in answers],
-            "skipped": skipped,
+            "qa": str(qa_dir) if qa_dir else None, "qa_half": qa_half if qa_dir else None,
+            "qa_split_seed": SPLIT_SEED if qa_dir else None, "skipped": skipped,
             "sources": [{"name": name, "licence": licence, "rows": len(rows)} for name, licence, rows in (
                 ("HaluEval QA (the right answers of its training ranges)", "MIT", right),
                 ("knowledge-conflict copies of those HaluEval QA records", "MIT", conflicts),
+                *qa_sources,
                 ("your answers files", "yours", own_answers)) if rows]}
     try:
         manifest = build_reader(out, examples, settings, command=given_command(click.get_current_context()),

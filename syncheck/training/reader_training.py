@@ -3,8 +3,12 @@
 The reader (:mod:`features.alignment.span_reader`) is the base encoder (default: the packaged all-MiniLM-L6-v2) with
 a fresh start/end head, trained to point at the answer in ``[CLS] question [SEP] passage [SEP]``. Its examples are
 QA answers that occur verbatim (ignoring case) in their passage, the first occurrence being the target: HaluEval QA's
-right answers from the first records of its training ranges, and a user's own ``(question, context, answer)``
-records. The word embeddings stay frozen, so the directory stores the other tensors in float16, as a verifier's
+right answers from the first records of its training ranges, the questions of one half of the extractive QA files
+(:mod:`syncheck.training.conflict_halves`: XQuAD's Wikipedia paragraphs, COVID-QA's whole articles), and a user's own
+``(question, context, answer)`` records. A passage longer than :data:`WINDOW_CHARS` characters is read as the
+scorer reads it, in windows: its example is a window that holds the answer, and a second window of the same
+passage without it, whose target is ``[CLS]`` (no answer here), so that a window of a long document that lacks the
+answer does not point at a span of its own. The word embeddings stay frozen, so the directory stores the other tensors in float16, as a verifier's
 (:func:`syncheck.training.verifier_training.export`), with ``head``
 :data:`~features.alignment.span_reader.READER_HEAD` in its manifest. Checkpoints go to ``<out>/checkpoints``; a run
 cut short resumes from the last one.
@@ -12,6 +16,8 @@ cut short resumes from the last one.
 
 from __future__ import annotations
 
+import hashlib
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -44,11 +50,72 @@ class ReaderSettings:
     init: None = None
 
 
+#: A passage longer than this many characters is cut into windows of this many (about a reader's 384 tokens with a
+#: question, in English prose).
+WINDOW_CHARS = 1200
+
+
 def answer_example(question: str, passage: str, answer: str) -> AnswerExample | None:
     """The example of one QA answer, or ``None`` where it is empty or not in the passage."""
     answer = answer.strip()
     at = passage.lower().find(answer.lower()) if answer and question.strip() else -1
     return (question, passage, at, len(answer)) if at >= 0 else None
+
+
+def windowed(example: AnswerExample, seed: str, chars: int = WINDOW_CHARS) -> list[AnswerExample]:
+    """``example`` as the reader meets it in a long passage: unchanged when the passage fits in ``chars``; else a
+    window of ``chars`` characters holding the answer at a place drawn from ``seed``, and a window without it whose
+    target is ``[CLS]`` (first character ``-1``; ``SpanDataset`` points it at position 0). Windows start and end at
+    spaces where one is near."""
+    question, passage, at, n = example
+    if len(passage) <= chars or n >= chars:
+        return [example]
+    rng = random.Random(hashlib.sha256(seed.encode()).digest())
+    lo = max(0, at + n - chars)
+    drawn = rng.randint(lo, min(at, len(passage) - chars))
+    start = _at_space(passage, drawn)
+    if at + n > start + chars:  # the move back to a space would cut the answer off
+        start = drawn
+    out = [(question, passage[start : start + chars], at - start, n)]
+    # a window of the same passage that lacks the answer (and every other occurrence of it)
+    spans = [(s, s + chars) for s in range(0, len(passage) - chars + 1, chars // 2)]
+    answer = passage[at : at + n].lower()
+    empty = [(s, e) for s, e in spans if answer not in passage[max(0, s - n) : e + n].lower()]
+    if empty:
+        s, e = empty[rng.randrange(len(empty))]
+        out.append((question, passage[s:e], -1, 0))
+    return out
+
+
+def _at_space(text: str, i: int) -> int:
+    """``i`` moved back to just after the nearest space within 40 characters (unchanged if none)."""
+    j = text.rfind(" ", max(0, i - 40), i)
+    return j + 1 if j >= 0 else i
+
+
+def qa_file_answers(path: str | Path, half: str) -> list[AnswerExample]:
+    """Examples of the questions of ``half`` of an extractive QA file (:mod:`syncheck.training.conflict_halves`),
+    long passages windowed (:func:`windowed`)."""
+    from syncheck.training.conflict_halves import qa_file_records
+
+    out = []
+    for r in qa_file_records(path, half):
+        if (e := answer_example(r.question, r.passage, r.answer)) is not None:
+            out.extend(windowed(e, f"{r.id}:answer"))
+    return out
+
+
+def qa_file_conflicts(path: str | Path, half: str) -> list[AnswerExample]:
+    """Examples of the knowledge-conflict copies of ``half`` of an extractive QA file (the answer swapped for that
+    half's answer of another document: :func:`syncheck.training.conflict_halves.build_half_set`), long passages
+    windowed."""
+    from syncheck.training.conflict_halves import build_half_set
+
+    out = []
+    for it in build_half_set(path, half).items:
+        if (e := answer_example(it.question, it.context, it.substitute)) is not None:
+            out.extend(windowed(e, f"{it.id}:conflict"))
+    return out
 
 
 def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
@@ -87,17 +154,22 @@ def halueval_conflicts(data_dir: str | Path, records: int) -> list[AnswerExample
 
 
 def record_answers(rows: Iterable[dict[str, Any]]) -> tuple[list[AnswerExample], int]:
-    """Examples of ``{"question", "context", "answer"}`` rows (a context list is joined by blank lines), and how many
+    """Examples of ``{"question", "context", "answer"}`` rows (a context list is joined by blank lines; instead of
+    ``answer``, SQuAD's ``answers`` list of ``{"text"}`` gives the first one), long passages windowed, and how many
     rows were skipped (no question, or an answer not in the context)."""
     out, skipped = [], 0
-    for row in rows:
+    for k, row in enumerate(rows):
         context = row.get("context", "")
         context = "\n\n".join(map(str, context)) if isinstance(context, list) else str(context)
-        e = answer_example(str(row.get("question") or ""), context, str(row.get("answer") or ""))
+        answer = row.get("answer")
+        if answer is None and row.get("answers"):
+            first = row["answers"][0]
+            answer = first.get("text") if isinstance(first, dict) else first
+        e = answer_example(str(row.get("question") or ""), context, str(answer or ""))
         if e is None:
             skipped += 1
         else:
-            out.append(e)
+            out.extend(windowed(e, f"row-{k}"))
     return out, skipped
 
 
@@ -117,6 +189,8 @@ class SpanDataset(torch.utils.data.Dataset):
                              return_offsets_mapping=True)
         offsets = enc.pop("offset_mapping")
         start = end = 0
+        if at < 0:  # a window without the answer: [CLS]
+            return {**enc, "start_positions": 0, "end_positions": 0}
         for k, (sid, (a, b)) in enumerate(zip(enc.sequence_ids(), offsets)):
             if sid == 1 and a <= at < b and start == 0:
                 start = k
@@ -157,5 +231,6 @@ def build_reader(out: str | Path, examples: Sequence[AnswerExample], settings: R
     return export(model, out, settings, {**data, "answers": len(examples)}, command)
 
 
-__all__ = ["CONFLICT_RECIPE", "AnswerExample", "ReaderSettings", "SpanDataset", "answer_example", "build_reader",
-           "fit_reader", "halueval_answers", "halueval_conflicts", "record_answers"]
+__all__ = ["CONFLICT_RECIPE", "WINDOW_CHARS", "AnswerExample", "ReaderSettings", "SpanDataset", "answer_example",
+           "build_reader", "fit_reader", "halueval_answers", "halueval_conflicts", "qa_file_answers",
+           "qa_file_conflicts", "record_answers", "windowed"]
