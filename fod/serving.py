@@ -4,8 +4,13 @@ Registered in ``pyproject.toml`` under the ``syncheck.decoders`` entry-point gro
 ``"method": "fod"`` and ``"method": "abstain"`` without ``syncheck`` importing this package. Every method runs the same
 way: the request's settings become a :class:`~fod.config.FODConfig` (each decoder reads the ones it uses), and each
 :class:`~syncheck.live.generation.SentenceEvent` the decoder gives out is sent as it comes (FOD's as soon as it
-accepts a sentence; the others' once their answer is done), so a client that leaves stops the decoder at its next
-sentence.
+accepts a sentence, with the :class:`~syncheck.live.generation.Repair` of a sentence that replaced a flagged one;
+the others' once their answer is done), so a client that leaves stops the decoder at its next sentence.
+
+The server's defaults are FOD's own: a request that sets none of ``tau1``, ``tau2``, ``num_samples``, ``num_beams``,
+``max_sentences``, ``temperature``, ``top_p``, ``seed`` or ``max_tokens`` is decoded with ``FODConfig()`` and
+``fod generate``'s candidate sampling, seed and token budget (the server's ``max_tokens``, unless its
+``--max-tokens`` sets another).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class ServedDecoder:
         def report(event: SentenceEvent) -> None:
             sink.check()
             sink.text(event.text)
-            sink.sentence(event.index, event.sentence)
+            sink.sentence(event.index, event.sentence, repair=event.repair)
 
         given = {"tau1": options.tau1, "tau2": options.tau2, "num_samples": options.num_samples,
                  "num_beams": min(options.num_beams, options.num_samples), "max_sentences": options.max_sentences,

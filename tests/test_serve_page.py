@@ -3,6 +3,7 @@ and, in headless Chromium, an answer streamed from the tiny model with every sen
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import urllib.parse
@@ -164,3 +165,115 @@ def test_the_page_strikes_out_what_fod_took_back(server):
         assert shown["state"] == "done", shown["status"]
         assert shown["struck"] and all(shown["struck"])
         assert shown["check"] == "not run"
+
+
+# ---------------------------------------------------------------------- FOD's repairs as they happen
+class ScriptedStream:
+    """The live page's files, ``/health`` and a scripted FOD stream on loopback: ``Good.``, then ``Paris.``, which
+    replaced ``London.``; the stream waits before its summary until :attr:`release` is set. ``live``: the repair
+    comes on the sentence event (what ``syncheck serve`` sends); else only in the summary's trace (a runner that
+    reports at the end)."""
+
+    def __init__(self, live: bool) -> None:
+        import http.server
+        import threading
+
+        from syncheck.serve.page import page_files
+
+        self.release = threading.Event()
+        files, stream = page_files(), self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body: bytes, media_type: str):
+                self.send_response(status)
+                self.send_header("Content-Type", media_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                if path == "/health":
+                    self._send(200, b'{"model": "scripted", "aggregator": "none"}', "application/json")
+                elif path in files:
+                    text, media_type = files[path]
+                    self._send(200, text.encode(), media_type)
+                else:
+                    self._send(404, b"", "text/plain")
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for event in stream.events(live):
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                stream.release.wait(60)
+                for event in stream.summary():
+                    self.wfile.write(f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def _chunk(delta: dict, syncheck: dict | None = None, finish_reason: str | None = None) -> dict:
+        out = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+        return {**out, "syncheck": syncheck} if syncheck is not None else out
+
+    def events(self, live: bool) -> list[dict]:
+        first = {"index": 0, "text": "Good.", "start": 0, "end": 5, "score": 0.9, "flagged": False, "degenerate": None}
+        second = {"index": 1, "text": "Paris.", "start": 6, "end": 12, "score": 0.95, "flagged": False,
+                  "degenerate": None}
+        if live:
+            second["repair"] = {"index": 1, "text": "London.", "score": 0.1, "degenerate": None, "chosen_by": "tau2"}
+        return [self._chunk({"role": "assistant", "content": ""}), self._chunk({"content": "Good."}),
+                self._chunk({}, {"sentence": first}), self._chunk({"content": " Paris."}),
+                self._chunk({}, {"sentence": second})]
+
+    def summary(self) -> list:
+        trace = {"stop": "eos", "repairs": 1, "steps": [{"chosen_by": "tau2"}],
+                 "backtracks": [{"sentence_index": 1, "text": "London.", "score": 0.1}]}
+        return [self._chunk({}, {"method": "fod", "response_score": 0.9, "thresholds": {"tau1": 0.5, "tau2": 0.9},
+                                 "trace": trace, "final_check": None, "warnings": []}, "stop"), "[DONE]"]
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+#: the answer as drawn: each piece's tag and text, in order
+DRAWN = "[...document.getElementById('answer').children].map(c => c.tagName.toLowerCase() + ':' + c.textContent)"
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["on-the-sentence-event", "only-in-the-trace"])
+def test_the_page_strikes_out_a_repair_when_its_sentence_comes_and_once(live):
+    stream = ScriptedStream(live)
+    try:
+        with _browser() as browser:
+            browser.open(f"{stream.url}/?question=Q%3F&document=D.&method=fod&run=1")
+            browser.wait_for("document.querySelectorAll('#answer .sentence').length === 2")
+            held = browser.evaluate(SHOWN)
+            assert held["state"] == "busy" and browser.evaluate("document.getElementById('summary').children.length") \
+                == 0  # the stream has not ended
+            if live:  # struck out as soon as the replacement's event came, before the sentence that replaced it
+                assert held["struck"] == ["London."]
+                assert browser.evaluate(DRAWN) == ["span:Good.", "del:London.", "span:Paris."]
+            else:
+                assert held["struck"] == []
+            stream.release.set()
+            browser.wait_for("['done', 'error'].includes(document.body.dataset.state)")
+            shown = browser.evaluate(SHOWN)
+            assert shown["state"] == "done", shown["status"]
+            assert shown["struck"] == ["London."]  # from the event or the trace, shown once
+            assert browser.evaluate(DRAWN) == ["span:Good.", "del:London.", "span:Paris."]
+    finally:
+        stream.close()

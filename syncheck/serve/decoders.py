@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from syncheck.live.generation import Repair
 from syncheck.results import ScoredSentence
 
 #: entry-point group of the decoder factories: ``name = "module:factory"``, ``factory(scorer) -> AnswerDecoder``
@@ -39,8 +40,10 @@ class AnswerSink(Protocol):
     def text(self, text: str) -> None:
         """Text the client may show now (joined in order, the pieces give the answer)."""
 
-    def sentence(self, index: int, sentence: ScoredSentence) -> None:
-        """A finished, scored sentence that will not be taken back."""
+    def sentence(self, index: int, sentence: ScoredSentence, repair: Repair | None = None) -> None:
+        """A finished, scored sentence that will not be taken back; ``repair``: the
+        :class:`~syncheck.live.generation.Repair` it made, where it replaced a flagged sentence (sent on its event,
+        so a client sees the repair as it happens)."""
 
     def check(self) -> None:
         """Raises when the client has gone, so the decoder stops at its next sentence."""

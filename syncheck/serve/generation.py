@@ -14,6 +14,7 @@ from typing import Any
 
 from syncheck.aggregators.thresholds import resolve_thresholds
 from syncheck.decoding import Decoding
+from syncheck.live.generation import Repair
 from syncheck.model.passes import ResponseTooLongError, prompt_pair
 from syncheck.model.prompts import format_context
 from syncheck.results import ScoredSentence
@@ -52,11 +53,13 @@ def prompt_tokens_or_413(scorer: Any, question: str, documents: list[str], max_n
     return len(pair.with_context)
 
 
-def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: bool = True) -> dict[str, Any]:
+def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: bool = True,
+                  repair: Repair | None = None) -> dict[str, Any]:
     """A sentence event: ``index``, ``text``, ``start``, ``end``, ``score``, ``features``, ``flagged``
     (its score is below ``tau1``, the threshold FOD would backtrack at) and ``degenerate`` (``"repeat"``,
     ``"question"``, ``"no_content"``, ``"meta"`` or ``None``: informativeness, not part of the score); in the done
-    event also ``final_score``, the whole-answer score (:mod:`syncheck.aggregators.final`), where there is one."""
+    event also ``final_score``, the whole-answer score (:mod:`syncheck.aggregators.final`), where there is one.
+    A sentence that replaced a flagged one (FOD's ``repair``) also has ``repair``, :func:`repair_json`."""
     row = sentence.to_json()
     out = {"index": index, "text": row["text"], "start": row["start"], "end": row["end"], "score": row.get("score")}
     if features:
@@ -65,7 +68,18 @@ def sentence_json(index: int, sentence: ScoredSentence, tau1: float, features: b
         out["final_score"] = row["final_score"]
     out["flagged"] = out["score"] is not None and out["score"] < tau1
     out["degenerate"] = sentence.degenerate
+    if repair is not None:
+        out["repair"] = repair_json(index, repair)
     return out
+
+
+def repair_json(index: int, repair: Repair) -> dict[str, Any]:
+    """The sentence FOD took back at ``index`` (the replacement's own index): ``index``, ``text`` and ``score`` of the
+    dropped sentence, its ``degenerate`` kind, and ``chosen_by`` (how its replacement was chosen: ``"tau2"``,
+    ``"fallback:tau1"``, ``"fallback:best"`` or ``"beam"``)."""
+    dropped = repair.dropped
+    return {"index": index, "text": dropped.text, "score": dropped.score, "degenerate": dropped.degenerate,
+            "chosen_by": repair.chosen_by}
 
 
 class JobSink:
@@ -78,8 +92,8 @@ class JobSink:
     def text(self, text: str) -> None:
         self.job.put("text", text)
 
-    def sentence(self, index: int, sentence: ScoredSentence) -> None:
-        self.job.put("sentence", sentence_json(index, sentence, self.tau1, self.features))
+    def sentence(self, index: int, sentence: ScoredSentence, repair: Repair | None = None) -> None:
+        self.job.put("sentence", sentence_json(index, sentence, self.tau1, self.features, repair))
 
     def check(self) -> None:
         self.job.check()
@@ -189,4 +203,4 @@ class ChatRunner:
         return len(self.scorer.lm.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
 
 
-__all__ = ["ChatJob", "ChatRunner", "JobSink", "prompt_tokens_or_413", "sentence_json"]
+__all__ = ["ChatJob", "ChatRunner", "JobSink", "prompt_tokens_or_413", "repair_json", "sentence_json"]

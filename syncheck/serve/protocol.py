@@ -167,7 +167,7 @@ class ChatRequest(BaseModel):
             max_new_tokens=self.max_completion_tokens or self.max_tokens or default_tokens,
             do_sample=True,
             temperature=self.temperature or REPAIR_SAMPLING.temperature,
-            top_p=self.top_p if self.top_p is not None else 0.95,
+            top_p=self.top_p if self.top_p is not None else REPAIR_SAMPLING.top_p,
             seed=self.seed,
             stop=tuple(self.stop or ()),
         )

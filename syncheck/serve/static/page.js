@@ -9,7 +9,7 @@
     model: null, // the served model id (GET /health)
     text: "", // the answer so far
     sentences: new Map(), // sentence index -> its event (score, features, ...)
-    repairs: [], // FOD's taken-back sentences, from the summary's trace
+    repairs: [], // FOD's taken-back sentences: from each sentence event's "repair" as it comes, else the summary's trace
     summary: null, // the final syncheck block
     usage: null,
     controller: null, // aborts the request in flight
@@ -184,24 +184,33 @@
     const extra = chunk.syncheck;
     if (extra?.sentence) {
       state.sentences.set(extra.sentence.index, extra.sentence);
+      if (extra.sentence.repair) addRepairs([extra.sentence.repair]);
     } else if (extra) {
       state.summary = extra;
       (extra.final_scores || []).forEach((score, i) => {
         const s = state.sentences.get(i);
         if (s && score !== null) s.final_score = score;
       });
-      state.repairs = repairsOf(extra.trace || {});
+      addRepairs(repairsOf(extra.trace || {})); // a runner that reports its repairs only at the end
     }
     render();
     if (state.summary) showSummary();
   }
 
+  // a repair is shown once, however many times it is reported (the sentence event's, then the summary's trace)
+  function addRepairs(repairs) {
+    for (const r of repairs) {
+      if (!state.repairs.some((seen) => seen.index === r.index && seen.text === r.text)) state.repairs.push(r);
+    }
+  }
+
   // FOD's trace: every flagged sentence (backtracks) and, in order, what replaced it (steps); a sentence kept as it
-  // was (chosen_by "kept") is no repair. A replacement has the taken-back sentence's index.
+  // was (chosen_by "kept", "kept:max_repairs") is no repair. A replacement has the taken-back sentence's index.
   function repairsOf(trace) {
     const steps = trace.steps || [];
     return (trace.backtracks || [])
-      .map((b, k) => ({ index: b.sentence_index, text: b.text, score: b.score, kept: steps[k]?.chosen_by === "kept" }))
+      .map((b, k) => ({ index: b.sentence_index, text: b.text, score: b.score,
+        kept: String(steps[k]?.chosen_by ?? "").startsWith("kept") }))
       .filter((r) => !r.kept);
   }
 
