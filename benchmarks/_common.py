@@ -13,7 +13,7 @@ import numpy as np
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The nearest-rank ``q`` quantile (0.95: the value 95% of the requests stay within)."""
+    """The nearest-rank ``q`` quantile of ``values`` (0.95: the value 95% of them stay within, a latency's p95)."""
     ordered = sorted(values)
     return ordered[max(0, min(len(ordered) - 1, -(-int(q * 100) * len(ordered) // 100) - 1))]
 
