@@ -150,8 +150,8 @@ def ratio_interval(base: Sequence[tuple[float, int]], other: Sequence[tuple[floa
                    seed: int = 0) -> tuple[float, float, float]:
     """``other``'s pooled perplexity over ``base``'s on the same questions (paired by position), with a bootstrap 95%
     interval over questions: ``exp`` of the paired difference of their pooled mean token NLLs
-    (:func:`benchmarks.fod_faithfulness.bootstrap_paired_difference`, each answer's tokens at its mean NLL)."""
-    from benchmarks.fod_faithfulness import bootstrap_paired_difference
+    (:func:`benchmarks._common.bootstrap_paired_difference`, each answer's tokens at its mean NLL)."""
+    from benchmarks._common import bootstrap_paired_difference
 
     if len(base) != len(other) or not len(base):
         raise ValueError("ratio_interval needs the same, non-empty set of questions on both sides")

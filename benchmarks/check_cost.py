@@ -18,8 +18,7 @@ import argparse
 import statistics
 import time
 
-from benchmarks.provenance_offline import publish
-from benchmarks.results_md import command_line, measured_line
+from benchmarks.results_md import command_line, measured_line, publish
 from benchmarks.verifier_check import examples, ragtruth_examples
 from syncheck.checking.provenance import ProvenanceChecker
 

@@ -37,7 +37,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.provenance_check import SET_TITLES, halueval_examples
-from benchmarks.provenance_offline import parse_run_args, publish
+from benchmarks.provenance_offline import parse_run_args
+from benchmarks.results_md import publish
 from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision
 from features.registry import feature_sign

@@ -48,7 +48,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.fod_faithfulness import bootstrap_paired_difference
+from benchmarks._common import bootstrap_paired_difference, interval
 from benchmarks.fod_table2 import FOD_VARIANTS, SUPPORTED_VARIANTS, build, generate_one, read_rows
 from benchmarks.results_md import measured_line, write_section
 from benchmarks.run_stamp import run_stamp
@@ -204,10 +204,6 @@ def outcomes(rows: list[dict], ids: list[str], tau1: float | None) -> dict[tuple
     return out
 
 
-def _fmt(d: tuple[float, float, float]) -> str:
-    return f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]"
-
-
 def table(res: dict, condition: str, methods: list[str], measures: list[str]) -> list[str]:
     """A markdown table: each measure's share per method, and its paired difference from greedy."""
     base = res.get((condition, "greedy"), {})
@@ -228,7 +224,7 @@ def table(res: dict, condition: str, methods: list[str], measures: list[str]) ->
                 diffs.append("")
                 continue
             d = bootstrap_paired_difference([[base[i][k]] for i in ids], [[got[i][k]] for i in ids], n=2000)
-            diffs.append(_fmt(d))
+            diffs.append(interval(d, 3, signed=True))
         speed = "" if m == "abstain" else f"{secs:.2f}"
         lines.append(f"| {m} | {n} | " + " | ".join(f"{v:.3f}" for v in shares) + f" | {speed} | "
                      + " | ".join(diffs) + " |")
@@ -346,8 +342,8 @@ def against(res: dict, methods: list[str], base: str) -> list[str]:
                                             n=2000)
             gained = sum(got[i]["faithful"] > ref[i]["faithful"] for i in ids)
             lost = sum(got[i]["faithful"] < ref[i]["faithful"] for i in ids)
-            lines.append(f"`{m}` − `{base}`, faithful, paired over {len(ids)} questions: {_fmt(d)}; "
-                         f"{gained} gained, {lost} lost.")
+            lines.append(f"`{m}` − `{base}`, faithful, paired over {len(ids)} questions: "
+                         f"{interval(d, 3, signed=True)}; {gained} gained, {lost} lost.")
     return lines
 
 

@@ -38,6 +38,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from benchmarks._common import bootstrap_mean, bootstrap_paired_difference
 from benchmarks.run_stamp import run_stamp
 from fod.config import FOD_METHODS
 
@@ -61,44 +62,6 @@ def counterfactual_contexts(pairs, seed: int = 0) -> list[tuple[str, str] | None
         new = rng.choice(sorted(set(options)))
         out.append((p.context.replace(p.answer, new), new))
     return out
-
-
-def bootstrap_mean(per_record: list[list[float]], n: int = 1000, seed: int = 0) -> tuple[float, float, float]:
-    """Pooled mean of per-record value lists and a 95% percentile interval from resampling records."""
-    flat = [v for r in per_record for v in r]
-    if not flat:
-        return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    stats = []
-    for _ in range(n):
-        idx = rng.integers(0, len(per_record), len(per_record))
-        vals = [v for i in idx for v in per_record[i]]
-        if vals:
-            stats.append(float(np.mean(vals)))
-    return float(np.mean(flat)), float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
-
-
-def bootstrap_paired_difference(base: list[list[float]], other: list[list[float]], n: int = 1000,
-                                seed: int = 0) -> tuple[float, float, float]:
-    """Pooled mean of ``other`` minus pooled mean of ``base`` (the same records, in the same order), with a 95%
-    interval from resampling records jointly for both (a paired bootstrap: narrower than comparing two intervals)."""
-    if len(base) != len(other):
-        raise ValueError(f"paired lists differ in length: {len(base)} vs {len(other)}")
-
-    def pooled(lists, idx):
-        vals = [v for i in idx for v in lists[i]]
-        return float(np.mean(vals)) if vals else float("nan")
-
-    every = np.arange(len(base))
-    diff = pooled(other, every) - pooled(base, every)
-    rng = np.random.default_rng(seed)
-    stats = [
-        pooled(other, idx) - pooled(base, idx) for idx in (rng.integers(0, len(base), len(base)) for _ in range(n))
-    ]
-    stats = [d for d in stats if np.isfinite(d)]
-    if not stats or not np.isfinite(diff):
-        return float("nan"), float("nan"), float("nan")
-    return diff, float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
 
 
 class CachedJudge:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import platform
@@ -57,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.fod_faithfulness import bootstrap_mean, bootstrap_paired_difference
+from benchmarks._common import bootstrap_mean, bootstrap_paired_difference, claim_key
 from benchmarks.run_stamp import run_stamp
 from syncheck.model.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
 
@@ -217,10 +216,6 @@ def run_generation(args, ctxs: list[dict], methods: list[str]) -> None:
             out.flush()
 
 
-def _key(context: str, claim: str) -> str:
-    return hashlib.sha1(f"{context}\x00{claim}".encode()).hexdigest()
-
-
 def make_judge(spec: str, dtype: str | None, prompt: str = DEFAULT_PROMPT):
     """The judge's alignment scorer; an LLM judge is loaded in ``dtype`` and asks with the prompt named ``prompt``."""
     from features.alignment import parse_alignment_spec
@@ -244,7 +239,7 @@ def run_judge(args, ctxs: list[dict]) -> dict[str, float]:
             continue
         for s in r["sentences"]:
             claim = alignment_claim(s["text"], c["question"]) if c["qa"] else s["text"]
-            k = _key(c["context"], claim)
+            k = claim_key(c["context"], claim)
             if k not in cache:
                 todo[k] = (c["context"], claim)
     if todo and not args.report:
@@ -339,7 +334,7 @@ def report(args, ctxs: list[dict], methods: list[str], judged: dict[str, float],
             for m in methods:
                 r = rows[(c["task"], c["record"], m)]
                 claims = [alignment_claim(s["text"], c["question"]) if c["qa"] else s["text"] for s in r["sentences"]]
-                keys = [_key(c["context"], cl) for cl in claims]
+                keys = [claim_key(c["context"], cl) for cl in claims]
                 verdicts[m] = [judged[k] for k in keys] if all(k in judged for k in keys) else None
             all_judged = all(v is not None for v in verdicts.values())
             judged_records += all_judged

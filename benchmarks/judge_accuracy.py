@@ -22,7 +22,8 @@ import random
 
 import numpy as np
 
-from benchmarks.fod_table2 import _key, judge_dtype_name, judge_missing, read_judged
+from benchmarks._common import claim_key
+from benchmarks.fod_table2 import judge_dtype_name, judge_missing, read_judged
 from syncheck.model.llm_judge import DEFAULT_PROMPT, JUDGE_PROMPTS
 
 
@@ -101,9 +102,9 @@ def main(argv: list[str] | None = None) -> dict:
     items = pooled_samples(records, args.per_task, seeds, args.exclude_seed)
     files = args.judged.split(",")
     cache = {k: v for f in reversed(files) for k, v in read_judged(f, args.judge_dtype, args.judge_prompt).items()}
-    todo = [it for it in items if _key(it["context"], it["claim"]) not in cache]
+    todo = [it for it in items if claim_key(it["context"], it["claim"]) not in cache]
     if todo:
-        judge_missing(args.judge, args.judge_dtype, {_key(it["context"], it["claim"]): (it["context"], it["claim"])
+        judge_missing(args.judge, args.judge_dtype, {claim_key(it["context"], it["claim"]): (it["context"], it["claim"])
                                                      for it in todo}, files[0], cache, args.judge_prompt)
     lines: list[str] = []
 
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
     for task in ("QA", "Summary", "Data2txt", "all"):
         sel = [it for it in items if task == "all" or it["task"] == task]
         y = [it["label"] for it in sel]
-        p = [cache[_key(it["context"], it["claim"])] for it in sel]
+        p = [cache[claim_key(it["context"], it["claim"])] for it in sel]
         wo = [lexical_precision(it["context"], it["sentence"]) for it in sel]
         g = [it["group"] for it in sel]
         if len(set(y)) < 2:

@@ -36,7 +36,8 @@ import numpy as np
 
 from benchmarks.check_signals import cached_rows, checked_as_default, row_cache, score_rows
 from benchmarks.provenance_check import PUBLISHED, SET_TITLES, halueval_examples
-from benchmarks.provenance_offline import parse_run_args, publish
+from benchmarks.provenance_offline import parse_run_args
+from benchmarks.results_md import publish
 from benchmarks.run_stamp import run_stamp
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.support import CLAIMS, answer_claims

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._common import interval
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.run_stamp import machine
-from benchmarks.verifier_quality import first_per_set, fmt, halueval_units, ragtruth_units, score_units
+from benchmarks.verifier_quality import first_per_set, halueval_units, ragtruth_units, score_units
 from syncheck.stats import bootstrap_auroc
 
 
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         auc = bootstrap_auroc(np.array([u.label for u in us]), np.array([min(u.scores) for u in us]),
                               groups=[u.group for u in us])
         out[name] = auc
-        print(f"| {name} | {len(us)} | {fmt(auc)} |")
+        print(f"| {name} | {len(us)} | {interval(auc, 3)} |")
     return out
 
 

@@ -39,7 +39,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.provenance_offline import Example, parse_run_args, publish, ragtruth_examples
+from benchmarks.provenance_offline import Example, parse_run_args, ragtruth_examples
+from benchmarks.results_md import publish
 from features.alignment.lexical import lexical_precision
 from syncheck.stats import bootstrap_auroc
 

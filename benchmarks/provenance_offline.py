@@ -30,11 +30,11 @@ import platform
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from benchmarks.results_md import publish
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import (
     claim_prompt,
@@ -128,15 +128,6 @@ def evaluate_set(examples: list[Example], backends: Sequence[str], n_boot: int, 
         auc, lo, hi = bootstrap_auroc(y, score, n=n_boot, groups=groups, seed=seed)
         lines.append(f"| baseline: {label} | - | - | {auc:.3f} [{lo:.3f}, {hi:.3f}] | - |")
     return lines
-
-
-def publish(md: str, results_md: str | None, section: str) -> None:
-    """Print the section, and write it into ``results_md`` when given."""
-    print(md)
-    if results_md:
-        from benchmarks.ragtruth.run import write_section
-
-        write_section(Path(results_md), section, md)
 
 
 def parse_run_args(ap: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:

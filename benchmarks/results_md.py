@@ -55,6 +55,13 @@ def write_section(path: Path, section: str, body: str) -> None:
     path.write_text(replace_section(text, section, body), encoding="utf-8")
 
 
+def publish(md: str, results_md: str | None, section: str) -> None:
+    """Print the section's body ``md``, and write it into the file ``results_md`` as ``section`` when given."""
+    print(md)
+    if results_md:
+        write_section(Path(results_md), section, md)
+
+
 def git_commit() -> str:
     """The checkout's short commit (``"unknown"`` outside git)."""
     try:

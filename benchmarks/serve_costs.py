@@ -58,13 +58,15 @@ def thread_times(model: str, tokens: int, rounds: int) -> dict[str, float]:
 
 def all_in_worker(model: str, tokens: int, rounds: int) -> float:
     """Seconds for the same generations when one worker thread loads the model and runs them (a fresh process)."""
-    code = ("import json, sys; from benchmarks.serve_costs import _in_worker; "
-            f"print(json.dumps(_in_worker({model!r}, {tokens}, {rounds})))")
+    code = ("import json, sys; from benchmarks.serve_costs import load_and_run_in_worker; "
+            f"print(json.dumps(load_and_run_in_worker({model!r}, {tokens}, {rounds})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _in_worker(model: str, tokens: int, rounds: int) -> float:
+def load_and_run_in_worker(model: str, tokens: int, rounds: int) -> float:
+    """Seconds for :func:`all_in_worker`'s generations in this process (what its fresh process runs)."""
+
     def work() -> float:
         monitor = _monitor(model)
         _generations(monitor, 4, 1)

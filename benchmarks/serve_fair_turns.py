@@ -35,8 +35,9 @@ import threading
 import time
 from typing import Any
 
+from benchmarks._common import percentile
 from benchmarks.run_stamp import machine
-from benchmarks.serve_load import DOCUMENT_SETS, _percentile
+from benchmarks.serve_load import DOCUMENT_SETS
 from benchmarks.serve_soak import RESPONSES
 
 #: the goal: the p95 inter-sentence gap beside the batch, over the one alone
@@ -82,7 +83,7 @@ def run_streams(base_url: str, streams: int, tokens: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for kind, values in gaps.items():
         out[f"{kind}_gaps"] = float(len(values))
-        out[f"{kind}_gap_p95_s"] = _percentile(values, 0.95) if values else float("nan")
+        out[f"{kind}_gap_p95_s"] = percentile(values, 0.95) if values else float("nan")
         out[f"{kind}_gap_median_s"] = statistics.median(values) if values else float("nan")
     return out
 

@@ -49,6 +49,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from benchmarks._common import percentile
 from benchmarks.run_stamp import machine
 
 DOCUMENTS = [
@@ -168,12 +169,6 @@ def _stream_request(base_url: str, request: tuple[str, list[str], int], tokens: 
             "replica": replica, "doc_set": doc_set}
 
 
-def _percentile(values: list[float], q: float) -> float:
-    """The nearest-rank ``q`` quantile (0.95: the value 95% of the requests stay within)."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, -(-int(q * 100) * len(ordered) // 100) - 1))]
-
-
 def _summary(rows: list[dict[str, Any]], wall: float) -> dict[str, float]:
     tokens = sum(r["tokens"] for r in rows)
     return {
@@ -183,7 +178,7 @@ def _summary(rows: list[dict[str, Any]], wall: float) -> dict[str, float]:
         "ttft_max_s": max(r["ttft"] for r in rows),
         "first_sentence_median_s": statistics.median(r["first_sentence"] for r in rows),
         "latency_median_s": statistics.median(r["total"] for r in rows),
-        "latency_p95_s": _percentile([r["total"] for r in rows], 0.95),
+        "latency_p95_s": percentile([r["total"] for r in rows], 0.95),
         **affinity(rows),
     }
 

@@ -42,8 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import percentile
 from benchmarks.run_stamp import machine, run_stamp
-from benchmarks.serve_load import DOCUMENT_SETS, _percentile
+from benchmarks.serve_load import DOCUMENT_SETS
 
 #: the well-formed kinds and their default shares
 DEFAULT_MIX = "plain=0.6,fod=0.15,score=0.25"
@@ -254,8 +255,8 @@ def part_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "other_failures": sum(not r.get("completed") and not r.get("hung_up") and r["status"] < 500
                               and not r.get("server_error") for r in good),
         "completed": len(done),
-        "latency_p50_s": _percentile(done, 0.5) if done else None,
-        "latency_p95_s": _percentile(done, 0.95) if done else None,
+        "latency_p50_s": percentile(done, 0.5) if done else None,
+        "latency_p95_s": percentile(done, 0.95) if done else None,
     }
 
 

@@ -44,8 +44,7 @@ import numpy as np
 
 from benchmarks.fod_table2 import read_rows
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
-from benchmarks.provenance_offline import publish
-from benchmarks.results_md import command_line, measured_line
+from benchmarks.results_md import command_line, measured_line, publish
 from features.alignment.lexical import lexical_precision
 from syncheck.checking.provenance import ProvenanceChecker, default_summary_nli
 from syncheck.checking.support import mean_members, mean_of_supports, member_weights

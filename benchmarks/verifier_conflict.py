@@ -34,8 +34,7 @@ import numpy as np
 
 from benchmarks.answer_fluency import answer_form
 from benchmarks.conflict_qa import conflict_items, run_rows
-from benchmarks.provenance_offline import publish
-from benchmarks.results_md import command_line, measured_line
+from benchmarks.results_md import command_line, measured_line, publish
 from benchmarks.verifier_check import cell
 from features.alignment.lexical import lexical_precision
 from syncheck.alignment import make_alignment_scorer

@@ -36,10 +36,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.provenance_offline import publish
+from benchmarks._common import interval
 from benchmarks.ragtruth.alignment_feature import FOLDS_FILE, cached_scores, crossfit_scores, fold_dir, read_folds
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth_files
-from benchmarks.results_md import measured_line
+from benchmarks.results_md import measured_line, publish
 from features.alignment.lexical import lexical_precision
 from syncheck.build_info import without_machine_paths
 from syncheck.featurize import alignment_claim
@@ -143,14 +143,6 @@ def sentence_units(records: Sequence[RAGTruthRecord]) -> dict[str, list]:
     return cols
 
 
-def fmt(auc) -> str:
-    return "{:.3f} [{:.3f}, {:.3f}]".format(*auc)
-
-
-def fmt_diff(diff) -> str:
-    return "{:+.3f} [{:+.3f}, {:+.3f}]".format(*diff)
-
-
 def table(units: dict[str, list], crossfit: dict[str, np.ndarray], shipped: dict[str, np.ndarray],
           n_boot: int) -> str:
     lines = ["| task (claim) | sentences | unfaithful | cross-fitted | the verifier they started from | word overlap | "
@@ -169,10 +161,9 @@ def table(units: dict[str, list], crossfit: dict[str, np.ndarray], shipped: dict
         kw = {"groups": groups[m], "n": n_boot}
         c, s = crossfit[key][m], shipped[key][m]
         lines.append("| " + " | ".join([
-            f"{t} ({form})", str(int(m.sum())), str(int((y[m] == 0).sum())), fmt(bootstrap_auroc(y[m], c, **kw)),
-            fmt(bootstrap_auroc(y[m], s, **kw)), fmt(bootstrap_auroc(y[m], overlap[m], **kw)),
-            fmt(bootstrap_auroc(y[m], length[m], **kw)), fmt_diff(bootstrap_auroc_difference(y[m], c, s, **kw)),
-            fmt_diff(bootstrap_auroc_difference(y[m], c, overlap[m], **kw))]) + " |")
+            f"{t} ({form})", str(int(m.sum())), str(int((y[m] == 0).sum())),
+            *(interval(bootstrap_auroc(y[m], v, **kw), 3) for v in (c, s, overlap[m], length[m])),
+            *(interval(bootstrap_auroc_difference(y[m], c, v, **kw), 3, signed=True) for v in (s, overlap[m]))]) + " |")
     return "\n".join(lines)
 
 

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from benchmarks._common import interval
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
-from benchmarks.provenance_offline import publish
 from benchmarks.ragtruth.data import TASKS, read_ragtruth_files
-from benchmarks.results_md import command_line, measured_line
+from benchmarks.results_md import command_line, measured_line, publish
 from features.alignment import parse_alignment_spec
 from features.alignment.lexical import lexical_precision
 from features.sentences import split_sentences
@@ -160,11 +160,16 @@ def pair_table(units: list[Unit], set_names: list[str], name: str = "verifier") 
             continue
         scores = np.array([min(u.scores) for u in us])
         claim_only = claim_only_scores([VerifierPair(u.premise, u.text, u.label, u.group, u.set) for u in us])
-        lines.append(f"| {set_name} | {len(us)} | {y.mean():.2f} | {fmt(bootstrap_auroc(y, scores, groups=groups))} | "
+        lines.append(f"| {set_name} | {len(us)} | {y.mean():.2f} | {auroc(y, scores, groups)} | "
                      f"{balanced_accuracy_score(y, scores >= 0.5):.3f} | "
-                     f"{fmt(bootstrap_auroc(y, overlap, groups=groups))} | "
-                     f"{fmt(bootstrap_auroc(y, claim_only, groups=groups))} |")
+                     f"{auroc(y, overlap, groups)} | "
+                     f"{auroc(y, claim_only, groups)} |")
     return "\n".join(lines)
+
+
+def auroc(y: np.ndarray, scores: np.ndarray, groups: np.ndarray) -> str:
+    """ROC AUC of ``scores`` with its 95% interval (resampling ``groups`` together), as a table cell."""
+    return interval(bootstrap_auroc(y, scores, groups=groups), 3)
 
 
 def first_per_set(units: list[Unit], limit: int | None, skip: int = 0) -> list[Unit]:
@@ -202,10 +207,6 @@ def shipping_verdict(diffs: dict[str, tuple[float, float, float]], target: str =
     return f"ship: better on {target} (paired interval above 0), and no set is worse beyond its interval"
 
 
-def fmt(auc: tuple[float, float, float]) -> str:
-    return f"{auc[0]:.3f} [{auc[1]:.3f}, {auc[2]:.3f}]"
-
-
 def table(units: list[Unit], set_names: list[str], against: str | None = None,
           diffs: dict[str, tuple[float, float, float]] | None = None, name: str = "verifier") -> str:
     """The table of the backend ``name``; with ``against``, a column of the paired difference against it (min over
@@ -223,18 +224,18 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
         v_min = np.array([min(u.scores) for u in us])
         v_mean = np.array([np.mean(u.scores) for u in us])
         length = -np.array([len(u.text) for u in us], dtype=float)
-        row = [name, str(len(us)), fmt(bootstrap_auroc(y, v_min, groups=groups)),
-               fmt(bootstrap_auroc(y, v_mean, groups=groups)), fmt(bootstrap_auroc(y, overlap, groups=groups)),
-               fmt(bootstrap_auroc(y, length, groups=groups)),
-               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_min, overlap, groups=groups)),
-               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, overlap, groups=groups)),
-               "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, v_mean, v_min, groups=groups))]
+        row = [name, str(len(us)), auroc(y, v_min, groups),
+               auroc(y, v_mean, groups), auroc(y, overlap, groups),
+               auroc(y, length, groups),
+               interval(bootstrap_auroc_difference(y, v_min, overlap, groups=groups), 3, signed=True),
+               interval(bootstrap_auroc_difference(y, v_mean, overlap, groups=groups), 3, signed=True),
+               interval(bootstrap_auroc_difference(y, v_mean, v_min, groups=groups), 3, signed=True)]
         summary = name in SUMMARY_SETS  # the summary support leaning on each sentence's local support, as the check's
         if summary:
             local = [held_locally(u.premise, u.claims) for u in us]  # each summary's sentences' local support, once
             lean = leaning(us, "scores", local)
-            row += [fmt(bootstrap_auroc(y, lean, groups=groups)),
-                    "{:+.3f} [{:+.3f}, {:+.3f}]".format(*bootstrap_auroc_difference(y, lean, v_mean, groups=groups))]
+            row += [auroc(y, lean, groups),
+                    interval(bootstrap_auroc_difference(y, lean, v_mean, groups=groups), 3, signed=True)]
         else:
             row += ["-", "-"]
         if against:
@@ -246,8 +247,8 @@ def table(units: list[Unit], set_names: list[str], against: str | None = None,
             paired = {key: bootstrap_auroc_difference(y, a, b, groups=groups) for key, (a, b) in readings.items()}
             if diffs is not None:
                 diffs.update(paired)
-            row += [fmt(bootstrap_auroc(y, other, groups=groups))] + [
-                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*paired[key]) if key in paired else "-"
+            row += [auroc(y, other, groups)] + [
+                interval(paired[key], 3, signed=True) if key in paired else "-"
                 for key in (name, f"{name} (mean)", f"{name} (leaning)")]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """No import circle anywhere in the repository: the modules of syncheck/, fod/, features/ and benchmarks/ import one
 another (at the top or inside a function) along a graph with no cycle, so each can be read, and moved, on its own;
-and benchmarks/README.md gives every benchmarks/ module a line."""
+benchmarks/README.md gives every benchmarks/ module a line; and no benchmark reaches into another benchmark's private
+names: what several share lives in :data:`SHARED`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("syncheck", "fod", "features", "benchmarks")
+#: the one private module of benchmarks/ that the others may import private names from (none here: its helpers are
+#: public names of a private module)
+SHARED = "benchmarks._common"
 
 
 def modules() -> dict[str, Path]:
@@ -21,6 +25,16 @@ def modules() -> dict[str, Path]:
             parts = path.relative_to(ROOT).with_suffix("").parts
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
+
+
+def imported_from(node: ast.ImportFrom, package: str) -> str:
+    """The dotted module a ``from ... import`` in ``package`` names, a relative one resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    anchor = package
+    for _ in range(node.level - 1):
+        anchor = anchor.rpartition(".")[0]
+    return f"{anchor}.{node.module}" if node.module else anchor
 
 
 def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
@@ -38,12 +52,7 @@ def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package
-                    for _ in range(node.level - 1):
-                        anchor = anchor.rpartition(".")[0]
-                    base = f"{anchor}.{node.module}" if node.module else anchor
+                base = imported_from(node, package)
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             else:
                 continue
@@ -113,3 +122,50 @@ def test_benchmarks_readme_lists_every_module():
                    if name.startswith("benchmarks.") and path.name != "__init__.py")
     missing = [name for name in names if f"- `{name}`:" not in listing]
     assert not missing, "benchmarks/README.md lists no line for: " + ", ".join(missing)
+
+
+def private_imports(name: str, source: str) -> list[str]:
+    """Where the benchmarks module ``name`` (its text ``source``) uses a private (``_x``) name of another benchmarks
+    module than :data:`SHARED`: ``from benchmarks.x import _y``, or ``_y`` read off a benchmarks module it imported."""
+    package = name.rpartition(".")[0]
+    bound: dict[str, str] = {}  # local name -> the benchmarks module it stands for
+    found = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "benchmarks":
+                    bound[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = imported_from(node, package)
+            if base.split(".")[0] != "benchmarks":
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    if base not in (SHARED, name):
+                        found.append(f"{name}:{node.lineno} imports {alias.name} from {base}")
+                else:
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id in bound
+                and bound[node.value.id] not in (SHARED, name)):
+            found.append(f"{name}:{node.lineno} reads {node.attr} of {bound[node.value.id]}")
+    return found
+
+
+def test_no_benchmark_imports_another_benchmarks_private_name():
+    found = [hit for name, path in modules().items() if name.startswith("benchmarks")
+             for hit in private_imports(name, path.read_text(encoding="utf-8"))]
+    assert not found, f"move the shared helper into {SHARED} and import it from there:\n" + "\n".join(found)
+
+
+def test_the_check_finds_a_private_import():
+    assert private_imports("benchmarks.a", "from benchmarks.b import c, _d\n") == [
+        "benchmarks.a:1 imports _d from benchmarks.b"]
+    assert private_imports("benchmarks.ragtruth.a", "from .b import _d\n") == [
+        "benchmarks.ragtruth.a:1 imports _d from benchmarks.ragtruth.b"]
+    assert private_imports("benchmarks.a", "from benchmarks import b\nb._d()\n") == [
+        "benchmarks.a:2 reads _d of benchmarks.b"]
+    assert private_imports("benchmarks.a", f"from {SHARED} import percentile\nfrom benchmarks.b import c\n") == []
+    assert private_imports("benchmarks.a", "from benchmarks.a import _self\nfrom syncheck.x import _y\n") == []

@@ -382,3 +382,60 @@ def test_the_verifier_benchmark_reads_responses_as_the_check_does_and_only_held_
         parse_records(["summarization=100-200"])
     with pytest.raises(SystemExit, match="SUBSET=START-END"):
         parse_records(["summaries=8000-8300"])
+
+
+def test_unseen_benchmark_smoke_scores_writes_and_resumes(tmp_path, monkeypatch, capsys):
+    """``main`` end to end with a stand-in scorer (the real one needs a model with a shipped final model; ragtruth.run's
+    smoke test scores with the tiny one): rows written, tables and section, and a rerun that scores nothing."""
+    from types import SimpleNamespace
+
+    import syncheck.scorer
+    from benchmarks.ragtruth import unseen
+    from features.alignment.lexical import lexical_precision
+
+    calls = []
+
+    class StandIn:
+        aggregator_source = "stand-in"
+
+        def __init__(self, model: str, dtype: str) -> None:
+            pass
+
+        def score(self, context: str, response: str, question: str, id: str):
+            calls.append(id)
+            overlap = [(s, lexical_precision(context, s.text)) for s in split_sentences(response)]
+            sents = [SimpleNamespace(text=s.text, start=s.start, end=s.end, score=o, final_score=o / 2)
+                     for s, o in overlap]
+            return SimpleNamespace(sentences=sents, error=None, response_score=min(s.final_score for s in sents))
+
+    monkeypatch.setattr(syncheck.scorer, "Scorer", StandIn)
+    data, rows, results = tmp_path / "dev_extra.jsonl", tmp_path / "rows.jsonl", tmp_path / "RESULTS.md"
+    synthetic_ragtruth(data)
+    args = ["--data", str(data), "--model", "stand-in", "--out", str(rows), "--bootstrap", "20",
+            "--results-md", str(results), "--title", "Unseen smoke"]
+    text = unseen.main(args)
+    assert len(calls) == 24 and "24 of 24 responses scored" in text and "(aggregator: stand-in)" in text
+    assert "## Unseen smoke" in results.read_text(encoding="utf-8")
+    assert len(rows.read_text(encoding="utf-8").splitlines()) == 24
+    again = unseen.main(args)  # resumed from the rows: nothing is scored again, the same tables
+    assert len(calls) == 24 and again.split("```\n\n", 1)[1] == text.split("```\n\n", 1)[1]
+
+
+def test_portable_benchmark_smoke_transfers_between_two_models(tmp_path, monkeypatch, capsys):
+    """``main`` on two synthetic feature tables standing in for two models' scoring (ragtruth.run's smoke test scores
+    with the tiny model): every row of the transfer table, and its section."""
+    from benchmarks.ragtruth import portable
+    from tests.test_response_verdict import synthetic_table
+
+    monkeypatch.setattr(portable, "read_ragtruth", lambda path, limit=None: [])
+    monkeypatch.setattr(portable, "scored_for", lambda records, name, dtype, work: name)
+    monkeypatch.setattr(portable, "aligned_tables",
+                        lambda records, scored: {name: synthetic_table(seed=k) for k, name in enumerate(scored)})
+    results = tmp_path / "RESULTS.md"
+    out = portable.main(["--model", "a", "--model", "b:bfloat16", "--work-dir", str(tmp_path), "--folds", "3",
+                         "--bootstrap", "20", "--kinds", "lr", "--results-md", str(results), "-o", str(tmp_path / "o")])
+    assert {"b / portable LR trained on a", "a / portable LR trained on all 2 models",
+            "b / calibrated for b (default recipe + its own hidden probe)", "any / word overlap (trivial)"} <= set(out)
+    assert all(set(figures) == {"QA", "Summary", "Data2txt"} for figures in out.values())
+    assert portable.SECTION.lstrip("# ") in results.read_text(encoding="utf-8")
+    assert "--model a:float32 --model b:bfloat16" in capsys.readouterr().out

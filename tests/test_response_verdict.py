@@ -184,15 +184,16 @@ def synthetic_table(sources_per_task: int = 6, seed: int = 0):
                          np.full(n, 18.0), rng.random(n), ["The tower is tall."] * n)
 
 
-def test_benchmark_smoke_writes_its_section_plot_and_response_json(tmp_path):
+def test_benchmark_smoke_writes_its_section_plot_and_response_json(tmp_path, monkeypatch):
+    """``main`` on a synthetic feature table (the scoring it would read from the cache is ragtruth.run's)."""
     from benchmarks.ragtruth import response_verdict as rv
 
+    monkeypatch.setattr(rv, "cached_table", lambda args: synthetic_table())
     results = tmp_path / "RESULTS.md"
     results.write_text("# Benchmark results\n\n## Response-level verdict on RAGTruth\n\nhand-written\n\n"
                        f"#{rv.SECTION}\n\nstale tables\n\n## HaluEval\n\nkept\n", encoding="utf-8")
-    args = rv.parse_args(["--folds", "3", "--bootstrap", "20", "--results-md", str(results),
-                          "--plot", str(tmp_path / "rel.png"), "--save", str(tmp_path / "agg"), "--relative"])
-    out = rv.report(synthetic_table(), args, command="python -m benchmarks.ragtruth.response_verdict")
+    out = rv.main(["--folds", "3", "--bootstrap", "20", "--results-md", str(results),
+                   "--plot", str(tmp_path / "rel.png"), "--save", str(tmp_path / "agg"), "--relative"])
     assert set(out["rows"][rv.LEARNED]) == {"QA", "Summary", "Data2txt"}
     assert {rv.MIN, rv.MEAN, rv.RELATIVE, "word overlap with the context (trivial)"} <= set(out["rows"])
     assert out["rows"][rv.LEARNED]["QA"]["brier"] is not None

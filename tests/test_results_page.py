@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from benchmarks.readme_table import MAX_CELL, MAX_ROWS, README, RESULTS, cells, readme_table, with_table
+from benchmarks.readme_table import MAX_CELL, MAX_ROWS, README, RESULTS, cells, main, readme_table, with_table
 
 NOTES = RESULTS.parent / "notes"
 MAX_RESULTS_LINES = 800
@@ -20,6 +20,7 @@ def test_readme_table_is_the_results_index():
     readme = README.read_text(encoding="utf-8")
     assert with_table(readme, readme_table(RESULTS.read_text(encoding="utf-8"))) == readme, (
         "README.md's results table differs from benchmarks/RESULTS.md's index: run `python -m benchmarks.readme_table`")
+    assert main(["--check"]) == 0  # the command RESULTS.md states, in the mode that writes nothing
 
 
 def test_readme_table_stays_small():

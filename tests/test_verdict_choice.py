@@ -48,17 +48,20 @@ def test_trivial_rules_take_the_direction_that_ranks_better_on_the_other_folds()
     assert (vc.better_direction(-words, label, fold) == -words).all()
 
 
-def test_benchmark_smoke_writes_its_section_with_every_task_and_a_choice(tmp_path):
-    table = synthetic_table()
-    per_task = vc.evaluate(table, [0, 1], folds=3, n_boot=20, tau=0.5, log=lambda *_: None)
-    counts = {t: (18, 6) for t in ("QA", "Summary", "Data2txt")}
-    md, choices = vc.markdown(per_task, counts, [0, 1], ["header"])
-    assert set(choices) == {"QA", "Summary", "Data2txt"}
-    for task, figures in per_task.items():
-        assert all(len(figures[name].seeds) == 2 for name, _, _ in vc.FORMS)
-        assert figures[VERDICT].brier is not None and figures[vc.LENGTH].brier is None
-        assert figures[vc.LENGTH].minus_length is None and figures[MEAN].minus_length is not None
-    assert md.count("Chosen for") == 3 and "| answer length in words |" in md
+def test_benchmark_smoke_writes_its_section_with_every_task_and_a_choice(tmp_path, monkeypatch):
+    """``main`` on a synthetic feature table (the scoring it would read from the cache is ragtruth.run's)."""
+    monkeypatch.setattr(vc, "cached_table", lambda args: synthetic_table())
+    results = tmp_path / "RESULTS.md"
+    out = vc.main(["--folds", "3", "--seeds", "0,1", "--bootstrap", "20", "--tau", "0.5",
+                   "--results-md", str(results), "--json", str(tmp_path / "choice.json")])
+    assert set(out["choices"]) == {"QA", "Summary", "Data2txt"} and out["counts"]["QA"] == (18, 6)
+    for task, figures in out["figures"].items():
+        assert all(len(figures[name]["seeds"]) == 2 for name, _, _ in vc.FORMS)
+        assert figures[VERDICT]["brier"] is not None and figures[vc.LENGTH]["brier"] is None
+        assert figures[vc.LENGTH]["minus_length"] is None and figures[MEAN]["minus_length"] is not None
+    md = results.read_text(encoding="utf-8")
+    assert md.count("Chosen for") == 3 and "| answer length in words |" in md and vc.SECTION.lstrip("# ") in md
+    assert (tmp_path / "choice.json").is_file()
 
 
 def test_pooled_files_are_read_in_order_and_may_not_share_a_response(tmp_path):

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from benchmarks.halueval.evaluate import Result, SetData, ablation_table, main_table, transfer_table
 from benchmarks.halueval.pipeline import BenchConfig, add_common_args, load_scored, split, syncheck_feature_names
 from benchmarks.halueval.sets import SETS, level
+from benchmarks.results_md import write_section
 from benchmarks.run_stamp import run_stamp
 
 SECTION = "## HaluEval: aggregators and baselines"
@@ -136,13 +137,6 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
     }
 
 
-def write_results_md(path: Path, body: str, section: str = SECTION) -> None:
-    """Replace the body of ``section`` (found at any heading level; see :mod:`benchmarks.results_md`)."""
-    from benchmarks.results_md import write_section
-
-    write_section(path, section, body)
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     t0 = time.time()
@@ -204,9 +198,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if args.results_md:
-        write_results_md(
-            Path(args.results_md), render_section(summary, main_md, abl_md, tr_md, argv), args.results_section
-        )
+        write_section(Path(args.results_md), args.results_section,
+                      render_section(summary, main_md, abl_md, tr_md, argv))
     summary["markdown"] = {"main": main_md, "ablation": abl_md, "transfer": tr_md}
     return summary
 

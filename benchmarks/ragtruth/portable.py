@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     md = markdown(rows, header)
     print(SECTION + "\n\n" + md)
     if args.results_md:
-        from benchmarks.ragtruth.run import write_section
+        from benchmarks.results_md import write_section
 
         write_section(Path(args.results_md), SECTION, md)
     if args.train:

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from benchmarks._common import interval
 from benchmarks.ragtruth.data import TASKS
 from benchmarks.ragtruth.evaluate import fold_of_rows, oof_stacked, probe_folds, response_f1
 from benchmarks.ragtruth.scoring import SentenceTable
@@ -288,10 +289,6 @@ def plot_reliability(path: Path, y: np.ndarray, curves: dict[str, np.ndarray]) -
     plt.close(fig)
 
 
-def _ci(a: tuple[float, float, float]) -> str:
-    return f"{a[0]:.3f} [{a[1]:.2f}, {a[2]:.2f}]"
-
-
 def markdown(header: list[str], rows: dict[str, dict[str, Cell]], reliabilities: dict[str, list], counts: dict) -> str:
     """The response table, then a reliability table for each ``{row name: reliability(...)}``."""
     tasks = [t for t in TASKS if any(t in c for c in rows.values())]
@@ -308,7 +305,7 @@ def markdown(header: list[str], rows: dict[str, dict[str, Cell]], reliabilities:
         for t in tasks:
             c = cells.get(t)
             parts.append("- | - | -" if c is None else
-                         f"{_ci(c.auroc)} | {'-' if c.brier is None else f'{c.brier:.3f}'} | {c.f1:.1f}")
+                         f"{interval(c.auroc)} | {'-' if c.brier is None else f'{c.brier:.3f}'} | {c.f1:.1f}")
         mean = np.mean([cells[t].auroc[0] for t in tasks if t in cells])
         lines.append(f"| {name} | " + " | ".join(parts) + f" | {mean:.3f} |")
     for verdict_row, rel in reliabilities.items():

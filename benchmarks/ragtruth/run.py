@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from benchmarks._common import interval
 from benchmarks.ragtruth.data import TASKS, read_ragtruth
 from benchmarks.ragtruth.evaluate import (
     BASELINES,
@@ -42,6 +43,7 @@ from benchmarks.ragtruth.evaluate import (
     task_figures,
 )
 from benchmarks.ragtruth.scoring import ScoringConfig, SentenceTable, score_ragtruth, sentence_table
+from benchmarks.results_md import publish
 from benchmarks.run_stamp import run_stamp
 from features.lexical import LEXICAL_FEATURE_SIGNS
 from syncheck.aggregators.recipe import DEFAULT_FEATURES, DEFAULT_KIND, DEFAULT_PARAMS, DEFAULT_PROBES
@@ -203,10 +205,6 @@ def ablation(table: SentenceTable, folds, probe_cache, seed: int) -> dict[str, d
 
 
 # ---------------------------------------------------------------------------- markdown
-def _ci(fig: tuple[float, float, float]) -> str:
-    return f"{fig[0]:.3f} [{fig[1]:.2f}, {fig[2]:.2f}]"
-
-
 def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: list[str]) -> str:
     lines = list(header)
     tasks = [t for t in TASKS if any(t in r.tasks for r in rows)]
@@ -218,7 +216,7 @@ def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: l
         "| --- | --- | " + " | ".join("---" for _ in tasks) + " | --- |",
     ]
     for r in rows:
-        cells = [_ci(r.tasks[t].sentence) if t in r.tasks else "-" for t in tasks]
+        cells = [interval(r.tasks[t].sentence) if t in r.tasks else "-" for t in tasks]
         lines.append(f"| {r.family} | {r.label} | " + " | ".join(cells) + f" | {r.mean_sentence_auroc():.3f} |")
     for model, refs in PAPER_TABLE1.items():
         for name, vals in refs.items():
@@ -231,7 +229,7 @@ def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: l
               "| family | signal | " + " | ".join(f"{t} AUROC | {t} F1" for t in tasks) + " |",
               "| --- | --- | " + " | ".join("--- | ---" for _ in tasks) + " |"]
     for r in rows:
-        cells = [f"{_ci(r.tasks[t].response)} | {r.tasks[t].f1:.1f}" if t in r.tasks else "- | -" for t in tasks]
+        cells = [f"{interval(r.tasks[t].response)} | {r.tasks[t].f1:.1f}" if t in r.tasks else "- | -" for t in tasks]
         lines.append(f"| {r.family} | {r.label} | " + " | ".join(cells) + " |")
     pub = "; ".join(f"{k} {v}" for k, v in PUBLISHED_RESPONSE_F1.items())
     lines += ["", "Published response-level F1 on the full test split, all tasks together (reference, not rerun): "
@@ -252,13 +250,6 @@ def markdown(rows: list[Row], abl: dict[str, dict[str, float]] | None, header: l
             lines.append(f"| {label} | " + " | ".join(f"{figs[t]:.3f}" for t in tasks) + f" | {mean:.3f} | "
                                                                                          f"{delta:+.3f} |")
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str, body: str) -> None:
-    """Replace (or append) ``section``'s body in a markdown file (see :mod:`benchmarks.results_md`)."""
-    from benchmarks.results_md import write_section as write
-
-    write(path, section, body)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -321,9 +312,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"{transformers.__version__}.",
     ]
     md = markdown(rows, abl, header)
-    print(md)
-    if args.results_md:
-        write_section(Path(args.results_md), SECTION, md)
+    publish(md, args.results_md, SECTION)
     figures = {r.label: {t: {"sentence": list(f.sentence), "response": list(f.response), "f1": f.f1,
                              "n_sentences": f.n_sentences, "n_responses": f.n_responses} for t, f in r.tasks.items()}
                for r in rows}

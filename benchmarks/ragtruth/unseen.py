@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from benchmarks._common import interval
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth
 from benchmarks.results_md import measured_line
 from benchmarks.run_stamp import run_stamp
@@ -80,7 +81,7 @@ def _auc(labels, scores, groups, n_boot: int, better_direction: bool = False) ->
 
 
 def _fmt(a: tuple) -> str:
-    return f"{a[0]:.3f} [{a[1]:.2f}, {a[2]:.2f}]{a[3]}"
+    return interval(a) + a[3]
 
 
 def tables(rows: Sequence[dict], n_boot: int) -> str:

@@ -38,8 +38,8 @@ from typing import Iterable
 
 import numpy as np
 
+from benchmarks._common import bootstrap_paired_difference
 from benchmarks.conflict_qa import conflict_items, conflict_typer, judged, run_rows
-from benchmarks.fod_faithfulness import bootstrap_paired_difference
 from benchmarks.verifier_check import cell
 from syncheck.jsonl import iter_jsonl
 from syncheck.stats import bootstrap_auroc

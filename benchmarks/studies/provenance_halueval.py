@@ -36,8 +36,9 @@ from typing import Sequence
 
 import numpy as np
 
+from benchmarks._common import interval
 from benchmarks.halueval.data import SUBSETS, Example, load_subset, split_by_record
-from benchmarks.results_md import command_line
+from benchmarks.results_md import command_line, write_section
 from features.alignment.embedding import EmbeddingScorer, SentenceEncoder
 from features.alignment.lexical import lexical_precision
 from features.alignment.relevance import BiEncoderRelevance, make_relevance_scorer
@@ -164,8 +165,8 @@ def align_score_table(examples: list[Example], backends: dict, args, out: list[s
         resp = np.array([scores[owner == k].mean() for k in range(len(ex))])
         s_auc = bootstrap_auroc(labels[owner], scores, n=args.bootstrap, seed=args.seed)
         r_auc = bootstrap_auroc(labels, resp, n=args.bootstrap, seed=args.seed)
-        fmt = lambda a: f"{a[0]:.3f} [{a[1]:.3f}, {a[2]:.3f}]"  # noqa: E731
-        out.append(f"| {name} | {len(ex)} | {len(sents)} | {fmt(s_auc)} | {fmt(r_auc)} | {per_pair * 1000:.1f} |")
+        out.append(f"| {name} | {len(ex)} | {len(sents)} | {interval(s_auc, 3)} | {interval(r_auc, 3)} "
+                   f"| {per_pair * 1000:.1f} |")
         print(f"[align_score] {name}: {len(sents)} pairs, {per_pair * 1000:.1f} ms/pair", file=sys.stderr, flush=True)
     ex = [e for e in examples]
     length = bootstrap_auroc(
@@ -173,13 +174,6 @@ def align_score_table(examples: list[Example], backends: dict, args, out: list[s
     )
     out.append(f"| baseline: response length | {len(ex)} | - | - | {length[0]:.3f} [{length[1]:.3f}, {length[2]:.3f}] "
                "| - |")
-
-
-def write_section(path: Path, body: str) -> None:
-    """Replace the body of the :data:`SECTION` section of RESULTS.md (see :mod:`benchmarks.results_md`)."""
-    from benchmarks.results_md import write_section as write
-
-    write(path, SECTION, body.strip())
 
 
 def parse_args(argv: Sequence[str] | None):
@@ -242,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     text = "\n".join(out)
     print(text)
     if args.results:
-        write_section(args.results, text)
+        write_section(args.results, SECTION, text.strip())
     return text
 
 

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from benchmarks._common import interval
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord
 from benchmarks.ragtruth.evaluate import oof_stacked, probe_folds, response_scores
 from benchmarks.ragtruth.scoring import SentenceTable
@@ -170,7 +171,7 @@ def evaluate(table: SentenceTable, real: int, seeds: Sequence[int], n_boot: int)
 
 
 def _f(c: tuple[float, float, float], signed: bool = False) -> str:
-    return f"{c[0]:+.3f} [{c[1]:+.3f}, {c[2]:+.3f}]" if signed else f"{c[0]:.3f} [{c[1]:.2f}, {c[2]:.2f}]"
+    return interval(c, 3, signed=True) if signed else interval(c)
 
 
 def markdown(per_seed: dict[int, dict[str, dict]], header: list[str]) -> str:
