@@ -419,6 +419,13 @@ def test_unseen_benchmark_smoke_scores_writes_and_resumes(tmp_path, monkeypatch,
     assert len(rows.read_text(encoding="utf-8").splitlines()) == 24
     again = unseen.main(args)  # resumed from the rows: nothing is scored again, the same tables
     assert len(calls) == 24 and again.split("```\n\n", 1)[1] == text.split("```\n\n", 1)[1]
+    # a model without a shipped final-score model: a clear error naming the fix, the rows kept
+    monkeypatch.setattr(StandIn, "score", lambda self, **kw: SimpleNamespace(
+        sentences=[SimpleNamespace(text="x", start=0, end=1, score=0.5, final_score=None)], error=None,
+        response_score=None))
+    with pytest.raises(SystemExit, match="no shipped final-score model"):
+        unseen.main(["--data", str(data), "--model", "stand-in", "--out", str(tmp_path / "none.jsonl")])
+    assert len((tmp_path / "none.jsonl").read_text(encoding="utf-8").splitlines()) == 24
 
 
 def test_portable_benchmark_smoke_transfers_between_two_models(tmp_path, monkeypatch, capsys):

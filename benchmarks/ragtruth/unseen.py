@@ -149,6 +149,10 @@ def main(argv: Sequence[str] | None = None) -> str:
 
     scorer = Scorer(args.model, dtype=args.dtype)
     rows = score_rows(records, scorer, Path(args.out), run_stamp(args))
+    if any(s["final_score"] is None for r in rows if not r["error"] for s in r["sentences"]):
+        raise SystemExit(f"{args.model} has no shipped final-score model, so its sentences have no final_score to "
+                         "read: run this benchmark with a model the package calibrates (e.g. smollm2-135m), or "
+                         f"calibrate one first (syncheck calibrate); rows kept in {args.out}")
     head = (f"{len(records)} RAGTruth responses of `{Path(args.data).name}`, scored by `{args.model}` ({args.dtype}) "
             f"with its shipped defaults (aggregator: {scorer.aggregator_source}). {measured_line()}\n\n"
             f"```bash\n.venv/bin/python -m benchmarks.ragtruth.unseen --data {args.data} --out {args.out}\n```\n\n")
