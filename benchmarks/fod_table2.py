@@ -105,8 +105,9 @@ SUPPORTED_VARIANTS = ("fod-support", "fod-support-keep", "fod-support-keep-greed
 METHODS = ("greedy", "abstain", "rerank", "cad", "adacad", *FOD_VARIANTS)
 
 
-def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> list[dict]:
-    """Up to ``per_task`` contexts per task, interleaved task by task."""
+def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000,
+             tasks: tuple[str, ...] = TASKS) -> list[dict]:
+    """Up to ``per_task`` contexts of each of ``tasks`` (:data:`TASKS`), interleaved task by task."""
     by_task: dict[str, list[dict]] = defaultdict(list)
     seen = set()
     with open(ragtruth, encoding="utf-8") as f:
@@ -121,12 +122,12 @@ def contexts(ragtruth: str, halueval: str, per_task: int, start: int = 4000) -> 
                                             "context": r["context"], "qa": r["task_type"] == "QA"})
     from benchmarks.halueval.pairs import build_pairs
 
-    for p in build_pairs(halueval, limit=per_task * 3, start=start)[:per_task]:
+    for p in build_pairs(halueval, limit=per_task * 3, start=start)[:per_task] if "HaluEval-QA" in tasks else ():
         by_task["HaluEval-QA"].append({"task": "HaluEval-QA", "record": str(p.record), "question": p.question,
                                        "context": p.context, "qa": True})
     out = []
     for i in range(per_task):
-        out.extend(by_task[t][i] for t in TASKS if i < len(by_task[t]))
+        out.extend(by_task[t][i] for t in TASKS if t in tasks and i < len(by_task[t]))
     return out
 
 
@@ -398,6 +399,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--ragtruth", default="../shared/data/ragtruth/dev.jsonl")
     ap.add_argument("--halueval", default="../shared/data/halueval")
     ap.add_argument("--per-task", type=int, default=15, help="contexts per task (4 tasks)")
+    ap.add_argument("--tasks", default=",".join(TASKS),
+                    help="which tasks' contexts, comma-separated (e.g. QA,Summary,Data2txt with --ragtruth "
+                         "dev_extra.jsonl: contexts the default aggregator never trained on)")
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 for Qwen")
     ap.add_argument("--aggregator", default="default", help="the scorer's aggregator (default: resolved for the model)")
@@ -432,7 +436,10 @@ def main(argv: list[str] | None = None) -> dict:
     unknown = set(methods) - set(METHODS)
     if unknown or "greedy" not in methods:
         raise SystemExit(f"unknown methods {sorted(unknown)} (choose from {METHODS}; greedy is required)")
-    ctxs = contexts(args.ragtruth, args.halueval, args.per_task)
+    tasks = tuple(x for x in args.tasks.split(",") if x)
+    if not tasks or set(tasks) - set(TASKS):
+        raise SystemExit(f"--tasks {args.tasks!r}: choose from {','.join(TASKS)}")
+    ctxs = contexts(args.ragtruth, args.halueval, args.per_task, tasks=tasks)
     t0 = time.perf_counter()
     if not args.report:
         Path(args.out).touch()

@@ -427,3 +427,19 @@ def test_check_cost_benchmark_times_supports_side_by_side_on_the_same_answers(ca
     assert all(v > 0 for per in summary.values() for v in per.values())
     out = capsys.readouterr().out
     assert "| `lexical+lexical@0.3` |" in out and "(1.00x)" in out  # the baseline against itself
+
+
+def test_fod_table2_reads_only_the_tasks_it_is_given(tmp_path):
+    """``--tasks`` without HaluEval-QA reads no HaluEval file; contexts stay one per source document, interleaved."""
+    import json
+
+    from benchmarks.fod_table2 import contexts
+
+    data = tmp_path / "dev_extra.jsonl"
+    rows = [{"task_type": t, "source_id": f"{t}-{k}", "question": "Q?" if t == "QA" else None, "context": "C"}
+            for k in range(3) for t in ("QA", "Summary", "Data2txt")]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows + rows), encoding="utf-8")
+    got = contexts(str(data), str(tmp_path / "no-halueval"), 2, tasks=("QA", "Summary"))
+    assert [(c["task"], c["record"]) for c in got] == [("QA", "QA-0"), ("Summary", "Summary-0"), ("QA", "QA-1"),
+                                                      ("Summary", "Summary-1")]
+    assert got[1]["question"].startswith("Summarize") and got[0]["qa"] and not got[1]["qa"]
