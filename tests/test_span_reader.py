@@ -307,10 +307,12 @@ def test_a_long_passage_trains_on_a_window_with_its_answer_and_one_without_it(to
     assert len(found[1]) == WINDOW_CHARS and found[1][found[2]:found[2] + found[3]] == "Warsaw"
     assert empty[2] == -1 and "warsaw" not in empty[1].lower() and len(empty[1]) == WINDOW_CHARS
     assert windowed(example, "seed") == [found, empty]  # the draw is fixed by its seed
-    assert windowed(answer_example(QUESTION, DOCUMENT, "Warsaw"), "seed") == [(QUESTION, DOCUMENT, DOCUMENT.find("Warsaw"), 6)]
+    short = answer_example(QUESTION, DOCUMENT, "Warsaw")
+    assert windowed(short, "seed") == [short] == [(QUESTION, DOCUMENT, DOCUMENT.find("Warsaw"), 6)]
     row = SpanDataset([empty], tokenizer, 96)[0]
     assert row["start_positions"] == row["end_positions"] == 0  # no answer in this window: [CLS]
-    rows = [{"question": QUESTION, "context": passage, "answers": [{"text": "Warsaw", "start": passage.find("Warsaw")}]}]
+    answers = [{"text": "Warsaw", "start": passage.find("Warsaw")}]
+    rows = [{"question": QUESTION, "context": passage, "answers": answers}]
     assert record_answers(rows) == (windowed(example, "row-0"), 0)  # SQuAD's answers list, windowed
 
 

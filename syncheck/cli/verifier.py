@@ -191,6 +191,7 @@ def reader(out: Path, halueval, halueval_records, conflict, qa_dir, qa_half, ans
            batch_size, learning_rate, max_steps, seed, progress) -> None:
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
+    from syncheck.training.conflict_halves import QA_FILES, SPLIT_SEED, qa_file_path
     from syncheck.training.reader_training import (
         CONFLICT_RECIPE,
         ReaderSettings,
@@ -201,7 +202,6 @@ def reader(out: Path, halueval, halueval_records, conflict, qa_dir, qa_half, ans
         qa_file_conflicts,
         record_answers,
     )
-    from syncheck.training.conflict_halves import QA_FILES, SPLIT_SEED, qa_file_path
     from syncheck.training.sources import HALUEVAL_TRAIN
     from syncheck.training.verifier_dataset import first_records
 

@@ -8,8 +8,8 @@ right answers from the first records of its training ranges, the questions of on
 ``(question, context, answer)`` records. A passage longer than :data:`WINDOW_CHARS` characters is read as the
 scorer reads it, in windows: its example is a window that holds the answer, and a second window of the same
 passage without it, whose target is ``[CLS]`` (no answer here), so that a window of a long document that lacks the
-answer does not point at a span of its own. The word embeddings stay frozen, so the directory stores the other tensors in float16, as a verifier's
-(:func:`syncheck.training.verifier_training.export`), with ``head``
+answer does not point at a span of its own. The word embeddings stay frozen, so the directory stores the other
+tensors in float16, as a verifier's (:func:`syncheck.training.verifier_training.export`), with ``head``
 :data:`~features.alignment.span_reader.READER_HEAD` in its manifest. Checkpoints go to ``<out>/checkpoints``; a run
 cut short resumes from the last one.
 """
