@@ -297,23 +297,27 @@ def test_a_weighted_mean_gives_a_member_its_share_and_scales_the_rest_where_one_
     assert make_support("lexical+lexical@0.3").weights == pytest.approx([0.7, 0.3])
 
 
-def test_a_long_passage_trains_on_a_window_with_its_answer_and_one_without_it(tokenizer):
-    from syncheck.training.reader_training import WINDOW_CHARS, windowed
+def test_a_long_passage_trains_on_the_scorer_s_windows_one_with_its_answer_and_one_without_it(tokenizer):
+    from features.alignment.windows import premise_budget, split_windows
+    from syncheck.training.reader_training import windowed
 
     filler = "The committee met again and discussed the budget of the museum at length. " * 40
     passage = filler + DOCUMENT + " " + filler
     example = answer_example(QUESTION, passage, "Warsaw")
-    found, empty = windowed(example, "seed")
-    assert len(found[1]) == WINDOW_CHARS and found[1][found[2]:found[2] + found[3]] == "Warsaw"
-    assert empty[2] == -1 and "warsaw" not in empty[1].lower() and len(empty[1]) == WINDOW_CHARS
-    assert windowed(example, "seed") == [found, empty]  # the draw is fixed by its seed
+    scorer_windows = {w.text for w in split_windows(passage, premise_budget(tokenizer, QUESTION, 96), None, tokenizer)}
+    found, empty = windowed(example, tokenizer, 96)
+    assert found[1] in scorer_windows and empty[1] in scorer_windows  # the windows the reader is scored in
+    assert found[1][found[2]:found[2] + found[3]] == "Warsaw"
+    assert empty[2] == -1 and "warsaw" not in empty[1].lower()
+    assert windowed(example, tokenizer, 96) == [found, empty]  # the draw is fixed by the example
     short = answer_example(QUESTION, DOCUMENT, "Warsaw")
-    assert windowed(short, "seed") == [short] == [(QUESTION, DOCUMENT, DOCUMENT.find("Warsaw"), 6)]
-    row = SpanDataset([empty], tokenizer, 96)[0]
-    assert row["start_positions"] == row["end_positions"] == 0  # no answer in this window: [CLS]
+    assert windowed(short, tokenizer, 96) == [short] == [(QUESTION, DOCUMENT, DOCUMENT.find("Warsaw"), 6)]
+    rows = SpanDataset([example], tokenizer, 96)
+    assert len(rows) == 2 and rows[1]["start_positions"] == rows[1]["end_positions"] == 0  # no answer here: [CLS]
+    assert tokenizer.decode(rows[0]["input_ids"][rows[0]["start_positions"]:rows[0]["end_positions"] + 1]) == "warsaw"
     answers = [{"text": "Warsaw", "start": passage.find("Warsaw")}]
     rows = [{"question": QUESTION, "context": passage, "answers": answers}]
-    assert record_answers(rows) == (windowed(example, "row-0"), 0)  # SQuAD's answers list, windowed
+    assert record_answers(rows) == ([example], 0)  # SQuAD's answers list
 
 
 def test_the_reader_command_reads_one_half_of_the_extractive_qa_files(tmp_path):

@@ -191,7 +191,7 @@ def reader(out: Path, halueval, halueval_records, conflict, qa_dir, qa_half, ans
            batch_size, learning_rate, max_steps, seed, progress) -> None:
     """Fit a span reader into OUT: it points at the passage's answer to a question (``--alignment reader:OUT``)."""
     from syncheck.jsonl import iter_jsonl
-    from syncheck.training.conflict_halves import QA_FILES, SPLIT_SEED, qa_file_path
+    from syncheck.training.conflict_halves import QA_FILES, QA_LICENCES, SPLIT_SEED, qa_file_path
     from syncheck.training.reader_training import (
         CONFLICT_RECIPE,
         ReaderSettings,
@@ -210,10 +210,8 @@ def reader(out: Path, halueval, halueval_records, conflict, qa_dir, qa_half, ans
     right = halueval_answers(halueval, halueval_records) if halueval else []
     conflicts = halueval_conflicts(halueval, halueval_records) if halueval and conflict else []
     qa_sources = []  # (name, licence, examples)
-    for source, licence in (("xquad", "CC BY-SA 4.0"), ("covid_qa", "Apache-2.0")):
-        if qa_dir is None:
-            break
-        path = qa_file_path(qa_dir, source)
+    for source in QA_FILES if qa_dir is not None else ():
+        path, licence = qa_file_path(qa_dir, source), QA_LICENCES[source]
         qa_sources.append((f"{QA_FILES[source]}, the {qa_half} half of its documents", licence,
                            qa_file_answers(path, qa_half)))
         if conflict:

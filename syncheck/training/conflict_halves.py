@@ -33,6 +33,8 @@ HALVES = ("selection", "test")
 SPLIT_SEED = 1
 #: The files a set can be built from, under the shared QA directory.
 QA_FILES = {"xquad": "xquad_en.jsonl.gz", "covid_qa": "covid_qa.jsonl.gz"}
+#: Their licences (``../shared/data/qa/README.md``), for the manifest of a model trained on them.
+QA_LICENCES = {"xquad": "CC BY-SA 4.0", "covid_qa": "Apache-2.0"}
 
 
 def document_half(document: str, seed: int = SPLIT_SEED) -> str:
@@ -97,5 +99,5 @@ def qa_file_path(data_dir: str | Path, source: str) -> Path:
     return Path(data_dir) / QA_FILES[source]
 
 
-__all__ = ["HALVES", "QA_FILES", "SPLIT_SEED", "HalfSet", "build_half_set", "document_half", "qa_file_path",
-           "qa_file_records"]
+__all__ = ["HALVES", "QA_FILES", "QA_LICENCES", "SPLIT_SEED", "HalfSet", "build_half_set", "document_half",
+           "qa_file_path", "qa_file_records"]

@@ -5,10 +5,10 @@ a fresh start/end head, trained to point at the answer in ``[CLS] question [SEP]
 QA answers that occur verbatim (ignoring case) in their passage, the first occurrence being the target: HaluEval QA's
 right answers from the first records of its training ranges, the questions of one half of the extractive QA files
 (:mod:`syncheck.training.conflict_halves`: XQuAD's Wikipedia paragraphs, COVID-QA's whole articles), and a user's own
-``(question, context, answer)`` records. A passage longer than :data:`WINDOW_CHARS` characters is read as the
-scorer reads it, in windows: its example is a window that holds the answer, and a second window of the same
-passage without it, whose target is ``[CLS]`` (no answer here), so that a window of a long document that lacks the
-answer does not point at a span of its own. The word embeddings stay frozen, so the directory stores the other
+``(question, context, answer)`` records. A passage too long for one input is read as the scorer reads it, in its
+windows (:func:`windowed`): a window that holds the answer, and a window of the same passage without it, whose
+target is ``[CLS]`` (no answer here), so that a window of a long document that lacks the answer does not point at a
+span of its own. The word embeddings stay frozen, so the directory stores the other
 tensors in float16, as a verifier's (:func:`syncheck.training.verifier_training.export`), with ``head``
 :data:`~features.alignment.span_reader.READER_HEAD` in its manifest. Checkpoints go to ``<out>/checkpoints``; a run
 cut short resumes from the last one.
@@ -26,6 +26,7 @@ import torch
 
 from features.alignment.span_reader import READER_HEAD
 from features.alignment.verifier import PACKAGED_BASE, resolve_base
+from features.alignment.windows import ClaimTooLongError, premise_budget, split_windows
 from syncheck.training.verifier_training import FROZEN, export, last_checkpoint, training_arguments
 
 #: ``(question, passage, answer's first character, answer's length)``
@@ -50,11 +51,6 @@ class ReaderSettings:
     init: None = None
 
 
-#: A passage longer than this many characters is cut into windows of this many (about a reader's 384 tokens with a
-#: question, in English prose).
-WINDOW_CHARS = 1200
-
-
 def answer_example(question: str, passage: str, answer: str) -> AnswerExample | None:
     """The example of one QA answer, or ``None`` where it is empty or not in the passage."""
     answer = answer.strip()
@@ -62,60 +58,45 @@ def answer_example(question: str, passage: str, answer: str) -> AnswerExample | 
     return (question, passage, at, len(answer)) if at >= 0 else None
 
 
-def windowed(example: AnswerExample, seed: str, chars: int = WINDOW_CHARS) -> list[AnswerExample]:
-    """``example`` as the reader meets it in a long passage: unchanged when the passage fits in ``chars``; else a
-    window of ``chars`` characters holding the answer at a place drawn from ``seed``, and a window without it whose
-    target is ``[CLS]`` (first character ``-1``; ``SpanDataset`` points it at position 0). Windows start and end at
-    spaces where one is near."""
+def windowed(example: AnswerExample, tokenizer: Any, max_length: int) -> list[AnswerExample]:
+    """``example`` in the windows the reader scores it in (:meth:`~features.alignment.span_reader.SpanReaderScorer.
+    answer_spans`: the passage cut by :func:`~features.alignment.windows.split_windows` to fit beside the question in
+    ``max_length`` tokens). A passage that fits in one window is left whole. Otherwise: a window that holds the whole
+    answer, and one that lacks it, whose target is ``[CLS]`` (first character ``-1``), each drawn by a seed taken
+    from the example; an answer no window holds whole stays one truncated example."""
     question, passage, at, n = example
-    if len(passage) <= chars or n >= chars:
+    try:
+        budget = premise_budget(tokenizer, question, max_length)
+    except ClaimTooLongError:
         return [example]
-    rng = random.Random(hashlib.sha256(seed.encode()).digest())
-    lo = max(0, at + n - chars)
-    drawn = rng.randint(lo, min(at, len(passage) - chars))
-    start = _at_space(passage, drawn)
-    if at + n > start + chars:  # the move back to a space would cut the answer off
-        start = drawn
-    out = [(question, passage[start : start + chars], at - start, n)]
-    # a window of the same passage that lacks the answer (and every other occurrence of it)
-    spans = [(s, s + chars) for s in range(0, len(passage) - chars + 1, chars // 2)]
+    windows = split_windows(passage, budget, None, tokenizer)
+    found = [w for w in windows if w.start <= at and at + n <= w.end]
+    if len(windows) == 1 or not found:
+        return [example]
+    rng = random.Random(hashlib.sha256(f"{question}\0{at}\0{n}\0{passage}".encode()).digest())
+    w = found[rng.randrange(len(found))]
+    out = [(question, w.text, at - w.start, n)]
     answer = passage[at : at + n].lower()
-    empty = [(s, e) for s, e in spans if answer not in passage[max(0, s - n) : e + n].lower()]
+    empty = [w for w in windows if answer not in w.text.lower()]
     if empty:
-        s, e = empty[rng.randrange(len(empty))]
-        out.append((question, passage[s:e], -1, 0))
+        out.append((question, empty[rng.randrange(len(empty))].text, -1, 0))
     return out
-
-
-def _at_space(text: str, i: int) -> int:
-    """``i`` moved back to just after the nearest space within 40 characters (unchanged if none)."""
-    j = text.rfind(" ", max(0, i - 40), i)
-    return j + 1 if j >= 0 else i
 
 
 def qa_file_answers(path: str | Path, half: str) -> list[AnswerExample]:
-    """Examples of the questions of ``half`` of an extractive QA file (:mod:`syncheck.training.conflict_halves`),
-    long passages windowed (:func:`windowed`)."""
+    """Examples of the questions of ``half`` of an extractive QA file (:mod:`syncheck.training.conflict_halves`)."""
     from syncheck.training.conflict_halves import qa_file_records
 
-    out = []
-    for r in qa_file_records(path, half):
-        if (e := answer_example(r.question, r.passage, r.answer)) is not None:
-            out.extend(windowed(e, f"{r.id}:answer"))
-    return out
+    return [e for r in qa_file_records(path, half) if (e := answer_example(r.question, r.passage, r.answer))]
 
 
 def qa_file_conflicts(path: str | Path, half: str) -> list[AnswerExample]:
     """Examples of the knowledge-conflict copies of ``half`` of an extractive QA file (the answer swapped for that
-    half's answer of another document: :func:`syncheck.training.conflict_halves.build_half_set`), long passages
-    windowed."""
+    half's answer of another document: :func:`syncheck.training.conflict_halves.build_half_set`)."""
     from syncheck.training.conflict_halves import build_half_set
 
-    out = []
-    for it in build_half_set(path, half).items:
-        if (e := answer_example(it.question, it.context, it.substitute)) is not None:
-            out.extend(windowed(e, f"{it.id}:conflict"))
-    return out
+    return [e for it in build_half_set(path, half).items
+            if (e := answer_example(it.question, it.context, it.substitute))]
 
 
 def halueval_answers(data_dir: str | Path, records: int) -> list[AnswerExample]:
@@ -155,10 +136,10 @@ def halueval_conflicts(data_dir: str | Path, records: int) -> list[AnswerExample
 
 def record_answers(rows: Iterable[dict[str, Any]]) -> tuple[list[AnswerExample], int]:
     """Examples of ``{"question", "context", "answer"}`` rows (a context list is joined by blank lines; instead of
-    ``answer``, SQuAD's ``answers`` list of ``{"text"}`` gives the first one), long passages windowed, and how many
+    ``answer``, SQuAD's ``answers`` list of ``{"text"}`` gives the first one), and how many
     rows were skipped (no question, or an answer not in the context)."""
     out, skipped = [], 0
-    for k, row in enumerate(rows):
+    for row in rows:
         context = row.get("context", "")
         context = "\n\n".join(map(str, context)) if isinstance(context, list) else str(context)
         answer = row.get("answer")
@@ -169,16 +150,18 @@ def record_answers(rows: Iterable[dict[str, Any]]) -> tuple[list[AnswerExample],
         if e is None:
             skipped += 1
         else:
-            out.extend(windowed(e, f"row-{k}"))
+            out.append(e)
     return out, skipped
 
 
 class SpanDataset(torch.utils.data.Dataset):
-    """Tokenised ``[CLS] question [SEP] passage [SEP]`` with the answer's first and last token; an answer that
-    truncation cut off points at ``[CLS]``."""
+    """Tokenised ``[CLS] question [SEP] passage [SEP]`` with the answer's first and last token, a long passage in
+    its windows (:func:`windowed`); a window without the answer, or an answer that truncation cut off, points at
+    ``[CLS]``."""
 
     def __init__(self, examples: Sequence[AnswerExample], tokenizer: Any, max_length: int) -> None:
-        self.examples, self.tokenizer, self.max_length = list(examples), tokenizer, max_length
+        self.examples = [w for e in examples for w in windowed(e, tokenizer, max_length)]
+        self.tokenizer, self.max_length = tokenizer, max_length
 
     def __len__(self) -> int:
         return len(self.examples)
@@ -231,6 +214,6 @@ def build_reader(out: str | Path, examples: Sequence[AnswerExample], settings: R
     return export(model, out, settings, {**data, "answers": len(examples)}, command)
 
 
-__all__ = ["CONFLICT_RECIPE", "WINDOW_CHARS", "AnswerExample", "ReaderSettings", "SpanDataset", "answer_example",
+__all__ = ["CONFLICT_RECIPE", "AnswerExample", "ReaderSettings", "SpanDataset", "answer_example",
            "build_reader", "fit_reader", "halueval_answers", "halueval_conflicts", "qa_file_answers",
            "qa_file_conflicts", "record_answers", "windowed"]
