@@ -3,8 +3,10 @@
 Each candidate is the next sentence of its beam, sampled token by token until a
 visible character of the sentence after it exists (or EOS). All rows decode as
 one left-padded batch; with steering (:mod:`fod.steering`) the without-context
-pass runs in lockstep (one extra batched forward per token) so every row has
-its without-context distribution at every step (for the first :data:`STEER_TOKENS` tokens). A finished candidate
+pass runs in lockstep so every row has
+its without-context distribution at every step (for the first :data:`STEER_TOKENS` tokens): in the forward that steps
+the rows where the model packs (:meth:`~syncheck.live.engine.LiveEngine.step_level`), else one extra batched forward
+per token. A finished candidate
 leaves the batch, so each step costs only the rows still decoding (the finished ones are gathered back before
 scoring); sampling draws as if it had stayed, so a candidate's tokens do not depend on when the others finished.
 Rows that run long do not hold the batch either (``cut_stragglers``): once half the candidates are finished, the
@@ -112,10 +114,13 @@ def sample_candidates(monitor: Monitor, beams: Sequence[Batch], shares: Sequence
         if step == 0 and ban:
             logits = logits.clone()
             logits[:, list(ban)] = float("-inf")
-        engine.step(batch, _choose_live(engine, batch, decoding, generator, logits, live, n),
-                    active=[not done[i] for i in live])
-        if steering and step + 1 < STEER_TOKENS:
-            engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
+        tokens, active = _choose_live(engine, batch, decoding, generator, logits, live, n), [not done[i] for i in live]
+        if steering and step + 1 < STEER_TOKENS and engine.levels(batch):  # both passes in one forward
+            engine.step_level(batch, tokens, active)
+        else:
+            engine.step(batch, tokens, active=active)
+            if steering and step + 1 < STEER_TOKENS:
+                engine.flush_kl(batch, [len(r.ids) for r in batch.rows])
         for i in live:
             if rows[i].ended or rows[i].pending_sentences(final=False):
                 done[i], lengths[i] = True, len(rows[i].ids) - start[i]

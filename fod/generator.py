@@ -87,7 +87,8 @@ from syncheck.scorer import Scorer
 
 #: With ``decode`` a contrast, the draft is also checked every this many tokens inside a long sentence (not only at
 #: its end), so a token the contrast would change wastes at most this many drafted tokens. The check is the
-#: without-context flush the sentence's scoring runs anyway, split in pieces: the tokens chosen are the same.
+#: without-context flush the sentence's scoring runs anyway, split in pieces: the tokens chosen are the same. (Where
+#: the engine steps both passes in one forward, :meth:`~syncheck.live.engine.LiveEngine.levels`, nothing is drafted.)
 CHECK_EVERY = 8
 
 
@@ -332,6 +333,11 @@ class _Run:
         self.tau1, self.tau2 = trace.tau1, trace.tau2  # the thresholds resolved for the scorer
         self.degenerate_kinds = config.degenerate_kinds
         self.steered_upto = 0  # tokens before it were taken from the contrast: not checked again
+        #: tokens of ``steered_row`` the contrast chose as they were decoded (:meth:`on_contrast`), not yet counted in
+        #: ``trace.steered_tokens``: they count once their sentence is scored, where the draft's check would have
+        #: found them (a token after a sentence that is then cut away never was)
+        self.steered_at: list[int] = []
+        self.steered_row: Row | None = None
         #: what an answer may name: the context, and the question it restates
         self.known = f"{premise.context}\n{premise.question or ''}"
         self.support = SupportCache(fod.support_model(), premise) if fod.support is not None else None
@@ -358,27 +364,62 @@ class _Run:
         batch, row, dec = beam.batch, beam.row, self.dec
         if row.ended:
             return beam, None
+        if row is not self.steered_row:  # a repair or a cut: the steered tokens not counted were cut away
+            self.steered_at, self.steered_row = [], row
         while True:
             at_budget = len(row.ids) >= dec.max_new_tokens
             if not row.ended and not at_budget:  # (a row the contrast ended, or one at the budget, is finished)
-                self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
+                if self.config.decode != "greedy" and self.engine.levels(batch):  # the contrast chooses each token
+                    self.engine.step_level(batch, self.on_contrast(batch))
+                else:
+                    self.engine.step(batch, self.engine.choose(batch, GREEDY, None))
             stopped = bool(dec.stop) and dec.stop_position(row.text) is not None
             final = row.ended or stopped or len(row.ids) >= dec.max_new_tokens
             steered = self.steer_finished(batch, final)
             if steered is not None:  # the contrast chose another token inside the sentence: go on from there
                 batch, row = steered, steered.rows[0]
                 continue
-            low = self.flagged(self.monitor.score_finished(batch, self.premise, final=final)[0])
+            events = self.monitor.score_finished(batch, self.premise, final=final)[0]
+            self.count_steered(row.emitted_tokens)
+            low = self.flagged(events)
             if low is not None:
                 if final and not row.ended and not stopped:
                     self.trace.stop = StopReason.MAX_NEW_TOKENS
                 return _Beam(batch), low
             done = final or len(row.sentences) >= self.config.max_sentences
             self.accept.emit(row, cut_at_stop(row.text, list(row.sentences), dec), final=done)
+            row.forget_boundaries(row.emitted_tokens)  # no cut goes back into an accepted sentence
             if done:
                 self.trace.stop = (StopReason.EOS if row.ended else StopReason.STOP if stopped
                                    else StopReason.MAX_NEW_TOKENS) if final else StopReason.MAX_SENTENCES
                 return _Beam(batch), None
+
+    def on_contrast(self, batch: Batch) -> torch.Tensor:
+        """The next token of a one-row batch whose without-context pass is level (:meth:`LiveEngine.levels`): the
+        greedy token, or (``decode`` a contrast) the contrast's where it differs: the token :meth:`steer_finished`
+        would cut the draft back to, found before the draft goes on. A greedy end of sequence stands, unchecked, as
+        it does there (the check reads the row's tokens, and an EOS is not one)."""
+        greedy = self.engine.choose(batch, GREEDY, None)
+        decode = self.config.decode
+        if decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens \
+                or int(greedy[0]) in self.engine.eos_ids:
+            return greedy
+        row = batch.rows[0]
+        hit = first_disagreement(batch.next_logp[:1], row.without_next[None], greedy, decode, 0, self.config.alpha)
+        if hit is None:
+            return greedy
+        self.steered_upto = len(row.ids) + 1
+        if row is not self.steered_row:
+            self.steered_at, self.steered_row = [], row
+        self.steered_at.append(len(row.ids))
+        return torch.tensor([hit[1]], device=greedy.device)
+
+    def count_steered(self, scored: int) -> None:
+        """Count the tokens :meth:`on_contrast` steered before token ``scored`` (the end of the scored sentences)."""
+        counted = [at for at in self.steered_at if at < scored]
+        if counted:
+            self.trace.steered_tokens += len(counted)
+            self.steered_at = [at for at in self.steered_at if at >= scored]
 
     def steer_finished(self, batch: Batch, final: bool) -> Batch | None:
         """With ``decode`` a contrast: check the row's finished sentences (or, inside a long sentence, its last
@@ -387,8 +428,8 @@ class _Run:
         the new one-row batch; ``None`` when every token stands (or ``decode="greedy"``)."""
         row = batch.rows[0]
         decode = self.config.decode
-        if decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens:
-            return None
+        if decode == "greedy" or self.trace.steered_tokens >= self.dec.max_new_tokens or row.kl_done >= len(row.ids):
+            return None  # (a level row's tokens were checked as they were chosen: :meth:`on_contrast`)
         pending = row.pending_sentences(final)
         if pending:
             end = pending[-1][2]  # the finished sentences

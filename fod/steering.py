@@ -16,6 +16,10 @@ without paying for a without-context forward per token: they decode greedily, an
 few tokens inside a long sentence), where the deferred without-context pass runs anyway, :func:`first_disagreement`
 finds the first token the contrast would have chosen differently; the answer is
 cut there, that token is taken, and decoding goes on (a draft checked by the target, as in speculative decoding).
+Where the model packs two rows into one forward (on CPU: :meth:`~syncheck.live.engine.LiveEngine.levels`), the
+without-context pass runs beside each token instead, in the forward that steps it
+(:meth:`~syncheck.live.engine.LiveEngine.step_level`), and the contrast chooses each token as it comes
+(:meth:`fod.generator._Run.on_contrast`): the same tokens, with no draft to throw away and no flush of its own.
 
 Only the choice of the token is steered: the token's features (its probability,
 entropy, KL and PMI) are always read from the plain with-context distribution,

@@ -74,12 +74,16 @@ FOD_CASES = {
 }
 
 
-def fod_outputs(s: Scorer) -> dict:
+def fod_outputs(s: Scorer, packs_level: bool | None = None, cases: dict | None = None) -> dict:
+    """FOD's output in each of ``cases`` (default :data:`FOD_CASES`); ``packs_level``: the engine's
+    :attr:`~syncheck.live.engine.LiveEngine.packs_level` (``None``: its own choice, which the scripted model never
+    packs)."""
     from fod.generator import FODGenerator
 
     fod = FODGenerator(s, max_sentence_tokens=8, checker=None)
+    fod.engine.packs_level = packs_level
     out = {}
-    for name, settings in FOD_CASES.items():
+    for name, settings in (FOD_CASES if cases is None else cases).items():
         accepted: list = []
         res = fod.generate(**ASK, **{"decoding": sampled(), **settings},
                            callback=lambda a: accepted.append([a.index, a.text, a.sentence.score]))

@@ -53,12 +53,17 @@ class ScriptedLM(torch.nn.Module):
         self.script = script
         self.dummy = torch.nn.Parameter(torch.zeros(1))
         self.vocab_size = len(tokenizer)
-        self.config = SimpleNamespace(num_hidden_layers=2, max_position_embeddings=4096, _name_or_path="scripted")
+        self.config = SimpleNamespace(num_hidden_layers=2, max_position_embeddings=4096, _name_or_path="scripted",
+                                      _attn_implementation=None)
         self.generation_config = SimpleNamespace(eos_token_id=tokenizer.eos_token_id)
         self.assistant_id = tokenizer.convert_tokens_to_ids("<|assistant|>")
         self.context_id = tokenizer.convert_tokens_to_ids("Context")
         self.calls: list[tuple[int, int]] = []  # (batch, new tokens) per forward
         self.inputs: list[list[list[int]]] = []  # input ids per forward
+
+    @property
+    def device(self) -> torch.device:
+        return self.dummy.device
 
     def _logits_after(self, history: list[int]) -> torch.Tensor:
         if self.assistant_id not in history:
@@ -76,11 +81,28 @@ class ScriptedLM(torch.nn.Module):
             probs[idx] += p
         return (probs / probs.sum()).log()
 
-    def forward(self, input_ids, past_key_values=None, logits_to_keep=0, **_):
-        cache = past_key_values if past_key_values is not None else DynamicCache()
+    def forward(self, input_ids, past_key_values=None, logits_to_keep=0, packing=None, **_):
         b, n = input_ids.shape
         self.calls.append((b, n))
         self.inputs.append(input_ids.tolist())
+        if packing is not None:  # a packed forward (syncheck.model.packed): each segment on its own cache
+            parts = []
+            for cache, (a, z), pads in zip(packing.caches, packing.spans, packing.pads):
+                if pads is None:
+                    parts.append(self._fed(input_ids[:, a:z], cache))
+                else:  # one token per row of a batched cache
+                    parts.append(self._fed(input_ids[:, a:z].T, cache).transpose(0, 1))
+            logits = torch.cat(parts, 1)
+            return SimpleNamespace(logits=logits[:, logits_to_keep], past_key_values=None, hidden_states=None)
+        cache = past_key_values if past_key_values is not None else DynamicCache()
+        logits = self._fed(input_ids, cache)
+        if logits_to_keep:
+            logits = logits[:, -logits_to_keep:]
+        return SimpleNamespace(logits=logits, past_key_values=cache, hidden_states=None)
+
+    def _fed(self, input_ids, cache) -> torch.Tensor:
+        """Append ``input_ids`` ``(B, n)`` to ``cache``; the ``(B, n, V)`` logits after each of them."""
+        b, n = input_ids.shape
         cache.update(input_ids.float()[:, None, :, None], input_ids.float()[:, None, :, None], 0)
         history = cache.layers[0].keys[:, 0, :, 0].long()
         total = history.shape[1]
@@ -90,9 +112,7 @@ class ScriptedLM(torch.nn.Module):
                 for r in range(b)
             ]
         )
-        if logits_to_keep:
-            logits = logits[:, -logits_to_keep:]
-        return SimpleNamespace(logits=logits, past_key_values=cache, hidden_states=None)
+        return logits
 
 
 def table(rules: dict[str, dict[str, float]], default_after_period: dict[str, float] | None = None) -> Script:

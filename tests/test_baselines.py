@@ -185,21 +185,24 @@ def two_sentence_script(text, has_context):
 
 @pytest.mark.parametrize("script, tokens", [(cad_script, 20), (two_sentence_script, 20), (two_sentence_script, 4)])
 @pytest.mark.parametrize("mode", ["adacad", "cad"])
-@pytest.mark.parametrize("check_every", [8, 2])
+@pytest.mark.parametrize("check_every", [8, 2, "level"])
 def test_fod_decodes_exactly_the_contrastive_decoders_tokens(script, tokens, mode, check_every, monkeypatch):
     """FOD's greedy phases (decode='adacad' | 'cad') take the tokens the whole-answer decoder takes: greedy drafts
     each sentence, and the contrast, checked at the sentence end (or where the token budget cuts it, or every
-    ``CHECK_EVERY`` tokens inside a sentence), corrects it where it differs."""
+    ``CHECK_EVERY`` tokens inside a sentence), corrects it where it differs; or ("level": both passes in one packed
+    forward per token, LiveEngine.step_level) the contrast chooses each token as it comes."""
     import fod.generator
     from fod.baselines import AdaCADGenerator
     from fod.generator import FODGenerator
 
-    monkeypatch.setattr(fod.generator, "CHECK_EVERY", check_every)
+    if check_every != "level":
+        monkeypatch.setattr(fod.generator, "CHECK_EVERY", check_every)
 
     budget = Decoding(max_new_tokens=tokens)
     whole = (AdaCADGenerator if mode == "adacad" else CADGenerator)(scorer_for(script), checker=None)
     want = whole.generate(question="Where?", context=CONTEXT, decoding=budget, max_sentences=8).text
     fod = FODGenerator(scorer_for(script), checker=None)
+    fod.engine.packs_level = check_every == "level"
     got = fod.generate(question="Where?", context=CONTEXT, tau1=0.0, tau2=0.0, decode=mode,
                        decoding=Decoding(max_new_tokens=tokens, do_sample=True, top_p=1.0, seed=0),
                        stop_degenerate=False, flag_specifics=False)

@@ -43,3 +43,24 @@ def test_the_json_form_adds_only_the_stop_reason_and_the_config():
         assert case["result"]["stop"] == case["result"]["trace"]["stop"], name
         assert case["result"]["trace"]["config"]["tau1"] == cases.FOD_CASES[name]["tau1"], name
     assert {case["stop"] for case in now["baselines"].values()} <= {"eos", "max_sentences", "max_new_tokens", "stop"}
+
+
+#: FOD's cases whose greedy phases decode on a contrast, and two more: repairs twice, and from another seed
+ON_A_CONTRAST = {**{name: case for name, case in cases.FOD_CASES.items() if case.get("decode", "cad") != "greedy"},
+                 "fod-two-repairs": {"tau1": 0.99}, "fod-seed3": {"tau1": 0.5, "decoding": cases.sampled(3)}}
+
+
+def test_fod_on_a_contrast_decodes_the_same_with_both_passes_in_one_forward():
+    """With the without-context pass level with the tokens (LiveEngine.step_level: both passes packed into one
+    forward per token, the contrast choosing each token as it comes), FOD gives exactly what the draft checked at
+    sentence ends gives (tokens, candidates, choices, scores, trace, accepted sentences) in fewer forwards."""
+    runs = {}
+    for packs_level in (False, True):
+        s = cases.scorer()
+        out = json.loads(json.dumps(cases.fod_outputs(s, packs_level, ON_A_CONTRAST), sort_keys=True))
+        runs[packs_level] = (out, len(s.lm.model.calls))
+    (drafted, drafted_forwards), (level, level_forwards) = runs[False], runs[True]
+    assert level == drafted
+    assert sum(c["result"]["trace"]["steered_tokens"] for c in level.values()) >= 3  # the contrast did choose
+    assert sum(c["result"]["trace"]["repairs"] for c in level.values()) >= 2  # and candidates were sampled
+    assert level_forwards < 0.6 * drafted_forwards, (level_forwards, drafted_forwards)

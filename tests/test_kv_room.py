@@ -113,3 +113,20 @@ def test_expand_cuts_to_a_length_in_one_copy_with_room(tiny_lm):
     assert all(isinstance(layer, RoomyLayer) for layer in taken.layers) and cache_length(taken) == 6
     torch.testing.assert_close(taken.layers[1].values[2], source.layers[1].values[0, :, :6], rtol=0, atol=0)
     assert not any(isinstance(layer, RoomyLayer) for layer in prefixes.take(6).layers)  # plain, as before
+
+
+def test_rows_selected_with_room_step_exactly_like_plainly_selected_ones(tiny_lm):
+    """``select_rows(..., room=True)`` (a branch FOD goes on decoding: a repair's chosen candidate, a cut): the same
+    positions, copied once into layers with room, so the steps after it write in place instead of copying the whole
+    cache each; the logits are those of the plain selection, bit for bit."""
+    gen = torch.Generator().manual_seed(3)
+    vocab = tiny_lm.model.config.vocab_size
+    cache = _prefill(tiny_lm, torch.randint(0, vocab, (3, 10), generator=gen))
+    steps = torch.randint(0, vocab, (2, 4), generator=gen)
+    plain, _ = _steps(tiny_lm, select_rows(cache, [2, 0], 8, start=1), steps)
+    picked = select_rows(cache, [2, 0], 8, start=1, room=True)
+    assert all(isinstance(layer, RoomyLayer) for layer in picked.layers) and cache_length(picked) == 8
+    room = picked.layers[0]._keys
+    roomy, grown = _steps(tiny_lm, picked, steps)
+    torch.testing.assert_close(roomy, plain, rtol=0, atol=0)
+    assert grown.layers[0]._keys.data_ptr() == room.data_ptr()  # written in place

@@ -42,6 +42,40 @@ def test_packed_rows_equal_a_forward_of_each_row_and_their_caches_grow_alike(tin
                                                         **cache_kwargs(model, ref)).logits[0, -1], atol=1e-5, rtol=1e-4)
 
 
+@torch.inference_mode()
+def test_a_batched_left_padded_cache_steps_packed_as_it_steps_alone(tiny_lm):
+    """A segment of a batched cache (``pads``: one token per row, each at its own position, its left padding masked),
+    packed beside a one-row segment, gives each row's logits, cache and hidden states of the padded decode step."""
+    from syncheck.model.kv import gather_left_padded, padding_mask
+
+    model = tiny_lm.model
+    gen = torch.Generator().manual_seed(4)
+    prompts = [torch.randint(0, 50, (1, n), generator=gen) for n in (9, 4)]
+
+    def batched():
+        return gather_left_padded([(_cache(model, p), 0, 0) for p in prompts])
+
+    toks, positions = torch.tensor([[7], [12]]), [9, 4]
+    cache, pads = batched()
+    out = model(input_ids=toks, position_ids=torch.tensor(positions)[:, None], use_cache=True,
+                attention_mask=padding_mask(pads, 9, 1, "cpu"), output_hidden_states=True,
+                **cache_kwargs(model, cache))
+    ref = returned_cache(out)
+    cache, pads = batched()
+    other = _cache(model, prompts[1])
+    got = packed_forward(model, [Segment(other, [3]), Segment(cache, toks[:, 0], logits=2, pads=pads,
+                                                             positions=positions)], hidden_layers=[1])
+    torch.testing.assert_close(got[1].logits, out.logits[:, -1], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got[1].hidden[1], out.hidden_states[1][:, -1].float(), atol=1e-5, rtol=1e-4)
+    for a, b in zip(ref.layers, cache.layers):
+        torch.testing.assert_close(a.keys[0], b.keys[0], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(a.keys[1, :, pads[1]:], b.keys[1, :, pads[1]:], atol=1e-5, rtol=1e-4)
+    alone = model(input_ids=torch.tensor([[3]]), use_cache=True, **cache_kwargs(model, _cache(model, prompts[1])))
+    torch.testing.assert_close(got[0].logits[0], alone.logits[0, -1], atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="one token, one position"):
+        packed_forward(model, [Segment(cache, toks[:, 0], logits=1, pads=pads, positions=positions)])
+
+
 def test_a_segment_that_does_not_continue_its_cache_is_refused(tiny_lm):
     cache = _cache(tiny_lm.model, torch.tensor([[1, 2, 3]]))
     with pytest.raises(ValueError, match="continue its own unpadded cache"):

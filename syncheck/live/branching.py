@@ -38,8 +38,9 @@ def select(batch: Batch, i: int, length: int) -> Batch:
     new = row.branch(length)
     without = None
     if batch.without_cache is not None:
-        without = select_rows(batch.without_cache, [i], batch.prompt_len_without + length, start=batch.pad_without[i])
-    with_cache = select_rows(batch.with_cache, [i], batch.prompt_len + length, start=batch.pad_with[i])
+        without = select_rows(batch.without_cache, [i], batch.prompt_len_without + length, start=batch.pad_without[i],
+                              room=True)
+    with_cache = select_rows(batch.with_cache, [i], batch.prompt_len + length, start=batch.pad_with[i], room=True)
     return Batch([new], with_cache, without, with_next.unsqueeze(0), batch.prompt, batch.prompt_len_without,
                  context_span=batch.context_span,
                  next_lookback=lookback_next[None] if lookback_next is not None else None)

@@ -7,6 +7,9 @@ kept since then (:attr:`Row.logp_rows <syncheck.live.state.Row.logp_rows>`) and 
 context (for its PMI), and records the boundary there so :mod:`syncheck.live.branching` can cut back to it.
 A caller may pass a *probe* that reads each row's two distributions over the flushed tokens while they exist (FOD
 checks there whether a contrastive decoder would have chosen the same tokens); its answers are returned.
+A caller that needs the without-context distribution at every token (a contrast choosing them) may instead keep the
+pass level with the tokens, each fed to both caches in one packed forward
+(:meth:`LiveEngine.step_level <syncheck.live.engine.LiveEngine.step_level>`, which records each token's flush here).
 Shapes: ``B`` rows, ``V`` the vocabulary, ``k`` a row's newly flushed tokens, ``n_layers * H`` the heads.
 """
 

@@ -26,7 +26,7 @@ from syncheck.model.attention import record_lookback
 from syncheck.model.forward_cache import cache_kwargs, returned_cache
 from syncheck.model.kv import cache_length, padding_mask, select_rows, with_room
 from syncheck.model.models import LoadedModel
-from syncheck.model.packed import Segment, SegmentOutput, empty_cache
+from syncheck.model.packed import Segment, SegmentOutput, empty_cache, packed_forward, packs
 from syncheck.model.passes import capture_hidden, decoder_layers
 
 
@@ -63,6 +63,10 @@ class LiveEngine:
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
         pad = lm.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (min(self.eos_ids) if self.eos_ids else 0)
+        #: whether :meth:`levels` lets a caller decode with :meth:`step_level`, both passes in one packed forward
+        #: (decided on first use: on CPU, where :func:`~syncheck.model.packed.packs` holds for the model); set it to
+        #: pack elsewhere, or ``False`` to keep the without-context pass deferred
+        self.packs_level: bool | None = None
 
     # -------------------------------------------------------------- prefill
     @torch.inference_mode()
@@ -315,6 +319,47 @@ class LiveEngine:
                        lookback_ratios(rec.stacked()[:, -1].cpu().numpy()) if rec is not None else None)
         self.append_hidden(batch, appended, [{layer: hidden[layer][i, -1] for layer in self.hidden_layers}
                                              for i in range(len(batch))])
+
+    def levels(self, batch: Batch) -> bool:
+        """Whether :meth:`step_level` can step ``batch``: every row's without-context pass is level with its tokens
+        (and no row ended or was fed padding), no lookback is recorded, and the model packs (:attr:`packs_level`)."""
+        if not self.kl or batch.without_cache is None or batch.context_span is not None \
+                or batch.prompt_lens is not None:
+            return False
+        if any(row.ended or row.stale or row.kl_done != len(row.ids) or row.without_next is None
+               for row in batch.rows):
+            return False
+        if self.packs_level is None:
+            self.packs_level = self.lm.device.type == "cpu" and packs(self.lm.model)
+        return self.packs_level
+
+    @torch.inference_mode()
+    def step_level(self, batch: Batch, tokens: torch.Tensor, active: Sequence[bool] | None = None) -> None:
+        """:meth:`step`, feeding each token to the without-context cache too, in the same packed forward
+        (:func:`~syncheck.model.packed.packed_forward`): the rows' without-context pass stays level with their
+        tokens, so each token's KL and PMI are recorded as it is taken (a flushed boundary after every token), and
+        the next token's without-context distribution (``row.without_next``) is there to choose it by a contrast.
+        One forward where a step and a flush of its tokens take two, and nothing is left to flush at a sentence end.
+        The batch must pass :meth:`levels`. A row that takes no token (inactive, or an EOS that ends it) is fed
+        padding on both sides, as :meth:`step` and :meth:`flush_kl` feed it; when no row takes one, nothing runs."""
+        rows = batch.rows
+        before = [batch.prompt_len_without + row.kl_done for row in rows]
+        feed, took, positions = self.append_tokens(batch, tokens, active)
+        if not any(took):  # every row ended (or sat out): their without-context pass is level already
+            return
+        outs = packed_forward(self.lm.model, [
+            Segment(batch.with_cache, feed, logits=len(rows), pads=batch.pad_with, positions=positions),
+            Segment(batch.without_cache, feed, logits=len(rows), pads=batch.pad_without, positions=before),
+        ], self.hidden_layers)
+        batch.fed_with(batch.with_cache, torch.log_softmax(outs[0].logits.float(), -1))
+        self.append_hidden(batch, took, [{layer: outs[0].hidden[layer][i] for layer in self.hidden_layers}
+                                         for i in range(len(rows))])
+        # each row's boundary after its token: the distributions just computed
+        flush = deferred_kl.plan_flush(self, batch, [len(row.ids) for row in rows])
+        without = torch.log_softmax(outs[1].logits.float(), -1)  # (B, V): predicting each row's next token
+        flush.apply(deferred_kl.FlushResult(batch.without_cache, [
+            deferred_kl.flushed_row(flush, i, without[i : i + 1])[0] if k > 0 else None
+            for i, k in enumerate(flush.n)]))
 
     def append_tokens(self, batch: Batch, tokens: torch.Tensor, active: Sequence[bool] | None = None
                       ) -> tuple[list[int], list[bool], list[int]]:

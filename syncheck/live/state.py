@@ -197,6 +197,12 @@ class Row:
         self.logp_rows = self.logp_rows[k:]
         self.kl_done += k
 
+    def forget_boundaries(self, before: int) -> None:
+        """Drop the boundaries before token ``before``, where nothing will cut back to (a row flushed after every
+        token keeps one per token: two ``(V,)`` distributions each)."""
+        if any(k < before for k in self.boundaries):
+            self.boundaries = {k: v for k, v in self.boundaries.items() if k >= before}
+
     def emit_sentences(self, sentences: Sequence, t1: int, char_end: int) -> None:
         """Record scored sentences (``ScoredSentence``) as emitted; they end at token ``t1``, character ``char_end``."""
         self.sentences.extend(sentences)

@@ -120,11 +120,14 @@ def cache_length(cache: DynamicCache) -> int:
     return int(cache.get_seq_length())
 
 
-def select_rows(cache: DynamicCache, rows: Sequence[int], length: int | None = None, start: int = 0) -> DynamicCache:
+def select_rows(cache: DynamicCache, rows: Sequence[int], length: int | None = None, start: int = 0,
+                room: bool = False) -> DynamicCache:
     """A new cache with the given batch rows, each cut to positions ``[start, start + length)``.
 
     Tensors are ``(B, heads, L, head_dim)``; the result is ``(len(rows), heads, length, head_dim)``.
-    ``start`` skips left padding.
+    ``start`` skips left padding. ``room``: copy them straight into layers with room to grow (:class:`RoomyLayer`;
+    still one copy), for a cache that decoding goes on extending, so its steps write in place instead of
+    concatenating.
     """
     index = torch.as_tensor(list(rows), dtype=torch.long)
     data = []
@@ -132,10 +135,26 @@ def select_rows(cache: DynamicCache, rows: Sequence[int], length: int | None = N
         n = keys.shape[-2] - start if length is None else length
         if start + n > keys.shape[-2]:
             raise ValueError(f"cannot take positions [{start}, {start + n}) of a cache of {keys.shape[-2]}")
+        if room:
+            data.append((_rows_with_room(keys[:, :, start : start + n], rows),
+                         _rows_with_room(values[:, :, start : start + n], rows)))
+            continue
         idx = index.to(keys.device)
         data.append((keys[:, :, start : start + n].index_select(0, idx).contiguous(),
                      values[:, :, start : start + n].index_select(0, idx).contiguous()))
+    if room:  # (n: every layer holds the same positions)
+        return cache_of_layers([RoomyLayer.filled(k, v, n) for k, v in data])
     return cache_of(data)
+
+
+def _rows_with_room(tensor: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+    """``tensor``'s rows ``rows`` (``(B, heads, n, head_dim)`` -> ``(len(rows), heads, n + room_for(n), head_dim)``),
+    copied once into the leading ``n`` positions of a buffer with :func:`room_for` spare positions."""
+    n = tensor.shape[-2]
+    out = tensor.new_empty((len(rows), tensor.shape[1], n + room_for(n), tensor.shape[-1]))
+    for at, row in enumerate(rows):
+        out[at, :, :n] = tensor[row]
+    return out
 
 
 def concat_left_padded(caches: Sequence[DynamicCache]) -> tuple[DynamicCache, list[int]]:

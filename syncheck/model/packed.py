@@ -49,18 +49,25 @@ class Segment:
         tokens: the token ids, ``(n,)``.
         logits: how many of the last positions' logits to return (1: the next token's; ``n``: every token's).
         start: the first token's position, when the caller knows it: checked against the cache's length.
+        pads: instead, one token for each row of a batched cache of ``n`` rows, left-padded by ``pads[i]`` positions
+            (masked out), at ``positions[i]``: a decode step of a batch, packed beside other rows. Each row's
+            logits and hidden states are returned (``logits`` is then ``n``).
+        positions: with ``pads``, each row's token position.
     """
 
     cache: DynamicCache
     tokens: Sequence[int] | torch.Tensor
     logits: int = 1
     start: int | None = None
+    pads: Sequence[int] | None = None
+    positions: Sequence[int] | None = None
 
 
 @dataclass
 class SegmentOutput:
     """A segment's share of the forward: ``logits`` ``(logits, V)`` (the model's dtype) and, for each requested
-    layer, the hidden states of its last position ``(d,)`` float32."""
+    layer, the hidden states of its last position ``(d,)`` float32 (of each row's token, ``(n, d)``, for a segment
+    of a batched cache)."""
 
     logits: torch.Tensor
     hidden: dict[int, torch.Tensor]
@@ -69,8 +76,10 @@ class SegmentOutput:
 class _Packing:
     """What the attention function needs: each segment's cache and its span in the packed sequence."""
 
-    def __init__(self, caches: Sequence[DynamicCache], widths: Sequence[int]) -> None:
+    def __init__(self, caches: Sequence[DynamicCache], widths: Sequence[int],
+                 pads: Sequence[Sequence[int] | None] | None = None) -> None:
         self.caches = list(caches)
+        self.pads = list(pads) if pads is not None else [None] * len(self.caches)
         self.spans, start = [], 0
         for w in widths:
             self.spans.append((start, start + w))
@@ -85,7 +94,19 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)
     out = []
-    for cache, (a, b) in zip(packing.caches, packing.spans):
+    for cache, (a, b), pads in zip(packing.caches, packing.spans, packing.pads):
+        if pads is not None:  # one token per row of a batched cache: (1, heads, n, d) -> (n, heads, 1, d)
+            keys, values = cache.layers[module.layer_idx].update(key[:, :, a:b].transpose(0, 2),
+                                                                  value[:, :, a:b].transpose(0, 2))
+            total = keys.shape[-2]
+            mask = None
+            if any(pads):
+                mask = (torch.arange(total, device=query.device)[None]
+                        >= torch.as_tensor(list(pads), device=query.device)[:, None])[:, None, None, :]
+            rows = F.scaled_dot_product_attention(query[:, :, a:b].transpose(0, 2), keys, values, attn_mask=mask,
+                                                  scale=scaling, enable_gqa=keys.shape[1] != query.shape[1])
+            out.append(rows.transpose(0, 2))
+            continue
         keys, values = cache.layers[module.layer_idx].update(key[:, :, a:b], value[:, :, a:b])
         n, total = b - a, keys.shape[-2]
         mask = None if n == 1 else torch.ones(n, total, dtype=torch.bool, device=query.device).tril(total - n)
@@ -137,16 +158,22 @@ def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[i
         n = int(toks.shape[0])
         if n < 1 or not 1 <= seg.logits <= n:
             raise ValueError(f"a segment needs at least one token and 1..{n} logits, got {n} tokens, {seg.logits}")
-        past = cache_length(seg.cache)
-        if seg.start is not None and seg.start != past:
-            raise ValueError(f"a segment at position {seg.start} on a cache of {past} positions: a packed row must "
-                             "continue its own unpadded cache")
+        if seg.pads is not None:
+            if not len(seg.pads) == len(seg.positions or ()) == n == seg.logits:
+                raise ValueError(f"a segment of a batched cache takes one token, one position and one logits row "
+                                 f"per row: got {n} tokens, {len(seg.pads)} rows, logits={seg.logits}")
+            positions.append(torch.as_tensor(list(seg.positions), dtype=torch.long, device=device))
+        else:
+            past = cache_length(seg.cache)
+            if seg.start is not None and seg.start != past:
+                raise ValueError(f"a segment at position {seg.start} on a cache of {past} positions: a packed row "
+                                 "must continue its own unpadded cache")
+            positions.append(torch.arange(past, past + n, device=device))
         ids.append(toks)
-        positions.append(torch.arange(past, past + n, device=device))
         keep.append(torch.arange(start + n - seg.logits, start + n, device=device))
         widths.append(n)
         start += n
-    packing = _Packing([seg.cache for seg in segments], widths)
+    packing = _Packing([seg.cache for seg in segments], widths, [seg.pads for seg in segments])
     kept = torch.cat(keep)
     with _packed_attention(model), capture_hidden(model, hidden_layers) as hidden:
         out = model(input_ids=torch.cat(ids)[None], position_ids=torch.cat(positions)[None], use_cache=False,
@@ -154,8 +181,9 @@ def packed_forward(model, segments: Sequence[Segment], hidden_layers: Sequence[i
     logits = out.logits[0]  # (len(kept), V)
     results, at = [], 0
     for seg, (a, b) in zip(segments, packing.spans):
+        last = slice(a, b) if seg.pads is not None else b - 1
         results.append(SegmentOutput(logits[at : at + seg.logits],
-                                     {layer: hidden[layer][0, b - 1] for layer in hidden_layers}))
+                                     {layer: hidden[layer][0, last] for layer in hidden_layers}))
         at += seg.logits
     return results
 
