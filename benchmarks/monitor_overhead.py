@@ -15,6 +15,12 @@ configuration: every default feature (KL, PMI, string checks, alignment), the
 hidden states of the probe's layers and the default aggregator's score of each
 sentence.
 
+Beside its seconds, every timed run counts the generator model's forward passes
+(:class:`~benchmarks.forward_count.ForwardCount`: each call of the whole causal LM once, whatever its batch, the
+without-context flushes on a worker thread included; an ``align_score`` backend's own model is not counted), and the
+table gives them per run and per token of the run's answer (:func:`answer_tokens`); FOD's lines give its forwards
+over greedy's beside its time ratio. A count is not moved by the machine's load, where a timed ratio is.
+
 Every timed run starts cold, as ``generate`` does: the engines' prompt prefix
 caches (:mod:`syncheck.live.prefix_cache`) are cleared before it, so no run
 skips its prefill because an earlier round used the same prompt (a reused
@@ -55,6 +61,7 @@ import time
 
 import torch
 
+from benchmarks.forward_count import ForwardCount
 from benchmarks.run_stamp import machine
 
 CONTEXT = (
@@ -77,24 +84,39 @@ _DEVICE = "cpu"
 
 
 _ENGINES: list = []  # the live engines whose prompt prefix caches every timed run clears first
+_MODELS: list = []  # the generator models (``torch.nn.Module``) whose forwards every timed run counts
 
 
 #: the row of the deferred monitor run a second time on the same prompt, its documents' prefix cached
 WARM = "monitor (deferred KL), prompt prefix cached"
+#: the row of FOD forced to repair once (:func:`backtrack_at_first_sentence`)
+FORCED = "FOD S=6, forced to backtrack at the first sentence"
 
 
 def _timed(fn, cold: bool = True):
-    """Seconds ``fn`` takes and what it returns; ``cold``: clear every engine's prompt prefix cache first."""
+    """Seconds ``fn`` takes, the forwards of the generator models (:data:`_MODELS`) it runs, and what it returns;
+    ``cold``: clear every engine's prompt prefix cache first."""
     from benchmarks.random_shape import synchronize
 
     for engine in _ENGINES if cold else ():
         for cache in engine.prefix_caches:
             cache.clear()
-    synchronize(_DEVICE)
-    t = time.perf_counter()
-    out = fn()
-    synchronize(_DEVICE)
-    return time.perf_counter() - t, out
+    with ForwardCount(*_MODELS) as forwards:
+        synchronize(_DEVICE)
+        t = time.perf_counter()
+        out = fn()
+        synchronize(_DEVICE)
+        seconds = time.perf_counter() - t
+    return seconds, forwards.n, out
+
+
+def answer_tokens(result, tokenizer) -> int:
+    """How many tokens a run's answer has: its token ids where the method keeps them (the monitor), else its text
+    encoded again (FOD and its greedy, both the same way: whole sentences only, so an unfinished last sentence's
+    tokens are not counted; on random weights the round trip through text may count otherwise than the decoding)."""
+    if result.token_ids:
+        return len(result.token_ids)
+    return len(tokenizer.encode(result.text, add_special_tokens=False))
 
 
 def lockstep_generate(monitor, question: str, decoding: dict):
@@ -187,6 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
     OTHER = ("monitor (deferred KL, flushed between steps)" if other.background is None
              else "monitor (deferred KL, flushed beside decoding)")
     _ENGINES[:] = [deferred.engine, lockstep.engine, other.engine]
+    _MODELS[:] = [lm.model]
     times: dict[str, list[float]] = {
         "generate": [], "monitor (deferred KL)": [], OTHER: [], "monitor (lockstep KL)": [], WARM: [],
     }
@@ -198,6 +221,7 @@ def main(argv: list[str] | None = None) -> dict:
                                        vectors=True))
         times["monitor + lookback (deferred KL)"] = []
         _ENGINES.append(with_lookback.engine)
+        _MODELS.append(with_lookback.engine.lm.model)  # its own copy of the model
     # per backend, both ways of running the deferred work, each against its lexical-alignment row above
     aligned: dict[str, Monitor] = {}
     baseline_of: dict[str, str] = {}
@@ -221,8 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
         forced = FODGenerator(scorer)
         _ENGINES.extend([fod.engine, greedy.engine, forced.engine])
         sampled = {"max_new_tokens": args.tokens, "do_sample": True, "top_p": 0.95, "seed": 0}
-        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], "FOD S=6, forced to backtrack at the first "
-                                                                       "sentence": []})
+        times.update({"greedy (FOD interface)": [], "FOD S=6 K=2": [], FORCED: []})
         backtracked = []
     budget = {"max_new_tokens": args.tokens}
     prompt_tokens = []
@@ -230,38 +253,43 @@ def main(argv: list[str] | None = None) -> dict:
     # Every monitor picks the same tokens as the others in float32. In bfloat16 on an accelerator a batched pass may
     # round a near-tie the other way (random weights make near-ties common), so agreement is counted, not asserted.
     agree: list[bool] = []
+    # per run, beside its seconds: the generator's forward passes and its answer's tokens
+    forwards: dict[str, list[int]] = {name: [] for name in times}
+    answer: dict[str, list[int]] = {name: [] for name in times}
 
     def one_round(q: str, ids: torch.Tensor, keep: bool) -> None:
         """Every method once on question ``q``, interleaved; ``keep``: record the times (else a warm-up round)."""
-        t_mon, gen = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget))
+        run: dict[str, tuple[float, int, int]] = {}  # per method: seconds, the generator's forwards, answer tokens
+
+        def timed(name: str, fn, cold: bool = True):
+            seconds, count, out = _timed(fn, cold)
+            n_out = out.shape[-1] - ids.shape[-1] if isinstance(out, torch.Tensor) else answer_tokens(out, lm.tokenizer)
+            run[name] = (seconds, count, n_out)
+            return out
+
+        gen = timed("monitor (deferred KL)", lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget))
         # the same prompt again: this time its documents' keys and values are in the prefix cache
-        t_warm, _ = _timed(lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget), cold=False)
+        timed(WARM, lambda: deferred.generate(question=q, context=CONTEXT, decoding=budget), cold=False)
         n = len(gen.token_ids)
         kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
-        t_gen, _ = _timed(lambda: lm.model.generate(ids, **kw))
-        t_lock, gen2 = _timed(lambda: lockstep_generate(lockstep, q, budget))
-        t_other, gen4 = _timed(lambda: other.generate(question=q, context=CONTEXT, decoding=budget))
-        run = {"generate": t_gen, "monitor (deferred KL)": t_mon, OTHER: t_other, "monitor (lockstep KL)": t_lock,
-               WARM: t_warm}
+        timed("generate", lambda: lm.model.generate(ids, **kw))
+        gen2 = timed("monitor (lockstep KL)", lambda: lockstep_generate(lockstep, q, budget))
+        gen4 = timed(OTHER, lambda: other.generate(question=q, context=CONTEXT, decoding=budget))
         if args.lookback:
-            t_lb, gen3 = _timed(lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
-            run["monitor + lookback (deferred KL)"] = t_lb
-        aligned_ids = []
-        for name, mon in aligned.items():
-            run[name], gen5 = _timed(lambda: mon.generate(question=q, context=CONTEXT, decoding=budget))
-            aligned_ids.append(gen5.token_ids)
+            gen3 = timed("monitor + lookback (deferred KL)",
+                         lambda: with_lookback.generate(question=q, context=CONTEXT, decoding=budget))
+        aligned_ids = [timed(name, lambda: mon.generate(question=q, context=CONTEXT, decoding=budget)).token_ids
+                       for name, mon in aligned.items()]
         if args.fod:
-            t_g, _ = _timed(lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
-            t_f, res = _timed(lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
-                                                   decoding=sampled))
+            timed("greedy (FOD interface)", lambda: greedy.generate(question=q, context=CONTEXT, decoding=budget))
+            res = timed("FOD S=6 K=2", lambda: fod.generate(question=q, context=CONTEXT, num_samples=6, num_beams=2,
+                                                              decoding=sampled))
             # tau1 0: only the first sentence is flagged; the repair keeps the best candidate (fallback tau1 = 0),
             # greedy goes on
             with backtrack_at_first_sentence():
-                t_w, res_w = _timed(lambda: forced.generate(question=q, context=CONTEXT, tau1=0.0, num_samples=6,
-                                                            num_beams=2, decoding=sampled, stop_degenerate=False))
+                res_w = timed(FORCED, lambda: forced.generate(question=q, context=CONTEXT, tau1=0.0, num_samples=6,
+                                                              num_beams=2, decoding=sampled, stop_degenerate=False))
             assert len(res_w.trace["backtracks"]) == 1 and res_w.trace["repairs"] == 1, res_w.trace
-            run.update({"greedy (FOD interface)": t_g, "FOD S=6 K=2": t_f,
-                        "FOD S=6, forced to backtrack at the first sentence": t_w})
         if not keep:
             return
         tokens.append(n)
@@ -273,8 +301,10 @@ def main(argv: list[str] | None = None) -> dict:
             agree.append(gen3.token_ids == gen.token_ids)
         if args.fod:
             backtracked.append(res.trace["backtrack"] is not None)
-        for name, t in run.items():
+        for name, (t, f, k) in run.items():
             times[name].append(t)
+            forwards[name].append(f)
+            answer[name].append(k)
 
     for q in QUESTIONS[: args.prompts]:
         with_ids = prompt_pair(lm, CONTEXT, q, args.tokens).with_context
@@ -298,17 +328,21 @@ def main(argv: list[str] | None = None) -> dict:
               "rounding of near-ties; every run had the same max_new_tokens, so a run whose tokens differ may stop "
               "at a "
               f"different length)\n")
-    print("| run | total s | tokens/s | vs generate | per round |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| run | total s | tokens/s | vs generate | per round | forwards per run | forwards per answer token |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     summary: dict = {"monitors_agree": sum(agree) / max(len(agree), 1)}
     for name, ts in times.items():
         total = sum(ts)
         ratio = total / base if name.startswith(("generate", "monitor")) else None
-        summary[name] = {"seconds": total, "ratio_vs_generate": ratio}
+        per_run = statistics.mean(forwards[name])
+        per_token = sum(forwards[name]) / max(sum(answer[name]), 1)
+        summary[name] = {"seconds": total, "ratio_vs_generate": ratio, "forwards": forwards[name],
+                         "answer_tokens": answer[name], "forwards_per_run": per_run, "forwards_per_token": per_token}
         tps = sum(tokens) / total if ratio is not None else float("nan")
         per = [t / g for t, g in zip(ts, times["generate"])]
         spread = f"{min(per):.2f}-{max(per):.2f}x" if ratio is not None else ""
-        print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} | {spread} |")
+        print(f"| {name} | {total:.1f} | {tps:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} | {spread} | "
+              f"{per_run:.1f} | {per_token:.2f} |")
     if aligned:
         print("\n| monitor, align_score backend | ms per sentence over the same monitor with lexical align_score | "
               "vs that monitor |")
@@ -332,15 +366,19 @@ def main(argv: list[str] | None = None) -> dict:
     if args.fod:
         g = sum(times["greedy (FOD interface)"])
         r = sum(times["FOD S=6 K=2"]) / g
-        w = sum(times["FOD S=6, forced to backtrack at the first sentence"]) / g
-        summary.update(fod_vs_greedy=r, fod_forced_backtrack_vs_greedy=w)
+        w = sum(times[FORCED]) / g
+        fg = sum(forwards["greedy (FOD interface)"])
+        rf, wf = sum(forwards["FOD S=6 K=2"]) / fg, sum(forwards[FORCED]) / fg
+        summary.update(fod_vs_greedy=r, fod_forced_backtrack_vs_greedy=w, fod_forwards_vs_greedy=rf,
+                       fod_forced_backtrack_forwards_vs_greedy=wf)
         from syncheck.aggregators.thresholds import resolve_thresholds
 
         tau1, tau2, src = resolve_thresholds(scorer)
         summary.update(tau1=tau1, tau2=tau2)
-        print(f"\nFOD (S=6, K=2, tau1={tau1}, tau2={tau2} from {src}) / greedy: {r:.2f}x (backtracked in "
-              f"{sum(backtracked)} of {len(backtracked)} runs)")
-        print(f"FOD (S=6) forced to backtrack once, at the first sentence, then repair and go on / greedy: {w:.2f}x")
+        print(f"\nFOD (S=6, K=2, tau1={tau1}, tau2={tau2} from {src}) / greedy: {r:.2f}x, {rf:.2f}x the forwards "
+              f"(backtracked in {sum(backtracked)} of {len(backtracked)} runs)")
+        print(f"FOD (S=6) forced to backtrack once, at the first sentence, then repair and go on / greedy: {w:.2f}x, "
+              f"{wf:.2f}x the forwards")
     return summary
 
 

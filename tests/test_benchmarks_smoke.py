@@ -71,6 +71,13 @@ def test_speed_benchmarks_run_on_a_random_model_of_a_given_shape(capsys):
         ["--shape", "tiny", "--tokens", "6", "--rounds", "1", "--prompts", "1", "--fod", "--warmup-rounds", "0"]
     )
     assert summary["fod_vs_greedy"] > 0 and summary["monitor (deferred KL)"]["seconds"] > 0
+    # beside each time, the generator's forwards: generate's are one per new token (its prefill gives the first)
+    assert summary["generate"]["forwards"] == summary["generate"]["answer_tokens"] == [6]
+    for name in ("monitor (deferred KL)", "monitor (lockstep KL)", "greedy (FOD interface)", "FOD S=6 K=2"):
+        assert summary[name]["forwards_per_run"] > 0 and summary[name]["forwards_per_token"] > 0, name
+    assert summary["monitor (lockstep KL)"]["forwards_per_run"] > summary["monitor (deferred KL)"]["forwards_per_run"]
+    assert summary["fod_forwards_vs_greedy"] > 0 and summary["fod_forced_backtrack_forwards_vs_greedy"] > 0
+    assert "| forwards per run | forwards per answer token |" in capsys.readouterr().out
     summary = throughput(["--shape", "tiny", "--limit", "2", "--rounds", "1", "--batch-size", "2"])
     assert summary["full"]["responses_per_s"] > 0
     assert "model=random-tiny" in capsys.readouterr().out
@@ -309,6 +316,44 @@ def test_monitor_overhead_lockstep_and_forced_backtrack_on_the_mock_model():
     assert len(res.trace["backtracks"]) == 1 and res.trace["repairs"] == 1
     assert fod.generate(question="Q?", context=CONTEXT, tau1=0.0, decode="greedy",
                         decoding=cases.sampled(), stop_degenerate=False).trace["repairs"] == 0  # not flagged outside it
+
+
+def test_monitor_overhead_counts_the_generator_forwards_of_every_timed_run(monkeypatch):
+    """Every timed run counts its calls of the generator model, those of a worker thread's flushes too (the scripted
+    model counts its calls itself): the lockstep monitor's extra pass per token shows, and so does a forced repair."""
+    import decoder_cases as cases
+
+    from benchmarks import monitor_overhead
+    from fod.generator import FODGenerator
+    from syncheck.live.monitor import Monitor
+
+    scorer = cases.scorer()
+    model = scorer.lm.model
+    monkeypatch.setattr(monitor_overhead, "_ENGINES", [])
+    monkeypatch.setattr(monitor_overhead, "_MODELS", [model, model])  # the same model named twice counts once
+    budget = {"max_new_tokens": 40}
+    deferred, lockstep = Monitor(scorer), Monitor(scorer, background_kl=False)
+    assert deferred.background is not None  # on CPU its flushes run on a worker thread
+    fod = FODGenerator(scorer, max_sentence_tokens=8, checker=None)
+
+    def forced():
+        with monitor_overhead.backtrack_at_first_sentence():
+            return fod.generate(question="Q?", context=monitor_overhead.CONTEXT, tau1=0.0, num_samples=6,
+                                num_beams=2, decode="greedy", decoding=cases.sampled(), stop_degenerate=False)
+
+    runs = {"deferred": lambda: deferred.generate(question="Q?", context=monitor_overhead.CONTEXT, decoding=budget),
+            "lockstep": lambda: monitor_overhead.lockstep_generate(lockstep, "Q?", budget), "forced repair": forced}
+    counted = {}
+    for name, fn in runs.items():
+        before = len(model.calls)
+        _, forwards, out = monitor_overhead._timed(fn)
+        assert forwards == len(model.calls) - before > 0, name
+        counted[name] = (forwards, monitor_overhead.answer_tokens(out, scorer.lm.tokenizer))
+    assert counted["deferred"][1] == counted["lockstep"][1] > 0  # the same answer
+    assert counted["lockstep"][0] > counted["deferred"][0]
+    assert counted["forced repair"][1] > 0
+    _, none, _ = monitor_overhead._timed(lambda: None)
+    assert none == 0 and not model._forward_pre_hooks  # nothing left hooked after a run
 
 
 def test_verifier_conflict_keeps_the_answer_a_score_rates_highest_per_question():
