@@ -30,7 +30,9 @@ faithfulness features on purpose: it must never be folded into the score.
   that asks instead of answering;
 - ``"off_topic"``: it has words, and not one of them (content words, stemmed)
   occurs in the question or the context, so it is about neither: chit-chat ("Yessss, thank you for the
-  interesting detail.") or a drift. Checked only when the context is given.
+  interesting detail.") or a drift. Checked only when the context is given. The words of an answer's frame
+  ("The answer is:", "The correct answer is") do not count, so a bare answer framed so ("The answer is: 1996")
+  is judged by what it names, like the bare answer ("1996").
 
 The last two are what a replacement sentence must never be: FOD skips such candidates, as it skips repeats.
 
@@ -64,6 +66,9 @@ _ASKS_NUMBER = re.compile(r"\b(?:how\s+(?:many|much|old|long|far|tall|high|large
 _DOC_LABEL = re.compile(r"^\W*(?P<word>passage|document|doc|context|source|article)\s*#?\d+\s*\]?\s*[:\-]", re.I)
 #: a preamble that announces what follows instead of saying it
 _PREAMBLE = re.compile(r"^\W*(?:here(?:'s|\u2019s|\s+is|\s+are)|below\s+(?:is|are)|sure\b|certainly\b)", re.I)
+#: an answer's frame at the start of a sentence: "The answer is:", "The correct answer would be", "Answer:"
+_ANSWER_FRAME = re.compile(r"^\W*(?:the\s+)?(?:(?:correct|final|right|short)\s+)?answers?\s*"
+                           r"(?::|\bis\b|\bwould\s+be\b)\s*:?", re.I)
 #: the preamble is meta when it names the input it rewrites
 _INPUT_WORD = re.compile(r"\b(?:passages?|articles?|documents?|context|text|data|json|version)\b", re.I)
 
@@ -136,7 +141,8 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
             return "repeat"
     if sentence.rstrip().rstrip("\"')\u201d\u2019").endswith("?"):
         return "asks"
-    named = {w for w in content if _LETTER.search(w)}  # a number alone says what, not what about
+    # a number alone says what, not what about; an answer's frame says neither
+    named = {w for w in _content(_ANSWER_FRAME.sub("", sentence, count=1)) if _LETTER.search(w)}
     if context is not None and named and not named & (_context_words(context) | set(_content(question or ""))):
         return "off_topic"
     return None
