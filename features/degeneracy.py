@@ -30,9 +30,8 @@ faithfulness features on purpose: it must never be folded into the score.
   that asks instead of answering;
 - ``"off_topic"``: it has words, and not one of them (content words, stemmed)
   occurs in the question or the context, so it is about neither: chit-chat ("Yessss, thank you for the
-  interesting detail.") or a drift. Checked only when the context is given. The words of an answer's frame
-  ("The answer is:", "The correct answer is") do not count, so a bare answer framed so ("The answer is: 1996")
-  is judged by what it names, like the bare answer ("1996").
+  interesting detail.") or a drift. Checked only when the context is given. A number alone is never off the
+  subject, framed as an answer or not ("1996", "The answer is: 1996"): it says what, not what about.
 
 The last two are what a replacement sentence must never be: FOD skips such candidates, as it skips repeats.
 
@@ -141,9 +140,11 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
             return "repeat"
     if sentence.rstrip().rstrip("\"')\u201d\u2019").endswith("?"):
         return "asks"
-    # a number alone says what, not what about; an answer's frame says neither
-    named = {w for w in _content(_ANSWER_FRAME.sub("", sentence, count=1)) if _LETTER.search(w)}
-    if context is not None and named and not named & (_context_words(context) | set(_content(question or ""))):
+    named = {w for w in content if _LETTER.search(w)}  # a number alone says what, not what about
+    # an answer's frame alone says neither: "The answer is: 1996" is the bare answer "1996"
+    framed = {w for w in _content(_ANSWER_FRAME.sub("", sentence, count=1)) if _LETTER.search(w)}
+    if context is not None and named and framed \
+            and not named & (_context_words(context) | set(_content(question or ""))):
         return "off_topic"
     return None
 

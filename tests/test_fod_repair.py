@@ -199,12 +199,13 @@ def test_a_number_alone_is_never_off_the_subject():
     assert degeneracy("Thanks, 1965!", [], "When?", "The tower was completed in 1889.") == "off_topic"
 
 
-def test_an_answer_framed_as_the_answer_is_judged_by_what_it_names():
+def test_a_number_framed_as_the_answer_is_never_off_the_subject():
     ctx = "The tower was completed in 1889."
-    # the frame's words are in neither the question nor the context: they do not make a bare answer off the subject
+    # the frame's words are in neither the question nor the context: they do not make a bare number off the subject
     assert degeneracy("The answer is: 1965", [], "When was the tower completed?", ctx) is None
     assert degeneracy("The correct answer is 1889.", [], "When was the tower completed?", ctx) is None
-    assert degeneracy("Answer: the tower.", [], "What was completed?", ctx) is None
+    assert degeneracy("Answer: 1889", [], "When was the tower completed?", ctx) is None
+    assert degeneracy("The answer is: the tower.", [], "What was completed?", ctx) is None
     # what the frame introduces still counts
     assert degeneracy("The answer is: thanks, friend.", [], "When?", ctx) == "off_topic"
     assert degeneracy("The answers are great fun.", [], "When?", ctx) == "off_topic"
