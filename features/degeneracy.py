@@ -141,12 +141,17 @@ def degeneracy(sentence: str, earlier: Sequence[str] = (), question: str | None 
     if sentence.rstrip().rstrip("\"')\u201d\u2019").endswith("?"):
         return "asks"
     named = {w for w in content if _LETTER.search(w)}  # a number alone says what, not what about
-    # an answer's frame alone says neither: "The answer is: 1996" is the bare answer "1996"
-    framed = {w for w in _content(_ANSWER_FRAME.sub("", sentence, count=1)) if _LETTER.search(w)}
-    if context is not None and named and framed \
-            and not named & (_context_words(context) | set(_content(question or ""))):
+    if context is not None and named and not named & (_context_words(context) | set(_content(question or ""))) \
+            and not _bare_number_framed(sentence):
         return "off_topic"
     return None
+
+
+def _bare_number_framed(sentence: str) -> bool:
+    """Whether ``sentence`` is an answer's frame around no word with a letter ("The answer is: 1996"): the bare
+    answer ("1996"), which says what, not what about."""
+    frame = _ANSWER_FRAME.match(sentence)
+    return bool(frame) and not any(_LETTER.search(w) for w in _content(sentence[frame.end():]))
 
 
 @lru_cache(maxsize=64)
