@@ -21,7 +21,9 @@ question-aware claims (``"Question: Q\\nAnswer: S"``), the form the verifiers tr
         --results-md benchmarks/RESULTS.md
 
 Each fold's directory is a resumable ``syncheck verifier train`` output; a finished fold is not trained again, and
-scores are cached per verifier (by its weights' sha256) and pair.
+scores are cached per verifier (by its weights' sha256) and pair. ``--scores-out FILE.jsonl.gz`` also writes every
+sentence's cross-fitted score (both claim forms, keyed by a hash, no text): ``crossfit:FILE.jsonl.gz`` then stands
+for the folds directory in :mod:`benchmarks.ragtruth.feature_gain`, with no verifier to load.
 """
 
 from __future__ import annotations
@@ -37,7 +39,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks._common import interval
-from benchmarks.ragtruth.alignment_feature import FOLDS_FILE, cached_scores, crossfit_scores, fold_dir, read_folds
+from benchmarks.ragtruth.alignment_feature import (
+    FOLDS_FILE,
+    cached_scores,
+    crossfit_scores,
+    fold_dir,
+    read_folds,
+    write_score_file,
+)
 from benchmarks.ragtruth.data import TASKS, RAGTruthRecord, read_ragtruth_files
 from benchmarks.results_md import measured_line, publish
 from features.alignment.lexical import lexical_precision
@@ -189,9 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work-dir", type=Path, default=None,
                     help="score cache (default: <syncheck cache>/ragtruth-bench)")
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--scores-out", type=Path, default=None,
+                    help="also write each sentence's cross-fitted score here (.jsonl.gz; keys and scores, no text)")
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
+    if args.scores_out and args.scores_out.suffix != ".gz":
+        ap.error(f"--scores-out {args.scores_out}: name a .jsonl.gz file (keys and scores, gzipped)")
     t0 = time.perf_counter()
     from syncheck.training.verifier_training import init_base
 
@@ -209,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         crossfit[key] = crossfit_scores(args.out, units["id"], units["premise"], units[key], work_dir)
         shipped[key] = cached_scores(start_spec, work_dir, units["premise"], units[key])
     fold_of = read_folds(args.out)["fold_of"]
+    if args.scores_out:
+        written = write_score_file(args.scores_out, units["premise"] * 2, units["text"] + units["claim_q"],
+                                   np.concatenate([crossfit["text"], crossfit["claim_q"]]),
+                                   [fold_of[i] for i in units["id"]] * 2)
+        print(f"{written} cross-fitted scores ({len(units['id'])} sentences, two claim forms) in {args.scores_out}")
     given = sys.argv[1:] if argv is None else argv
     cmd = "python -m benchmarks.verifier_crossfit " + " ".join(shlex.quote(without_machine_paths(a)) for a in given)
     body = "\n".join([

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -247,6 +248,19 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
     np.testing.assert_allclose(got[first], own, rtol=1e-5)
     with pytest.raises(SystemExit, match="in none of the folds"):
         crossfit_scores(out, ["no-such-record"], ["p"], ["c"], work)
+    # the score file stands for the folds directory, with no verifier: both claim forms, no text in it
+    scores_file = tmp_path / "crossfit.jsonl.gz"
+    assert main([*args, "--scores-out", str(scores_file)]) == 0
+    assert "cross-fitted scores" in capsys.readouterr().out
+    for claims in (units["text"], units["claim_q"]):
+        np.testing.assert_allclose(crossfit_scores(scores_file, units["id"], units["premise"], claims, work),
+                                   crossfit_scores(out, units["id"], units["premise"], claims, work), atol=1e-5)
+    assert units["text"][0] not in gzip.decompress(scores_file.read_bytes()).decode()
+    with pytest.raises(SystemExit, match="no score in"):
+        crossfit_scores(scores_file, ["x"], ["another premise"], ["c"], work)
+    with pytest.raises(SystemExit):  # refused before any work
+        main([*args, "--scores-out", str(tmp_path / "crossfit.jsonl")])
+    assert "name a .jsonl.gz file" in capsys.readouterr().err
     with pytest.raises(SystemExit, match=r"\(thinning differ\)"):  # finished folds are not reused for another recipe
         main([*args, "--thinning", "ratio"])
 

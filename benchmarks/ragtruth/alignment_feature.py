@@ -6,12 +6,14 @@ each sentence of a :class:`benchmarks.ragtruth.scoring.SentenceTable` against it
 backend, as :class:`syncheck.Scorer` would (the sentence alone as the claim, the formatted context as the
 premise), and stores it as ``align_score:<spec>``; ``crossfit:<dir>`` takes each sentence's score from the fold
 verifier that never trained on its response (:func:`crossfit_scores` reads the folds directory that
-:mod:`benchmarks.verifier_crossfit` trains). Scores are cached per backend
-(its weights, where it has trained ones) and sentence, so a rerun scores nothing.
+:mod:`benchmarks.verifier_crossfit` trains, or the score file it writes with ``--scores-out``, which holds no text and
+serves a later session without the fold verifiers). Scores are cached per backend (its weights, where it has trained
+ones) and sentence, so a rerun scores nothing.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -26,6 +28,10 @@ from syncheck.model.prompts import format_context
 PREFIX = "align_score:"
 #: The fold of each record, what the folds were dealt from and how they were trained.
 FOLDS_FILE = "folds.json"
+#: Hex characters of a pair's key kept in a score file (48 bits: no two of a few ten thousand pairs share one).
+SCORE_KEY_CHARS = 12
+#: Decimals of a score kept in a score file.
+SCORE_DECIMALS = 5
 
 
 def _key(premise: str, claim: str) -> str:
@@ -104,16 +110,53 @@ def read_folds(out: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], claims: Sequence[str], work_dir: Path,
-                    batch: int = 64) -> np.ndarray:
-    """Each pair scored by the verifier of its record's fold (cached per verifier and pair in ``work_dir``).
+def write_score_file(path: Path, premises: Sequence[str], claims: Sequence[str], scores: Sequence[float],
+                     folds: Sequence[int]) -> int:
+    """Write each pair's cross-fitted score as gzipped JSON lines ``{"key", "fold", "score"}``: the key is a prefix of
+    the sha256 of premise and claim, so the file holds no text; the score is rounded to :data:`SCORE_DECIMALS`.
+    Pairs with the same key are written once. Returns the number of rows."""
+    rows: dict[str, tuple[int, float]] = {}
+    for p, c, s, k in zip(premises, claims, scores, folds):
+        rows.setdefault(_key(p, c)[:SCORE_KEY_CHARS], (int(k), round(float(s), SCORE_DECIMALS)))
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for key, (k, s) in sorted(rows.items()):
+            f.write(json.dumps({"key": key, "fold": k, "score": s}) + "\n")
+    return len(rows)
+
+
+def read_score_file(path: Path, premises: Sequence[str], claims: Sequence[str]) -> np.ndarray:
+    """The scores of ``(premise, claim)`` pairs from a file of :func:`write_score_file`.
 
     Raises:
-        SystemExit: a record that is in none of the folds (the folds were dealt from other files).
+        SystemExit: a pair the file does not hold (it was written from other records or claims).
+    """
+    from syncheck.jsonl import iter_jsonl
+
+    held = {row["key"]: float(row["score"]) for row in iter_jsonl(path)}
+    keys = [_key(p, c)[:SCORE_KEY_CHARS] for p, c in zip(premises, claims)]
+    missing = sum(k not in held for k in keys)
+    if missing:
+        raise SystemExit(f"{missing} of {len(keys)} sentences have no score in {path}; it was written from other "
+                         "records or another claim form: pass the folds directory instead (crossfit:<dir>), or "
+                         "write the file again from the same RAGTruth files (python -m benchmarks.verifier_crossfit "
+                         "--scores-out)")
+    return np.asarray([held[k] for k in keys], dtype=np.float64)
+
+
+def crossfit_scores(out: Path, ids: Sequence[str], premises: Sequence[str], claims: Sequence[str], work_dir: Path,
+                    batch: int = 64) -> np.ndarray:
+    """Each pair scored by the verifier of its record's fold (cached per verifier and pair in ``work_dir``); ``out``
+    is the folds directory, or a score file of :func:`write_score_file` (``.gz``), read with no model.
+
+    Raises:
+        SystemExit: a record that is in none of the folds (the folds were dealt from other files), or a pair the
+            score file does not hold.
     """
     from features.alignment.verifier import VerifierScorer
     from features.model_manifest import read_manifest, weights_sha256
 
+    if out.suffix == ".gz":
+        return read_score_file(out, premises, claims)
     fold_of = read_folds(out)["fold_of"]
     missing = sorted({i for i in ids if i not in fold_of})
     if missing:
@@ -133,7 +176,8 @@ def add_alignment_feature(table: SentenceTable, spec: str, work_dir: Path, batch
     """Put ``align_score:<spec>`` into ``table.features`` and return its name.
 
     ``spec`` is an alignment backend, or ``crossfit:<dir>``: each response scored by the fold verifier of
-    :mod:`benchmarks.verifier_crossfit` that never trained on it.
+    :mod:`benchmarks.verifier_crossfit` that never trained on it (``crossfit:<file>.jsonl.gz``: those scores as its
+    ``--scores-out`` wrote them).
     """
     name = PREFIX + spec
     premises = [format_context(table.records[r].context) for r in table.response]
