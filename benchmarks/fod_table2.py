@@ -89,8 +89,9 @@ FOD_VARIANTS = {
     "fod-specifics-cad-decode": {"flag_specifics": True, "decode": "cad"},
     "fod-a1": {"alpha": 1.0},
     # FOD with a support model (its generator is built with one: build(..., support=SPEC)), on CAD's tokens, ending
-    # the answer before a sentence only the support model flagged that no candidate replaces (as its stored runs did)
-    "fod-support": {"support_fallback": "drop", "decode": "cad"},
+    # the answer before a sentence only the support model flagged that no candidate replaces (as its stored runs did;
+    # "drop" acts only with unrepaired="end", pinned here whatever the default becomes)
+    "fod-support": {"support_fallback": "drop", "decode": "cad", "unrepaired": "end"},
     "fod-support-keep": {"support_fallback": "keep", "decode": "cad"},  # ... keeping that sentence instead
     # ... and its greedy phases on plain greedy tokens, so an answer keeps greedy's form until a sentence is flagged
     "fod-support-keep-greedy-decode": {"support_fallback": "keep", "decode": "greedy"},

@@ -44,12 +44,14 @@ BEAM_SAMPLES = ("spread", "per_beam")
 #: What beam search answers with once a kept beam ends: ``most_faithful_ended``, the most faithful of the beams that
 #: ended; ``most_faithful`` (Algorithm 1), the most faithful of the kept beams, ended or not.
 BEAM_ANSWERS = ("most_faithful_ended", "most_faithful")
-#: The settings of the paper's Algorithm 1 that differ from :class:`FODConfig`'s defaults (:meth:`FODConfig.paper`).
+#: The settings of the paper's Algorithm 1 (:meth:`FODConfig.paper`): those that differ from :class:`FODConfig`'s
+#: defaults, and ``unrepaired="end"`` (the default), pinned so that the recipe stays the paper's whatever the default
+#: becomes: Algorithm 1 ends the answer before a flagged sentence that no sample replaces.
 #: Its candidates are plain samples at temperature 1 and top-p 0.95 (``decoding``; the paper gives no temperature).
 PAPER = MappingProxyType({
     "search": "beam", "cut": "sentence", "steer": "none", "fallback": "prefix", "stop_degenerate": False,
     "decode": "greedy", "drop_non_answers": False, "limit_candidates": False, "beam_samples": "per_beam",
-    "beam_answer": "most_faithful", "distinct_beams": False,
+    "beam_answer": "most_faithful", "distinct_beams": False, "unrepaired": "end",
     "decoding": MappingProxyType({"do_sample": True, "temperature": CANDIDATE_SAMPLING.temperature,
                                   "top_p": CANDIDATE_SAMPLING.top_p}),
 })
@@ -99,14 +101,16 @@ class FODConfig:
         support_fallback: with a support model, what becomes of a sentence that only it flagged (the sentence clears
             ``tau1``, is not degenerate and names no unsupported specific) when no candidate replaces it:
             ``"keep"`` (default) keeps it as it was, so the support model can change an answer but never empty it;
-            ``"drop"`` ends the answer before it, so a first sentence dropped is an abstention. With the span reader
-            ``"keep"`` gave the passage's answer more often than greedy on knowledge-conflict questions, ``"drop"``
-            less, by abstaining (RESULTS.md in the source repository, "FOD on knowledge-conflict QA").
+            ``"drop"`` ends the answer before it, so a first sentence dropped is an abstention; it needs
+            ``unrepaired="end"`` (with ``"keep"`` every such sentence stays, so the pair is refused). With the span
+            reader ``"keep"`` gave the passage's answer more often than greedy on knowledge-conflict questions,
+            ``"drop"`` less, by abstaining (RESULTS.md in the source repository, "FOD on knowledge-conflict QA").
         unrepaired: what becomes of a flagged sentence that no candidate replaces (none passes ``tau2`` or the
             fallback, or ``max_repairs`` are used up): ``"end"`` (default) ends the answer before it (an empty
             answer is an abstention); ``"keep"`` keeps it as decoded and goes on decoding, so FOD changes an
             answer only where a candidate replaces a sentence, and on ``decode="cad"`` gives CAD's answer
-            elsewhere. A degenerate sentence (``stop_degenerate``) ends the answer either way.
+            elsewhere. A degenerate sentence (``stop_degenerate``) ends the answer either way. ``"keep"`` keeps a
+            sentence only the support model flagged too, so it cannot go with ``support_fallback="drop"``.
         drop_non_answers: ``True`` (default): a candidate that does not answer (a question, an echo of the question,
             off the subject: :data:`features.degeneracy.NON_ANSWERS`) is never chosen, whatever ``stop_degenerate``
             says; ``False`` (Algorithm 1): its score alone decides.
@@ -158,8 +162,8 @@ class FODConfig:
         end of the answer: ceil(S/K) whole sentences sampled from each of the K beams, those below ``tau2`` pruned,
         the K most faithful beams kept; once a kept beam ends, the most faithful kept beam is the answer, and when
         every sample of a step is pruned, the most faithful beam before it (the sentences before the flagged one
-        at the first step: an abstention when there are none). A ``decoding`` dict given here overlays the
-        paper's sampling; one given to ``generate()`` replaces it.
+        at the first step: an abstention when there are none; ``unrepaired="end"`` is pinned). A ``decoding``
+        dict given here overlays the paper's sampling; one given to ``generate()`` replaces it.
 
         ``tau1``/``tau2`` stay the values tuned for the scorer's aggregator (else the paper's 0.7/0.85): a threshold
         means something only for the aggregator that produced it; ``FODConfig.paper(tau1=0.7, tau2=0.85)`` sets the
@@ -202,6 +206,10 @@ class FODConfig:
                               ("beam_answer", BEAM_ANSWERS)):
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.support_fallback == "drop" and self.unrepaired == "keep":  # "keep" keeps what "drop" would end
+            raise SettingsError("support_fallback='drop' has no effect with unrepaired='keep' (every flagged "
+                                "sentence no candidate replaces stays); set unrepaired='end' or "
+                                "support_fallback='keep'")
         for name in ("drop_non_answers", "limit_candidates", "distinct_beams"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}; False is the "

@@ -9,6 +9,8 @@ seed below gives one fixed walk; the comments say what it samples.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from mock_lm import CONTEXT, ScriptedLM, make_word_tokenizer, table
 
@@ -164,13 +166,23 @@ def test_paper_may_choose_a_candidate_that_does_not_answer():
 def test_paper_is_the_listed_settings_and_keeps_its_sampling_under_a_decoding_dict():
     config = FODConfig.paper()
     changed = {n for n in NAMES if getattr(config, n) != getattr(FODConfig(), n)}
-    assert changed == set(PAPER)
+    assert changed == set(PAPER) - {"unrepaired"}  # pinned to the default it must keep
     assert config.decoding_or(generator.FODGenerator.candidate_sampling) == CANDIDATE_SAMPLING
     seeded = FODConfig.paper(decoding={"seed": 3}).decoding_or(generator.FODGenerator.candidate_sampling)
     assert (seeded.temperature, seeded.top_p, seeded.seed) == (CANDIDATE_SAMPLING.temperature, 0.95, 3)
     assert FODConfig.for_method("fod-paper") == config and FODConfig.for_method("fod") == FODConfig()
     assert FODConfig.for_method("fod-paper", num_beams=3).num_beams == 3
     assert FODConfig.for_method("fod-bt").backtrack_only
+
+
+def test_paper_pins_unrepaired_end_whatever_the_default(monkeypatch):
+    """Algorithm 1 ends the answer before a flagged sentence no sample replaces; paper() says so itself, so a change
+    of FODConfig's default leaves the recipe as it is, and a config that keeps such sentences is not the paper's."""
+    assert PAPER["unrepaired"] == "end" and FODConfig.paper().is_paper
+    assert not FODConfig.paper(unrepaired="keep").is_paper
+    monkeypatch.setattr(FODConfig, "__init__", functools.partialmethod(FODConfig.__init__, unrepaired="keep"))
+    assert FODConfig().unrepaired == "keep"  # as if the default changed
+    assert FODConfig.paper().unrepaired == FODConfig.for_method("fod-paper").unrepaired == "end"
 
 
 def test_the_new_settings_are_checked_and_say_how_to_fix_them():

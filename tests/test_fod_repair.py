@@ -631,17 +631,38 @@ def test_tau_support_is_checked():
         FODConfig(support_fallback="abstain")
 
 
+def london_then_fine(text, has_context):
+    """Greedy: "London. Fine."; every candidate for "London." is "London." again (always ending)."""
+    table = {"": {"London": 1.0}, "London.": {" Fine": 1.0}}
+    if text in table:
+        return table[text]
+    return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
+
+
+#: London named in the context: the flagged sentence is low-scoring, not off the subject; no fallback applies
+UNREPAIRABLE = dict(question="Q?", context=CONTEXT + " London.", decoding=sampled(), tau1=0.5, tau2=0.9,
+                    steer="none", fallback="prefix")
+
+
+def london_twice(text, has_context):
+    """Greedy: "Good. London. London." ...; the candidate for the first London is "Paris.", then London again."""
+    table = {"": {"Good": 1.0}, "Good.": {" London": 0.7, " Paris": 0.3}, "Good. Paris.": {" London": 1.0}}
+    if text in table:
+        return table[text]
+    if text.count(".") >= 3:
+        return {"<eos>": 1.0}
+    return {"<eos>": 1.0} if text.endswith(".") and "Paris. London" in text else {".": 1.0}
+
+
+#: one repair allowed: the second flagged London is past max_repairs
+ONE_REPAIR = dict(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
+                  max_repairs=1, stop_degenerate=False)
+
+
 def test_an_unrepaired_sentence_is_kept_and_decoding_goes_on_with_unrepaired_keep():
     """Every candidate is pruned and no fallback applies: "end" ends the answer (here: abstains), "keep" keeps the
     flagged sentence as decoded and decodes on, so the answer is the one the greedy phases would have given."""
-    def script(text, has_context):
-        table = {"": {"London": 1.0}, "London.": {" Fine": 1.0}}
-        if text in table:
-            return table[text]
-        return {"<eos>": 1.0} if text.endswith(".") else {".": 1.0}
-    # London named in the context: the flagged sentence is low-scoring, not off the subject (always ending)
-    kwargs = dict(question="Q?", context=CONTEXT + " London.", decoding=sampled(), tau1=0.5, tau2=0.9,
-                  steer="none", fallback="prefix")
+    script, kwargs = london_then_fine, UNREPAIRABLE
     ended = make(script).generate(**kwargs)
     assert ended.text == ABSTAIN_TEXT and ended.trace["abstained"] is True
     kept = make(script).generate(**kwargs, unrepaired="keep")
@@ -650,15 +671,7 @@ def test_an_unrepaired_sentence_is_kept_and_decoding_goes_on_with_unrepaired_kee
 
 
 def test_once_the_repairs_are_used_up_unrepaired_keep_keeps_flagged_sentences():
-    def script(text, has_context):  # greedy: "Good. London. London." ... the candidate for the first is "Paris."
-        table = {"": {"Good": 1.0}, "Good.": {" London": 0.7, " Paris": 0.3}, "Good. Paris.": {" London": 1.0}}
-        if text in table:
-            return table[text]
-        if text.count(".") >= 3:
-            return {"<eos>": 1.0}
-        return {"<eos>": 1.0} if text.endswith(".") and "Paris. London" in text else {".": 1.0}
-    kwargs = dict(question="Q?", context=CONTEXT, decoding=sampled(), tau1=0.5, tau2=0.9, steer="none",
-                  max_repairs=1, stop_degenerate=False)
+    script, kwargs = london_twice, ONE_REPAIR
     ended = make(script).generate(**kwargs)
     assert ended.text == "Good. Paris." and ended.trace["stop"] == "max_repairs"
     kept = make(script).generate(**kwargs, unrepaired="keep")
@@ -672,3 +685,46 @@ def test_unrepaired_is_checked():
 
     with pytest.raises(SettingsError, match="unrepaired must be one of"):
         FODConfig(unrepaired="resume")
+
+
+def test_support_fallback_drop_with_unrepaired_keep_is_refused_and_says_what_to_set():
+    """"keep" keeps every flagged sentence no candidate replaces, the ones "drop" would end too: the pair would
+    silently decode as support_fallback="keep"."""
+    from benchmarks.fod_table2 import FOD_VARIANTS
+    from fod.config import FODConfig
+    from syncheck.decoding import SettingsError
+
+    fix = "support_fallback='drop' has no effect with unrepaired='keep'.*set unrepaired='end' or " \
+          "support_fallback='keep'"
+    with pytest.raises(SettingsError, match=fix):
+        FODConfig(support_fallback="drop", unrepaired="keep")
+    with pytest.raises(ValueError, match=fix):
+        FODConfig(support_fallback="drop").replace(unrepaired="keep")
+    with pytest.raises(SettingsError, match=fix):
+        make(lambda text, has_context: {"<eos>": 1.0}).generate(
+            question="Q?", context=CONTEXT, decoding=sampled(), support_fallback="drop", unrepaired="keep")
+    for fallback, unrepaired in (("drop", "end"), ("keep", "end"), ("keep", "keep")):  # the other pairs stand
+        assert FODConfig(support_fallback=fallback, unrepaired=unrepaired).unrepaired == unrepaired
+    # the benchmarks' fod-support (support_fallback="drop") pins the unrepaired="end" it needs
+    assert FOD_VARIANTS["fod-support"]["unrepaired"] == "end"
+    FODConfig(**FOD_VARIANTS["fod-support"])
+
+
+def test_a_flagged_sentence_kept_as_decoded_is_not_counted_as_a_backtrack_by_the_server():
+    """syncheck_fod_backtracks counts the flagged sentences FOD took back (replaced, or the answer ended before them),
+    not those unrepaired="keep" (or max_repairs) left in the answer, though the trace lists every flagged one."""
+    from syncheck.serve.observe import RequestStats
+
+    def counted(result) -> int:
+        stats = RequestStats(method="fod")
+        stats.see("done", {"method": "fod", "trace": result.trace.to_json()})
+        return stats.backtracks
+
+    ended = make(london_then_fine).generate(**UNREPAIRABLE)
+    kept = make(london_then_fine).generate(**UNREPAIRABLE, unrepaired="keep")
+    assert len(ended.trace.backtracks) == len(kept.trace.backtracks) == 1
+    assert ended.trace.abstained and counted(ended) == 1  # taken back: the answer ended before it
+    assert kept.text == "London. Fine." and counted(kept) == 0  # kept as decoded: no backtrack
+    repaired = make(london_twice).generate(**ONE_REPAIR, unrepaired="keep")  # London -> Paris, then London kept
+    assert repaired.text == "Good. Paris. London." and len(repaired.trace.backtracks) == 2
+    assert counted(repaired) == 1  # the repaired one only

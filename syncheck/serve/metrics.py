@@ -64,7 +64,8 @@ class ModelMetrics:
         self.sentences = Counter("syncheck_sentences_scored", "Sentences scored and sent.", registry=registry)
         self.flagged = Counter("syncheck_sentences_flagged", "Sentences scored below tau1 (flagged).",
                                registry=registry)
-        self.backtracks = Counter("syncheck_fod_backtracks", "Flagged sentences FOD took back and repaired.",
+        self.backtracks = Counter("syncheck_fod_backtracks", "Flagged sentences FOD took back: replaced, or "
+                                  "the answer ended before them (not those it kept as decoded).",
                                   registry=registry)
         self.abstentions = Counter("syncheck_abstentions", "Answers that abstained (fod, abstain).", registry=registry)
         self.first_token = Histogram("syncheck_time_to_first_token_seconds",

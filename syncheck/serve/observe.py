@@ -18,6 +18,10 @@ from typing import Any, Callable, Protocol
 
 #: the longest ``X-Request-Id`` taken from a client (a longer one is replaced)
 MAX_REQUEST_ID = 128
+#: how a FOD trace step says that its flagged sentence stayed as decoded (``chosen_by``; :mod:`fod.generator`): no
+#: candidate replaced it and it was kept (a specific the context may spell otherwise, ``support_fallback="keep"``,
+#: ``unrepaired="keep"``), or the repairs were used up (``unrepaired="keep"``)
+KEPT_AS_DECODED = ("kept", "kept:max_repairs")
 
 
 @dataclass
@@ -32,7 +36,7 @@ class RequestStats:
     scores: list[float] = field(default_factory=list)
     first_token_s: float | None = None
     first_sentence_s: float | None = None
-    backtracks: int = 0
+    backtracks: int = 0  # flagged sentences FOD took back (:func:`taken_back`)
     abstained: bool = False
     done: bool = False
 
@@ -51,8 +55,16 @@ class RequestStats:
             trace = value.get("trace") or {}
             self.method, self.done = value.get("method", self.method), True
             self.tokens = int((value.get("usage") or {}).get("completion_tokens") or 0)
-            self.backtracks = len(trace.get("backtracks") or ())
+            self.backtracks = taken_back(trace)
             self.abstained = bool(trace.get("abstained"))
+
+
+def taken_back(trace: dict[str, Any]) -> int:
+    """The flagged sentences a FOD ``trace`` took back: cut from the answer, to be replaced by a candidate or to end
+    the answer before them. Its ``backtracks`` list every flagged sentence; one that a step kept as decoded
+    (:data:`KEPT_AS_DECODED`) stayed in the answer and is not counted."""
+    kept = sum((step or {}).get("chosen_by") in KEPT_AS_DECODED for step in trace.get("steps") or ())
+    return len(trace.get("backtracks") or ()) - kept
 
 
 @dataclass
