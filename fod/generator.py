@@ -90,6 +90,10 @@ from syncheck.scorer import Scorer
 #: without-context flush the sentence's scoring runs anyway, split in pieces: the tokens chosen are the same. (Where
 #: the engine steps both passes in one forward, :meth:`~syncheck.live.engine.LiveEngine.levels`, nothing is drafted.)
 CHECK_EVERY = 8
+#: A trace step's ``chosen_by`` when its flagged sentence stayed as decoded: no candidate replaced it and it was kept
+#: (``"kept"``), or the repairs were used up (``"kept:max_repairs"``). The server's count of sentences taken back
+#: (:data:`syncheck.serve.observe.KEPT_AS_DECODED`) reads the same labels.
+KEPT, KEPT_AT_MAX_REPAIRS = "kept", "kept:max_repairs"
 
 
 @dataclass
@@ -248,7 +252,7 @@ class FODGenerator:
                 break
             run.record_backtrack(beam, flagged)
             if not config.backtrack_only and trace.repairs >= config.max_repairs and run.keeps_unrepaired(flagged):
-                run.keep(flagged, "kept:max_repairs")
+                run.keep(flagged, KEPT_AT_MAX_REPAIRS)
                 if beam.row.ended:
                     trace.stop = StopReason.EOS
                     break
@@ -560,7 +564,7 @@ class _Run:
             step["chosen_by"] = f"fallback:{fallback}" if choice is not None else None
         step["chosen"] = choice.index if choice is not None else None
         if choice is None and (self._kept_as_is(ev) or self.keeps_unrepaired(ev)):
-            step["chosen_by"] = "kept"
+            step["chosen_by"] = KEPT
             self.trace.steps.append(step)
             return beam
         self.trace.steps.append(step)

@@ -728,3 +728,10 @@ def test_a_flagged_sentence_kept_as_decoded_is_not_counted_as_a_backtrack_by_the
     repaired = make(london_twice).generate(**ONE_REPAIR, unrepaired="keep")  # London -> Paris, then London kept
     assert repaired.text == "Good. Paris. London." and len(repaired.trace.backtracks) == 2
     assert counted(repaired) == 1  # the repaired one only
+
+
+def test_the_server_reads_the_labels_fod_writes_for_a_sentence_kept_as_decoded():
+    from fod.generator import KEPT, KEPT_AT_MAX_REPAIRS
+    from syncheck.serve.observe import KEPT_AS_DECODED
+
+    assert set(KEPT_AS_DECODED) == {KEPT, KEPT_AT_MAX_REPAIRS}
