@@ -17,6 +17,10 @@ sentences (one unsupported sentence makes it unfaithful; fixed before the first 
 AUROC counts faithful as the positive class, with 95% bootstrap intervals over records (RAGTruth: over source
 documents), and the paired difference against word overlap.
 
+``--alignment crossfit:DIR`` (RAGTruth units only) scores each unit with the fold verifier of
+:mod:`benchmarks.verifier_crossfit` (``--out DIR``) that never trained on its record: the reading of a verifier
+trained on RAGTruth, out of fold, as sentences or (``--responses``) as ``syncheck check`` reads the responses.
+
 ``--against SPEC`` scores the same units with a second backend (the shipped verifier, when a rebuild is the
 candidate) and adds the paired difference against it, with the shipping rule's verdict (:func:`shipping_verdict`):
 a candidate ships when its paired interval against the shipped one is above 0 on the set it was built for and no
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -67,6 +72,7 @@ class Unit:
     text: str
     claims: list[str]
     label: int
+    record: str = ""
     scores: list[float] = field(default_factory=list)
     against: list[float] = field(default_factory=list)
 
@@ -121,12 +127,12 @@ def ragtruth_units(paths: str, responses: bool = False) -> list[Unit]:
         sentences = r.sentences()
         if responses:
             units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, r.response,
-                              verifier_claims(r.response, r.question), r.label))
+                              verifier_claims(r.response, r.question), r.label, record=r.id))
             continue
         for s, label in zip(sentences, r.sentence_labels(sentences)):
             if s.text.strip():
                 units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, s.text,
-                                  [alignment_claim(s.text, r.question)], label))
+                                  [alignment_claim(s.text, r.question)], label, record=r.id))
     return units
 
 
@@ -192,6 +198,30 @@ def score_units(units: list[Unit], scorer, batch_size: int, attr: str = "scores"
     for u in units:
         setattr(u, attr, [float(x) for x in flat[k : k + len(u.claims)]])
         k += len(u.claims)
+
+
+def score_units_crossfit(units: list[Unit], out: Path, batch_size: int, attr: str = "scores") -> dict:
+    """Score each RAGTruth unit with the verifier of its record's fold in ``out`` (:mod:`benchmarks.verifier_crossfit`),
+    which never trained on it; returns fold 0's manifest.
+
+    Raises:
+        SystemExit: a unit that is no RAGTruth record of the folds (HaluEval, a pairs file, other RAGTruth files).
+    """
+    from benchmarks.ragtruth.alignment_feature import fold_dir, read_folds
+    from features.alignment.verifier import VerifierScorer
+
+    fold_of = read_folds(out)["fold_of"]
+    outside = [u for u in units if u.record not in fold_of]
+    if outside:
+        raise SystemExit(f"{len(outside)} units ({outside[0].set}, ...) are no record of the folds of {out}: a "
+                         "cross-fitted backend reads only the RAGTruth files its folds were dealt from (--ragtruth, "
+                         "without --halueval or --pairs)")
+    manifest: dict = {}
+    for k in sorted({fold_of[u.record] for u in units}):
+        scorer = VerifierScorer(fold_dir(out, k), progress=False)
+        manifest = manifest or dict(getattr(scorer, "manifest", {}) or {})
+        score_units([u for u in units if fold_of[u.record] == k], scorer, batch_size, attr)
+    return manifest
 
 
 def shipping_verdict(diffs: dict[str, tuple[float, float, float]], target: str = "pairs") -> str:
@@ -276,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ragtruth", help="RAGTruth JSON lines, comma-separated")
     ap.add_argument("--pairs", default=None,
                     help="labelled pairs files (premise, hypothesis, label), comma-separated: one set per file")
-    ap.add_argument("--alignment", default="verifier", help="the backend to measure (default: the shipped verifier)")
+    ap.add_argument("--alignment", default="verifier",
+                    help="the backend to measure (default: the shipped verifier); crossfit:DIR, the fold verifiers of "
+                         "benchmarks.verifier_crossfit, each on the RAGTruth records it never trained on")
     ap.add_argument("--against", default=None,
                     help="a second backend on the same units (e.g. verifier, when --alignment is a rebuild): adds the "
                          "paired difference and the shipping rule's verdict")
@@ -297,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-section", default=SECTION, help="the heading of the section it writes")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    scorer = make_alignment_scorer(args.alignment, **({"max_length": args.max_length} if args.max_length else {}))
+    crossfit = Path(args.alignment.split(":", 1)[1]) if args.alignment.startswith("crossfit:") else None
+    scorer = None if crossfit else make_alignment_scorer(
+        args.alignment, **({"max_length": args.max_length} if args.max_length else {}))
     records = {**HALUEVAL_EVAL, **parse_records(args.records)}
     units = (halueval_units(args.halueval, records) if args.halueval else []) + (
         ragtruth_units(args.ragtruth, args.responses) if args.ragtruth else [])
@@ -309,12 +343,16 @@ def main(argv: list[str] | None = None) -> int:
         units = [u for u in units if u.set in {name.strip() for name in args.sets.split(",")}]
     if args.limit or args.skip:
         units = first_per_set(units, args.limit, args.skip)
-    score_units(units, scorer, args.batch_size)
+    if crossfit:
+        manifest = score_units_crossfit(units, crossfit, args.batch_size)
+    else:
+        score_units(units, scorer, args.batch_size)
+        manifest = getattr(scorer, "manifest", {}) or {}
     if args.against:
         score_units(units, make_alignment_scorer(args.against), args.batch_size, "against")
     sets = ["pairs", "qa", "dialogue", "summarization"] + [f"RAGTruth {t}" for t in TASKS] + pair_sets
     diffs: dict[str, tuple[float, float, float]] = {}
-    manifest = getattr(scorer, "manifest", {}) or {}
+    backend = "cross-fitted" if crossfit else parse_alignment_spec(args.alignment)[0]
     cmd = command_line("benchmarks.verifier_quality", argv)
     # the HaluEval ranges of the sets scored (the pairs are QA records)
     read = [f"{k} {a}-{b - 1}" for k, (a, b) in records.items()
@@ -329,9 +367,9 @@ def main(argv: list[str] | None = None) -> int:
            else "sentences") + ". AUROC, faithful = positive, 95% bootstrap over records or source documents. "
         "Every range here is outside the verifier's training data.",
         "",
-        table(units, sets, args.against, diffs, parse_alignment_spec(args.alignment)[0]),
+        table(units, sets, args.against, diffs, backend),
     ] + (["", "Pairs sets: balanced accuracy and the claim-only model.", "",
-          pair_table(units, pair_sets, parse_alignment_spec(args.alignment)[0])] if pair_sets else []) + (
+          pair_table(units, pair_sets, backend)] if pair_sets else []) + (
         ["", f"Shipping rule (a paired interval against `{args.against}`): {shipping_verdict(diffs)}."]
          if args.against else []))
     publish(body, args.results_md, args.results_section)

@@ -261,6 +261,19 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
     with pytest.raises(SystemExit):  # refused before any work
         main([*args, "--scores-out", str(tmp_path / "crossfit.jsonl")])
     assert "name a .jsonl.gz file" in capsys.readouterr().err
+    # the verifier reading takes the same folds: each unit scored by its own fold's verifier, sentences or responses
+    from benchmarks.verifier_quality import Unit, ragtruth_units, score_units_crossfit
+    from benchmarks.verifier_quality import main as quality_main
+
+    sentences = ragtruth_units(str(data))
+    score_units_crossfit(sentences, out, 8)
+    u = next(u for u in sentences if fold_of[u.record] == 1)
+    own = VerifierScorer(out / "fold-1", progress=False).score([u.premise], u.claims)
+    np.testing.assert_allclose(u.scores, own, rtol=1e-5)
+    assert quality_main(["--ragtruth", str(data), "--alignment", f"crossfit:{out}", "--responses"]) == 0
+    assert "cross-fitted (min)" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no record of the folds"):
+        score_units_crossfit([Unit("qa", "g", "p", "t", ["c"], 1)], out, 8)
     with pytest.raises(SystemExit, match=r"\(thinning differ\)"):  # finished folds are not reused for another recipe
         main([*args, "--thinning", "ratio"])
 
