@@ -11,6 +11,8 @@ Recipe, fixed before the first run (2026-11-28): 3 folds over ``dev`` + ``dev_ex
 (:func:`syncheck.fitting.grouped_folds`, seed 0); each fold's pairs as ``syncheck verifier train --labelled`` makes
 them (question-aware claims, the window that shares the claim's words, the artefact check's thinning, no dev
 share); 2 epochs, learning rate 3e-5, batch 16, 256 tokens, 30% mismatched negatives (the trainer's default).
+``--halueval DIR`` puts HaluEval's training rows (``--halueval-records``, ``--distractors``) beside every fold's
+sentences, so that a verifier learning RAGTruth keeps what it knew of HaluEval.
 
 The table gives, per task, sentence AUROC (faithful = positive) of the cross-fitted verifiers and the shipped one,
 with the claim as :class:`syncheck.Scorer` forms it (the sentence alone), beside word overlap and length, with 95%
@@ -72,8 +74,13 @@ def assign_folds(records: Sequence[RAGTruthRecord], n_folds: int, seed: int) -> 
 
 
 def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_folds: int, seed: int, settings: Any,
-                progress: bool = True, echo=print, thinning: str = "balance") -> dict[str, int]:
+                progress: bool = True, echo=print, thinning: str = "balance",
+                replay: dict[str, Any] | None = None) -> dict[str, int]:
     """Train (or finish training) each fold's verifier into ``out/fold-<k>``; returns ``{record id: fold}``.
+
+    ``replay`` (``{"halueval": DIR, "halueval_records": {file: n}, "distractors": n}``) puts the same HaluEval
+    training rows beside every fold's RAGTruth sentences, as ``syncheck verifier train --halueval`` makes them
+    (HaluEval is no RAGTruth record, so no fold sees another's responses through it).
 
     Raises:
         SystemExit: ``out`` holds folds dealt from other records or with other settings (the message says what to do).
@@ -84,11 +91,11 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
 
     fold_of = assign_folds(records, n_folds, seed)
     spec = {"folds": n_folds, "seed": seed, "thinning": thinning, "fold_of": fold_of,
-            "training": {k: getattr(settings, k) for k in TRAINING_KEYS}}
+            "training": {k: getattr(settings, k) for k in TRAINING_KEYS}, "replay": replay}
     out.mkdir(parents=True, exist_ok=True)
     if (out / FOLDS_FILE).exists():
         held = read_folds(out)
-        changed = sorted(k for k in spec if held.get(k) != spec[k])
+        changed = sorted(k for k in spec if held.get(k) != spec[k])  # a key a run before it lacks reads as None
         if changed:
             raise SystemExit(f"{out} holds folds dealt or trained otherwise ({', '.join(changed)} differ); pass a new "
                              "--out, or the options that built it")
@@ -110,8 +117,13 @@ def train_folds(out: Path, paths: str, records: Sequence[RAGTruthRecord], n_fold
         t0 = time.perf_counter()
         command = (f"syncheck verifier train fold-{k} --labelled labelled.jsonl --init {settings.init} "
                    f"--epochs {settings.epochs} --learning-rate {settings.learning_rate} --dev-share 0 --seed {seed}"
-                   + (f" --thinning {thinning}" if thinning != "balance" else ""))
-        build_verifier(d, DataRecipe(labelled=(str(labelled),), thinning=thinning, seed=seed), settings,
+                   + (f" --thinning {thinning}" if thinning != "balance" else "")
+                   + (" --halueval HALUEVAL --halueval-records "
+                      + ",".join(f"{f}={n}" for f, n in replay["halueval_records"].items())
+                      + f" --distractors {replay['distractors']}" if replay else ""))
+        extra = ({"halueval": replay["halueval"], "halueval_records": dict(replay["halueval_records"]),
+                  "distractors_per_record": replay["distractors"]} if replay else {})
+        build_verifier(d, DataRecipe(labelled=(str(labelled),), thinning=thinning, seed=seed, **extra), settings,
                        command=command,
                        dev_share=0.0, progress=progress, echo=echo)
         folds = read_folds(out)
@@ -193,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--thinning", choices=THINNING, default="balance",
                     help="how the artefact check thins each fold's pairs (syncheck verifier train --thinning)")
+    ap.add_argument("--halueval", default=None,
+                    help="HaluEval's directory: its training rows go beside every fold's sentences (replay)")
+    ap.add_argument("--halueval-records", default="qa=600,dialogue=1000,summarization=400",
+                    help="with --halueval: records per HaluEval file, as syncheck verifier train takes them")
+    ap.add_argument("--distractors", type=int, default=3, choices=(1, 2, 3),
+                    help="with --halueval: distractor answers per HaluEval QA record")
     ap.add_argument("--max-steps", type=int, default=-1, help="steps per fold (-1: the epochs decide); smoke runs")
     ap.add_argument("--limit", type=int, default=None, help="records read per task (smoke runs)")
     ap.add_argument("--work-dir", type=Path, default=None,
@@ -203,6 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
+    try:
+        counts = {f: int(n) for f, n in (part.split("=") for part in args.halueval_records.split(",") if part)}
+    except ValueError:
+        ap.error(f"--halueval-records {args.halueval_records!r}: use FILE=N pairs such as qa=600,dialogue=1000")
+    replay = ({"halueval": args.halueval, "halueval_records": counts,
+               "distractors": args.distractors} if args.halueval else None)
     if args.scores_out and args.scores_out.suffix != ".gz":
         ap.error(f"--scores-out {args.scores_out}: name a .jsonl.gz file (keys and scores, gzipped)")
     t0 = time.perf_counter()
@@ -213,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              max_length=args.max_length, epochs=args.epochs, batch_size=args.batch_size,
                              learning_rate=args.learning_rate, max_steps=args.max_steps, seed=args.seed)
     train_folds(args.out, args.ragtruth, records, args.folds, args.seed, settings, args.progress,
-                thinning=args.thinning)
+                thinning=args.thinning, replay=replay)
     work_dir = args.work_dir or cache_dir() / "ragtruth-bench"
     units = sentence_units(records)
     crossfit, shipped = {}, {}
@@ -233,7 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{measured_line()} Command: `{cmd}` ({time.perf_counter() - t0:.0f} s in this run). "
         f"{len(records)} responses from {len(set(r.source_id for r in records))} source documents in "
         f"{max(fold_of.values()) + 1} folds; each fold's verifier went on training `{args.init}` for {args.epochs:g} "
-        f"epochs on the other folds' labelled sentences (artefact check thinning: `{args.thinning}`).",
+        f"epochs on the other folds' labelled sentences"
+        + (f" and HaluEval's training rows ({args.halueval_records}, {args.distractors} distractors)" if replay else "")
+        + f" (artefact check thinning: `{args.thinning}`).",
         "",
         *fold_lines(args.out),
         "",

@@ -473,3 +473,35 @@ def test_portable_benchmark_smoke_transfers_between_two_models(tmp_path, monkeyp
     assert all(set(figures) == {"QA", "Summary", "Data2txt"} for figures in out.values())
     assert portable.SECTION.lstrip("# ") in results.read_text(encoding="utf-8")
     assert "--model a:float32 --model b:bfloat16" in capsys.readouterr().out
+
+
+def test_verifier_crossfit_replays_the_same_halueval_rows_beside_every_fold(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from benchmarks import verifier_crossfit
+    from features.model_manifest import MANIFEST
+    from syncheck.training import verifier_build
+
+    data = tmp_path / "rt.jsonl"
+    synthetic_ragtruth(data, sources_per_task=2)
+    recipes = []
+
+    def fake_build(d, recipe, settings, command, **kw):  # records what each fold would train on
+        recipes.append((recipe, command))
+        (d / MANIFEST).write_text("{}")
+
+    monkeypatch.setattr(verifier_build, "build_verifier", fake_build)
+    replay = {"halueval": "HE", "halueval_records": {"qa": 2, "dialogue": 3}, "distractors": 2}
+    settings = SimpleNamespace(init="verifier", epochs=1.0, learning_rate=3e-5, batch_size=4, max_length=64,
+                               max_steps=1)
+    out = tmp_path / "folds"
+    verifier_crossfit.train_folds(out, str(data), read_ragtruth(data), 2, 0, settings, False, echo=lambda *_: None,
+                                  replay=replay)
+    assert len(recipes) == 2
+    for recipe, command in recipes:
+        assert (recipe.halueval, recipe.halueval_records, recipe.distractors_per_record) == ("HE", replay[
+            "halueval_records"], 2)
+        assert "--halueval HALUEVAL --halueval-records qa=2,dialogue=3 --distractors 2" in command
+    with pytest.raises(SystemExit, match=r"\(replay differ\)"):  # finished folds are not reused without the replay
+        verifier_crossfit.train_folds(out, str(data), read_ragtruth(data), 2, 0, settings, False,
+                                      echo=lambda *_: None)
