@@ -221,10 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--results-md", default=None, help="write the section into this file (benchmarks/RESULTS.md)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
+    from syncheck.training.sources import parse_record_counts
+
     try:
-        counts = {f: int(n) for f, n in (part.split("=") for part in args.halueval_records.split(",") if part)}
-    except ValueError:
-        ap.error(f"--halueval-records {args.halueval_records!r}: use FILE=N pairs such as qa=600,dialogue=1000")
+        counts = parse_record_counts(args.halueval_records)
+    except ValueError as exc:
+        ap.error(f"--halueval-records {args.halueval_records!r}: {exc}")
     replay = ({"halueval": args.halueval, "halueval_records": counts,
                "distractors": args.distractors} if args.halueval else None)
     if args.scores_out and args.scores_out.suffix != ".gz":

@@ -193,35 +193,38 @@ def score_units(units: list[Unit], scorer, batch_size: int, attr: str = "scores"
     """Score every claim of ``units`` with ``scorer`` into each unit's ``attr`` list."""
     premises = [u.premise for u in units for _ in u.claims]
     claims = [c for u in units for c in u.claims]
-    flat = scorer.score(premises, claims, batch_size=batch_size)
+    assign_scores(units, scorer.score(premises, claims, batch_size=batch_size), attr)
+
+
+def assign_scores(units: list[Unit], flat, attr: str) -> None:
+    """Hand the flat scores of every claim of ``units``, in order, to each unit's ``attr`` list."""
     k = 0
     for u in units:
         setattr(u, attr, [float(x) for x in flat[k : k + len(u.claims)]])
         k += len(u.claims)
 
 
-def score_units_crossfit(units: list[Unit], out: Path, batch_size: int, attr: str = "scores") -> dict:
+def score_units_crossfit(units: list[Unit], out: Path, work_dir: Path, batch_size: int, attr: str = "scores") -> dict:
     """Score each RAGTruth unit with the verifier of its record's fold in ``out`` (:mod:`benchmarks.verifier_crossfit`),
-    which never trained on it; returns fold 0's manifest.
+    which never trained on it (:func:`~benchmarks.ragtruth.alignment_feature.crossfit_scores`, cached per verifier
+    and pair in ``work_dir``, so pairs the cross-fit scored are not scored again); returns fold 0's manifest.
 
     Raises:
         SystemExit: a unit that is no RAGTruth record of the folds (HaluEval, a pairs file, other RAGTruth files).
     """
-    from benchmarks.ragtruth.alignment_feature import fold_dir, read_folds
-    from features.alignment.verifier import VerifierScorer
+    from benchmarks.ragtruth.alignment_feature import crossfit_scores, fold_dir
+    from features.model_manifest import read_manifest
 
-    fold_of = read_folds(out)["fold_of"]
-    outside = [u for u in units if u.record not in fold_of]
+    outside = [u for u in units if not u.record]
     if outside:
-        raise SystemExit(f"{len(outside)} units ({outside[0].set}, ...) are no record of the folds of {out}: a "
-                         "cross-fitted backend reads only the RAGTruth files its folds were dealt from (--ragtruth, "
-                         "without --halueval or --pairs)")
-    manifest: dict = {}
-    for k in sorted({fold_of[u.record] for u in units}):
-        scorer = VerifierScorer(fold_dir(out, k), progress=False)
-        manifest = manifest or dict(getattr(scorer, "manifest", {}) or {})
-        score_units([u for u in units if fold_of[u.record] == k], scorer, batch_size, attr)
-    return manifest
+        raise SystemExit(f"{len(outside)} units ({outside[0].set}, ...) are no RAGTruth record: a cross-fitted "
+                         f"backend reads only the RAGTruth files its folds were dealt from (--ragtruth, without "
+                         "--halueval or --pairs)")
+    ids = [u.record for u in units for _ in u.claims]
+    premises = [u.premise for u in units for _ in u.claims]
+    claims = [c for u in units for c in u.claims]
+    assign_scores(units, crossfit_scores(out, ids, premises, claims, work_dir, batch_size), attr)
+    return read_manifest(fold_dir(out, 0))
 
 
 def shipping_verdict(diffs: dict[str, tuple[float, float, float]], target: str = "pairs") -> str:
@@ -309,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alignment", default="verifier",
                     help="the backend to measure (default: the shipped verifier); crossfit:DIR, the fold verifiers of "
                          "benchmarks.verifier_crossfit, each on the RAGTruth records it never trained on")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="with --alignment crossfit:DIR, the score cache (default: <syncheck cache>/ragtruth-bench)")
     ap.add_argument("--against", default=None,
                     help="a second backend on the same units (e.g. verifier, when --alignment is a rebuild): adds the "
                          "paired difference and the shipping rule's verdict")
@@ -344,7 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit or args.skip:
         units = first_per_set(units, args.limit, args.skip)
     if crossfit:
-        manifest = score_units_crossfit(units, crossfit, args.batch_size)
+        from syncheck.cache import cache_dir
+
+        manifest = score_units_crossfit(units, crossfit, args.work_dir or cache_dir() / "ragtruth-bench",
+                                        args.batch_size)
     else:
         score_units(units, scorer, args.batch_size)
         manifest = getattr(scorer, "manifest", {}) or {}

@@ -266,14 +266,17 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
     from benchmarks.verifier_quality import main as quality_main
 
     sentences = ragtruth_units(str(data))
-    score_units_crossfit(sentences, out, 8)
+    score_units_crossfit(sentences, out, tmp_path / "work-q", 8)
     u = next(u for u in sentences if fold_of[u.record] == 1)
     own = VerifierScorer(out / "fold-1", progress=False).score([u.premise], u.claims)
     np.testing.assert_allclose(u.scores, own, rtol=1e-5)
-    assert quality_main(["--ragtruth", str(data), "--alignment", f"crossfit:{out}", "--responses"]) == 0
+    assert quality_main(["--ragtruth", str(data), "--alignment", f"crossfit:{out}", "--responses",
+                         "--work-dir", str(tmp_path / "work-q")]) == 0
     assert "cross-fitted (min)" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="no record of the folds"):
-        score_units_crossfit([Unit("qa", "g", "p", "t", ["c"], 1)], out, 8)
+    with pytest.raises(SystemExit, match="no RAGTruth record"):
+        score_units_crossfit([Unit("qa", "g", "p", "t", ["c"], 1)], out, work, 8)
+    with pytest.raises(SystemExit, match="in none of the folds"):
+        score_units_crossfit([Unit("RAGTruth QA", "g", "p", "t", ["c"], 1, record="zz")], out, work, 8)
     with pytest.raises(SystemExit, match=r"\(thinning differ\)"):  # finished folds are not reused for another recipe
         main([*args, "--thinning", "ratio"])
 
@@ -475,7 +478,7 @@ def test_portable_benchmark_smoke_transfers_between_two_models(tmp_path, monkeyp
     assert "--model a:float32 --model b:bfloat16" in capsys.readouterr().out
 
 
-def test_verifier_crossfit_replays_the_same_halueval_rows_beside_every_fold(tmp_path, monkeypatch):
+def test_verifier_crossfit_replays_the_same_halueval_rows_beside_every_fold(tmp_path, monkeypatch, capsys):
     from types import SimpleNamespace
 
     from benchmarks import verifier_crossfit
@@ -502,6 +505,10 @@ def test_verifier_crossfit_replays_the_same_halueval_rows_beside_every_fold(tmp_
         assert (recipe.halueval, recipe.halueval_records, recipe.distractors_per_record) == ("HE", replay[
             "halueval_records"], 2)
         assert "--halueval HALUEVAL --halueval-records qa=2,dialogue=3 --distractors 2" in command
+    with pytest.raises(SystemExit):  # refused before any work
+        verifier_crossfit.main(["--ragtruth", str(data), "--out", str(tmp_path / "other"), "--halueval", "HE",
+                                "--halueval-records", "qa:2"])
+    assert "use FILE=N pairs such as" in capsys.readouterr().err
     with pytest.raises(SystemExit, match=r"\(replay differ\)"):  # finished folds are not reused without the replay
         verifier_crossfit.train_folds(out, str(data), read_ragtruth(data), 2, 0, settings, False,
                                       echo=lambda *_: None)

@@ -651,3 +651,15 @@ def test_a_verifier_support_can_lean_a_summary_on_its_sentences_local_support():
     assert qa == pytest.approx(0.9)  # a QA answer does not lean
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         VerifierSupport(RecordingScorer(), summary_lexical_weight=1.5)
+
+
+def test_record_counts_that_are_no_file_n_pairs_are_refused_with_the_form_to_use(tmp_path):
+    from syncheck.cli import main
+    from syncheck.training.sources import parse_record_counts
+
+    assert parse_record_counts("qa=600,dialogue=1000,") == {"qa": 600, "dialogue": 1000}
+    for bad in ("qa:600", "qa=six", "qa=1=2"):
+        with pytest.raises(ValueError, match="use FILE=N pairs such as qa=3000"):
+            parse_record_counts(bad)
+    result = CliRunner().invoke(main, ["verifier", "train", str(tmp_path / "out"), "--halueval-records", "qa:600"])
+    assert result.exit_code == 2 and "use FILE=N pairs such as qa=3000" in result.output

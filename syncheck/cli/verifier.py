@@ -102,14 +102,15 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
           dev_share, seed, device, progress) -> None:
     """Fit a verifier into OUT from labelled pairs, your documents and labelled records (and HaluEval's training
     ranges)."""
+    from syncheck.training.sources import parse_record_counts
     from syncheck.training.verifier_build import build_verifier
     from syncheck.training.verifier_dataset import DataRecipe
     from syncheck.training.verifier_training import TrainSettings
 
     try:
-        counts = {k: int(v) for k, v in (part.split("=") for part in halueval_records.split(",") if part)}
-    except ValueError:
-        raise click.BadParameter("use FILE=N pairs such as qa=3000,dialogue=3000", param_hint="--halueval-records")
+        counts = parse_record_counts(halueval_records)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--halueval-records")
     try:
         recipe = DataRecipe(
             halueval=str(halueval) if halueval else None, halueval_records=counts, writer=writer,

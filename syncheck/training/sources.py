@@ -55,6 +55,19 @@ HALUEVAL_FIELDS = {
 }
 
 
+def parse_record_counts(text: str) -> dict[str, int]:
+    """Records per HaluEval file as the command line gives them: ``"qa=600,dialogue=1000"`` ->
+    ``{"qa": 600, "dialogue": 1000}``.
+
+    Raises:
+        ValueError: a part that is not ``FILE=N``; the message says the form.
+    """
+    try:
+        return {k: int(v) for k, v in (part.split("=") for part in text.split(",") if part)}
+    except ValueError:
+        raise ValueError("use FILE=N pairs such as qa=3000,dialogue=3000") from None
+
+
 def in_ranges(i: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(a <= i < b for a, b in ranges)
 
@@ -148,5 +161,5 @@ def read_documents(paths: Iterable[str | Path]) -> list[tuple[str, str]]:
 
 __all__ = [
     "HALUEVAL_EVAL", "HALUEVAL_FIELDS", "HALUEVAL_HELD_OUT", "HALUEVAL_TRAIN", "halueval_pairs", "halueval_records",
-    "in_ranges", "labelled_record_pairs", "read_documents", "summary_sentences",
+    "in_ranges", "labelled_record_pairs", "parse_record_counts", "read_documents", "summary_sentences",
 ]
