@@ -110,7 +110,9 @@ class FODConfig:
             answer is an abstention); ``"keep"`` keeps it as decoded and goes on decoding, so FOD changes an
             answer only where a candidate replaces a sentence, and on ``decode="cad"`` gives CAD's answer
             elsewhere. A degenerate sentence (``stop_degenerate``) ends the answer either way. ``"keep"`` keeps a
-            sentence only the support model flagged too, so it cannot go with ``support_fallback="drop"``.
+            sentence only the support model flagged too, so it cannot go with ``support_fallback="drop"``, nor with
+            ``backtrack_only=True``, which samples no candidates. Under ``search="beam"`` the search decodes to the
+            end once a sentence is flagged, so ``unrepaired`` acts only where no search runs (``max_repairs=0``).
         drop_non_answers: ``True`` (default): a candidate that does not answer (a question, an echo of the question,
             off the subject: :data:`features.degeneracy.NON_ANSWERS`) is never chosen, whatever ``stop_degenerate``
             says; ``False`` (Algorithm 1): its score alone decides.
@@ -210,6 +212,10 @@ class FODConfig:
             raise SettingsError("support_fallback='drop' has no effect with unrepaired='keep' (every flagged "
                                 "sentence no candidate replaces stays); set unrepaired='end' or "
                                 "support_fallback='keep'")
+        if self.backtrack_only and self.unrepaired == "keep":  # backtrack_only ends at the first flagged sentence
+            raise SettingsError("unrepaired='keep' has no effect with backtrack_only=True (the answer ends at the "
+                                "first flagged sentence, which no candidate replaces); set unrepaired='end' or "
+                                "backtrack_only=False")
         for name in ("drop_non_answers", "limit_candidates", "distinct_beams"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}; False is the "

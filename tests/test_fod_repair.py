@@ -735,3 +735,18 @@ def test_the_server_reads_the_labels_fod_writes_for_a_sentence_kept_as_decoded()
     from syncheck.serve.observe import KEPT_AS_DECODED
 
     assert set(KEPT_AS_DECODED) == {KEPT, KEPT_AT_MAX_REPAIRS}
+
+
+def test_backtrack_only_with_unrepaired_keep_is_refused_and_says_what_to_set():
+    """backtrack_only ends the answer at the first flagged sentence and samples no candidates, so "keep" would never
+    act: the pair would silently decode as FOD (BT)."""
+    from fod.config import FODConfig
+    from syncheck.decoding import SettingsError
+
+    fix = "unrepaired='keep' has no effect with backtrack_only=True.*set unrepaired='end' or backtrack_only=False"
+    with pytest.raises(SettingsError, match=fix):
+        FODConfig(backtrack_only=True, unrepaired="keep")
+    with pytest.raises(SettingsError, match=fix):
+        FODConfig.for_method("fod-bt", unrepaired="keep")
+    assert FODConfig.for_method("fod-bt").unrepaired == "end"
+    assert FODConfig(unrepaired="keep").unrepaired == "keep"
