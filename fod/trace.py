@@ -41,7 +41,7 @@ class FODTrace(Mapping[str, Any]):
     backtrack: dict[str, Any] | None = None  # the first flagged sentence (also the first of ``backtracks``)
     backtracks: list[dict[str, Any]] = field(default_factory=list)  # every flagged sentence, in order
     steps: list[dict[str, Any]] = field(default_factory=list)  # per repair or beam step: the cut and the candidates
-    repairs: int = 0
+    repairs: int = 0  # repairs (or the beam search) started, whether a candidate replaced the sentence or not
     skipped_non_answers: int = 0  # candidates never chosen: a question, an echo of the question, off the subject
     steered_tokens: int = 0  # tokens the contrast (``decode``) changed in the greedy phases
     stop: StopReason | None = None
