@@ -54,6 +54,7 @@ from features.sentences import split_sentences
 from syncheck.alignment import make_alignment_scorer
 from syncheck.checking.support import held_locally, lean_on_lexical, verifier_claims
 from syncheck.featurize import alignment_claim
+from syncheck.model.prompts import format_context
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.training.sources import HALUEVAL_EVAL, HALUEVAL_FIELDS, HALUEVAL_HELD_OUT, halueval_records
 
@@ -124,14 +125,14 @@ def ragtruth_units(paths: str, responses: bool = False) -> list[Unit]:
     any other answer whole), labelled faithful when it has no annotated span."""
     units = []
     for r in read_ragtruth_files(paths):
-        sentences = r.sentences()
+        sentences, premise = r.sentences(), format_context(r.context)  # the cross-fit's premise, so its cache serves
         if responses:
-            units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, r.response,
+            units.append(Unit(f"RAGTruth {r.task}", r.source_id, premise, r.response,
                               verifier_claims(r.response, r.question), r.label, record=r.id))
             continue
         for s, label in zip(sentences, r.sentence_labels(sentences)):
             if s.text.strip():
-                units.append(Unit(f"RAGTruth {r.task}", r.source_id, r.context, s.text,
+                units.append(Unit(f"RAGTruth {r.task}", r.source_id, premise, s.text,
                                   [alignment_claim(s.text, r.question)], label, record=r.id))
     return units
 

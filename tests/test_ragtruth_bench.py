@@ -226,6 +226,8 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
 
     data = tmp_path / "rt.jsonl"
     synthetic_ragtruth(data, sources_per_task=2)
+    rows = [{**row, "context": row["context"] + "\n"} for row in iter_jsonl(data)]  # as most of RAGTruth's end
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     out, work = tmp_path / "folds", tmp_path / "work"
     args = ["--ragtruth", str(data), "--out", str(out), "--work-dir", str(work), "--folds", "2", "--max-steps", "1",
             "--batch-size", "4", "--max-length", "64", "--bootstrap", "20", "--no-progress"]
@@ -266,6 +268,9 @@ def test_verifier_crossfit_scores_every_sentence_with_a_verifier_that_never_trai
     from benchmarks.verifier_quality import main as quality_main
 
     sentences = ragtruth_units(str(data))
+    cached = {p.name: p.read_text() for p in work.glob("align-*.jsonl")}
+    score_units_crossfit(sentences, out, work, 8)  # the pairs the cross-fit scored are read from its cache
+    assert {p.name: p.read_text() for p in work.glob("align-*.jsonl")} == cached
     score_units_crossfit(sentences, out, tmp_path / "work-q", 8)
     u = next(u for u in sentences if fold_of[u.record] == 1)
     own = VerifierScorer(out / "fold-1", progress=False).score([u.premise], u.claims)
