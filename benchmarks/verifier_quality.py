@@ -192,9 +192,13 @@ def first_per_set(units: list[Unit], limit: int | None, skip: int = 0) -> list[U
 
 def score_units(units: list[Unit], scorer, batch_size: int, attr: str = "scores") -> None:
     """Score every claim of ``units`` with ``scorer`` into each unit's ``attr`` list."""
-    premises = [u.premise for u in units for _ in u.claims]
-    claims = [c for u in units for c in u.claims]
+    premises, claims = claim_pairs(units)
     assign_scores(units, scorer.score(premises, claims, batch_size=batch_size), attr)
+
+
+def claim_pairs(units: list[Unit]) -> tuple[list[str], list[str]]:
+    """The (premise, claim) pair of every claim of ``units``, in order, as two lists."""
+    return [u.premise for u in units for _ in u.claims], [c for u in units for c in u.claims]
 
 
 def assign_scores(units: list[Unit], flat, attr: str) -> None:
@@ -222,8 +226,7 @@ def score_units_crossfit(units: list[Unit], out: Path, work_dir: Path, batch_siz
                          f"backend reads only the RAGTruth files its folds were dealt from (--ragtruth, without "
                          "--halueval or --pairs)")
     ids = [u.record for u in units for _ in u.claims]
-    premises = [u.premise for u in units for _ in u.claims]
-    claims = [c for u in units for c in u.claims]
+    premises, claims = claim_pairs(units)
     assign_scores(units, crossfit_scores(out, ids, premises, claims, work_dir, batch_size), attr)
     return read_manifest(fold_dir(out, 0))
 
