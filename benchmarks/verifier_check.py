@@ -44,9 +44,10 @@ import numpy as np
 
 from benchmarks.fod_table2 import read_rows
 from benchmarks.halueval.pairs import answer_sentence, build_pairs
+from benchmarks.ragtruth.data import TASKS
 from benchmarks.results_md import command_line, measured_line, publish
 from features.alignment.lexical import lexical_precision
-from syncheck.checking.provenance import ProvenanceChecker, default_summary_nli
+from syncheck.checking.provenance import DEFAULT_NLI, ProvenanceChecker, default_summary_nli, same_support_spec
 from syncheck.checking.support import mean_members, mean_of_supports, member_weights
 from syncheck.stats import bootstrap_auroc, bootstrap_auroc_difference
 from syncheck.training.sources import HALUEVAL_FIELDS, halueval_records
@@ -103,18 +104,27 @@ def described(sets: tuple[tuple[str, int, int], ...]) -> str:
     return ", ".join(f"{name} {start}-{start + n - 1}" for name, start, n in sets)
 
 
-def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
+def chosen_sets(args: argparse.Namespace) -> list[tuple[str, int, int | None]]:
+    """``(set, first record, records)`` of the sets the options name; a RAGTruth task of ``--ragtruth-tasks`` holds
+    every response of its task (``None`` records)."""
     sets = record_sets(args)[0]
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else [s[0] for s in sets]
     skip = getattr(args, "ragtruth_qa_skip", 0)
     ragtruth = [("ragtruth-qa", skip, args.ragtruth_qa)] if getattr(args, "ragtruth_qa", 0) else []
+    tasks = [t.strip() for t in (getattr(args, "ragtruth_tasks", None) or "").split(",") if t.strip()]
+    ragtruth += [(ragtruth_set(t), 0, None) for t in tasks if ragtruth_set(t) in wanted or not args.sets]
     return [s for s in sets if s[0] in wanted] + ragtruth
 
 
-def ragtruth_examples(paths: str, limit: int, skip: int = 0) -> list[tuple[str, str | None, str, str, int]]:
-    """``(group, question, context, answer, label)`` of ``limit`` RAGTruth QA responses after the first ``skip``, the
-    files ``paths`` (comma-separated) read in turn, grouped by source document; label 1 = no annotated
-    hallucination."""
+def set_label(name: str, start: int, limit: int | None) -> str:
+    return f"{name} (every response)" if limit is None else f"{name} (records {start}-{start + limit - 1})"
+
+
+def ragtruth_examples(paths: str, limit: int | None, skip: int = 0, task: str = "QA",
+                      ids: list[str] | None = None) -> list[tuple[str, str | None, str, str, int]]:
+    """``(group, question, context, answer, label)`` of ``limit`` (``None``: every) RAGTruth ``task`` responses after
+    the first ``skip``, the files ``paths`` (comma-separated) read in turn, grouped by source document; label 1 = no
+    annotated hallucination. ``ids``, when given, receives each row's response id (which a cross-fit's folds key)."""
     from benchmarks.ragtruth.data import read_ragtruth
 
     files = [p.strip() for p in paths.split(",") if p.strip()]
@@ -122,9 +132,59 @@ def ragtruth_examples(paths: str, limit: int, skip: int = 0) -> list[tuple[str, 
     if missing:
         raise FileNotFoundError(f"{', '.join(missing)} not found: pass --ragtruth PATH/TO/ragtruth/dev.jsonl "
                                 "(RAGTruth JSON lines, several comma-separated)")
-    rows = [r for p in files for r in read_ragtruth(p, tasks=["QA"], limit=None)]
-    return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label)
-            for r in rows[skip:skip + limit]]
+    rows = [r for p in files for r in read_ragtruth(p, tasks=[task], limit=None)]
+    rows = rows[skip:] if limit is None else rows[skip:skip + limit]
+    if ids is not None:
+        ids.extend(r.id for r in rows)
+    return [(f"ragtruth-{r.source_id}", r.question, r.context, r.response, r.label) for r in rows]
+
+
+def ragtruth_set(task: str) -> str:
+    """The set name of a RAGTruth task's responses: ``ragtruth-qa``, ``ragtruth-summary``, ``ragtruth-data2txt``."""
+    return f"ragtruth-{task.lower()}"
+
+
+def summary_reader(mean: str) -> str | None:
+    """The member that checks summaries under the support ``mean``: the check's own (the shipped verifier) where
+    ``mean`` is the default support; the swapped member where it is the default with only its verifier member swapped
+    for another verifier (``verifier:PATH``, ``crossfit:DIR``), as the check would read summaries with that verifier
+    shipped; else ``None`` (the mean reads summaries itself)."""
+    alone = default_summary_nli(mean)
+    if alone:
+        return alone
+    swapped = [name for name, _ in mean_members(mean) if name.startswith(("verifier:", "crossfit:"))]
+    if len(swapped) == 1:
+        as_default = "+".join("verifier" + part.strip()[len(swapped[0]):] if part.strip().startswith(swapped[0])
+                              else part for part in mean.split("+"))
+        if same_support_spec(as_default, DEFAULT_NLI):
+            return swapped[0]
+    return None
+
+
+class FoldCheckers:
+    """``syncheck check`` with a cross-fitted verifier (``crossfit:DIR``, :mod:`benchmarks.verifier_crossfit`): each
+    RAGTruth response checked with the fold verifier that never trained on it, everything else as the check does."""
+
+    def __init__(self, spec: str, dtype: str | None = None):
+        from benchmarks.ragtruth.alignment_feature import fold_dir, read_folds
+
+        self.out = Path(spec.split(":", 1)[1])
+        self.fold_of = read_folds(self.out)["fold_of"]
+        self.checkers = {k: ProvenanceChecker(nli=f"verifier:{fold_dir(self.out, k)}", dtype=dtype)
+                         for k in sorted(set(self.fold_of.values()))}
+
+    def check_all(self, rows: list[tuple[str, str | None, str, str, int]], ids: list[str]) -> list:
+        """The check's result for each row, by the fold of its response id in ``ids``.
+
+        Raises:
+            SystemExit: a row with no response id (not a RAGTruth set) or in none of the folds.
+        """
+        if len(ids) != len(rows) or any(i not in self.fold_of for i in ids):
+            raise SystemExit(f"a cross-fitted verifier checks only the RAGTruth responses its folds were dealt from "
+                             f"({self.out}): pass --ragtruth-tasks with the same --ragtruth files, and --sets of "
+                             "those tasks only")
+        return [self.checkers[self.fold_of[i]].check(question=q, context=c, answer=a)
+                for (_, q, c, a, _), i in zip(rows, ids)]
 
 
 def require_records(data_dir: str, name: str, end: int) -> None:
@@ -189,17 +249,21 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
         for name, start, limit in chosen_sets(args):
             part = [r for r in rows if r["set"] == name]
             if part:
-                yield f"{name} (records {start}-{start + limit - 1})", {k: [r[k] for r in part] for k in part[0]}
+                yield set_label(name, start, limit), {k: [r[k] for r in part] for k in part[0]}
         return
-    checkers = {b: ProvenanceChecker(nli=b.removesuffix(EVERY_ANSWER), dtype=args.dtype) for b in backends}
+    checkers = {b: FoldCheckers(b, args.dtype) if b.startswith("crossfit:")
+                else ProvenanceChecker(nli=b.removesuffix(EVERY_ANSWER), dtype=args.dtype) for b in backends}
     rows_out = open(args.rows_out, "w", encoding="utf-8") if args.rows_out else None
+    tasks = {ragtruth_set(t): t for t in TASKS}
     for name, start, limit in chosen_sets(args):
-        rows = (ragtruth_examples(args.ragtruth, limit, start) if name == "ragtruth-qa"
+        ids: list[str] = []
+        rows = (ragtruth_examples(args.ragtruth, limit, start, tasks[name], ids) if name in tasks
                 else examples(args.halueval, name, start, limit))
         columns: dict = {"set": [name] * len(rows), "group": [r[0] for r in rows], "label": [r[4] for r in rows],
                          "overlap": [lexical_precision(r[2], r[3]) for r in rows], "length": [len(r[3]) for r in rows]}
         for b, checker in checkers.items():
-            results = [checker.check(question=q, context=c, answer=a) for _, q, c, a, _ in rows]
+            results = (checker.check_all(rows, ids) if isinstance(checker, FoldCheckers)
+                       else [checker.check(question=q, context=c, answer=a) for _, q, c, a, _ in rows])
             errors = [r.error for r in results if r.error]
             if errors:
                 raise RuntimeError(f"{b} on {name}: {len(errors)} rows failed, e.g. {errors[0]}")
@@ -208,7 +272,7 @@ def scored_sets(args: argparse.Namespace, backends: list[str]) -> Iterator[tuple
             for i in range(len(rows)):
                 rows_out.write(json.dumps({k: v[i] for k, v in columns.items()}) + "\n")
             rows_out.flush()
-        yield f"{name} (records {start}-{start + limit - 1})", columns
+        yield set_label(name, start, limit), columns
     if rows_out:
         rows_out.close()
 
@@ -241,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also N RAGTruth QA responses (label: no annotated hallucination), after the sets")
     ap.add_argument("--ragtruth-qa-skip", type=int, default=0, metavar="K",
                     help="leave out the first K QA responses (of the --ragtruth files read in turn)")
+    ap.add_argument("--ragtruth-tasks", default=None, metavar="TASKS",
+                    help="also every response of these RAGTruth tasks (comma-separated: QA, Summary, Data2txt), as "
+                         "sets ragtruth-qa, ragtruth-summary, ragtruth-data2txt; a crossfit:DIR backend (the fold "
+                         "verifiers of benchmarks.verifier_crossfit) reads only these")
     ap.add_argument("--reader-every-answer", action="store_true",
                     help="the span reader checks every one-sentence answer, not only bare answers that name the "
                          "passage (as the check read them before that gate); its column is reader-every-answer, for "
@@ -251,7 +319,13 @@ def main(argv: list[str] | None = None) -> int:
         from features.alignment.span_reader import SpanReaderScorer
 
         SpanReaderScorer.bare_answers_only = False
-    unknown = set((args.sets or "").replace(" ", "").split(",")) - {"", "ragtruth-qa", *SET_NAMES}
+    unknown_tasks = {t.strip() for t in (args.ragtruth_tasks or "").split(",") if t.strip()} - set(TASKS)
+    if unknown_tasks:
+        ap.error(f"--ragtruth-tasks: unknown {sorted(unknown_tasks)}; choose from {', '.join(TASKS)}")
+    if args.ragtruth_qa and "QA" in (args.ragtruth_tasks or "").split(","):
+        ap.error("--ragtruth-tasks QA reads every QA response: leave out --ragtruth-qa N, or QA from the tasks")
+    unknown = set((args.sets or "").replace(" ", "").split(",")) - {
+        "", "ragtruth-qa", *SET_NAMES, *(ragtruth_set(t) for t in TASKS)}
     if args.ragtruth_qa_skip and not args.ragtruth_qa:
         ap.error("--ragtruth-qa-skip K goes with --ragtruth-qa N: add the number of QA responses to read after the "
                  "first K")
@@ -259,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--ragtruth-qa and --ragtruth-qa-skip count responses: give numbers >= 0")
     if unknown:
         ap.error(f"--sets: unknown {sorted(unknown)}; choose from {', '.join(SET_NAMES)}, "
-                 "ragtruth-qa (with --ragtruth-qa N)")
+                 "ragtruth-qa (with --ragtruth-qa N), ragtruth-TASK (with --ragtruth-tasks)")
     t0 = time.perf_counter()
     backends = [b.strip() for b in args.nli.split(",") if b.strip()]
     if args.reader_every_answer:  # the reader's column is named apart: reader-every-answer
@@ -284,10 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         overlap, length = np.array(col["overlap"]), -np.array(col["length"], dtype=float)
         # a backend scored on some sets only (joined from another run) has no column on the others
         scores = {b: np.array(col[b], dtype=float) for b in backends if b in col}
-        summaries = col["set"][0] == "summarization"
+        summaries = col["set"][0] in ("summarization", ragtruth_set("Summary"))
         for m in means:
             parts = mean_members(m)
-            alone = default_summary_nli(m) if summaries else None
+            alone = summary_reader(m) if summaries else None
             if alone:  # the check reads summaries under this support with another one, not the mean of its members
                 if alone in scores:
                     scores[m] = scores[alone]

@@ -401,6 +401,38 @@ def test_the_check_benchmark_reads_qa_responses_after_a_skip_across_files(tmp_pa
         ragtruth_examples(f"{tmp_path / 'missing.jsonl'}", 5)
 
 
+def test_the_check_benchmark_reads_every_task_s_responses_and_checks_each_with_its_fold_s_verifier(tmp_path,
+                                                                                                   monkeypatch):
+    import argparse
+    from types import SimpleNamespace
+
+    from benchmarks import verifier_check as vc
+
+    data = tmp_path / "rt.jsonl"
+    synthetic_ragtruth(data, sources_per_task=2)
+    ids: list[str] = []
+    rows = vc.ragtruth_examples(str(data), None, task="Data2txt", ids=ids)
+    assert len(rows) == 4 and ids == ["Data2txt-0-0", "Data2txt-0-1", "Data2txt-1-0", "Data2txt-1-1"]
+    args = argparse.Namespace(sets="ragtruth-summary", ragtruth_qa=0, ragtruth_qa_skip=0,
+                              ragtruth_tasks="QA,Summary", **{k: False for k in vc.LATER_SETS})
+    assert vc.chosen_sets(args) == [("ragtruth-summary", 0, None)]
+    # summaries go to the verifier alone under the default, and to the swapped verifier under the default with it
+    assert vc.summary_reader("syncheck+verifier+reader@0.2") == "verifier"
+    assert vc.summary_reader("reader@0.2+syncheck+crossfit:/x/cf") == "crossfit:/x/cf"
+    assert vc.summary_reader("syncheck+verifier:/x/v2+reader@0.2") == "verifier:/x/v2"
+    assert vc.summary_reader("syncheck+verifier:/x/v2") is None  # not the default's members: reads them itself
+
+    out = tmp_path / "cf"
+    out.mkdir()
+    (out / "folds.json").write_text(json.dumps({"fold_of": {i: n % 2 for n, i in enumerate(ids)}}))
+    monkeypatch.setattr(vc, "ProvenanceChecker", lambda nli, dtype=None: SimpleNamespace(
+        check=lambda **kw: SimpleNamespace(factuality=float(nli.endswith("fold-1")), error=None)))
+    folds = vc.FoldCheckers(f"crossfit:{out}")
+    assert [r.factuality for r in folds.check_all(rows, ids)] == [0.0, 1.0, 0.0, 1.0]
+    with pytest.raises(SystemExit, match="--ragtruth-tasks"):
+        folds.check_all(rows, [])  # a HaluEval set has no response ids
+
+
 def test_the_verifier_benchmark_reads_responses_as_the_check_does_and_only_held_out_records(tmp_path):
     from benchmarks.verifier_quality import parse_records, ragtruth_units
 
