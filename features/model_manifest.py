@@ -214,6 +214,24 @@ def checked_file(directory: str | Path, manifest: Mapping[str, Any], name: str |
     return path
 
 
+def init_record(started: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model warm-started from ``started`` (the manifest of the model it went on training) records of it in
+    ``training.init``: its name, weights sha256, training command, commit and date, and its own ``init`` in turn, so
+    the chain down to a model trained from its base can be rebuilt step by step."""
+    training = started.get("training") or {}
+    return {"name": started.get("name"), "weights_sha256": weights_sha256(started),
+            **{k: training.get(k) for k in ("command", "commit", "date")},
+            **({"init": training["init"]} if training.get("init") else {})}
+
+
+def inherited_sources(started: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The data sources a model warm-started from ``started`` learned through it: each of ``started``'s sources
+    (its own inherited ones included), marked ``through`` the model that trained on it where not marked already."""
+    through = f"{started.get('name')} ({(weights_sha256(started) or '')[:12]})"
+    return [{**source, "through": source.get("through", through)}
+            for source in (started.get("data") or {}).get("sources") or []]
+
+
 def weights_sha256(manifest: Mapping[str, Any]) -> str | None:
     """The sha256 of a model's weights file, as its manifest lists it (``None`` where it lists none)."""
     return (manifest.get("files") or {}).get(manifest.get("weights"), {}).get("sha256")
@@ -257,5 +275,6 @@ def schema_problems(manifest: Mapping[str, Any], directory: str | Path | None = 
 
 __all__ = ["DATA_REQUIRED", "FORMAT", "KINDS", "MANIFEST", "PROBE_FORMAT_1", "PROBE_FORMAT_1_HEAD", "REQUIRED",
            "TRAINING_REQUIRED", "VERIFIER_FORMAT_1", "VERIFIER_FORMAT_1_WEIGHTS", "build_manifest", "checked_file",
-           "data_summary", "file_records", "file_sha256", "model_files", "read_manifest", "schema_problems",
+           "data_summary", "file_records", "file_sha256", "inherited_sources", "init_record", "model_files",
+           "read_manifest", "schema_problems",
            "upgrade_manifest", "weights_sha256", "write_manifest"]

@@ -105,6 +105,37 @@ def shipped_model_dir(name: str) -> Path:
     return shipped_model(name).directory
 
 
+def install_shipped(source: str | Path, name: str) -> dict[str, Any]:
+    """Put the model directory ``source`` (one ``syncheck verifier train`` or ``reader`` wrote) in the package as the
+    shipped model ``name``: its listed files copied over that model's, its manifest named ``name``, keeping the
+    shipped model's ``purpose``, with :data:`PACKAGE_LICENCE` first among its licences; returns the new manifest.
+
+    Raises:
+        ValueError: ``source`` holds another kind of model than ``name`` (or a problem of its files).
+    """
+    import shutil
+
+    from features.model_manifest import schema_problems, write_manifest
+
+    model = shipped_model(name)
+    manifest = read_manifest(source, [model.kind])
+    # a build's other files (pairs, checkpoints) stay behind; the ones it lists must match their hashes
+    problems = [p for p in schema_problems(manifest, source) if not p.endswith("is in the directory but not listed")]
+    if problems:
+        raise ValueError(f"{source} cannot ship: {'; '.join(problems)}")
+    purpose = model.manifest()["purpose"] if (model.directory / "manifest.json").is_file() else manifest["purpose"]
+    model.directory.mkdir(parents=True, exist_ok=True)
+    for old in model.directory.iterdir():
+        if old.is_file() and old.name not in manifest["files"]:
+            old.unlink()
+    for file in manifest["files"]:
+        shutil.copyfile(Path(source) / file, model.directory / file)
+    manifest = {**manifest, "name": model.name, "purpose": purpose,
+                "licences": [PACKAGE_LICENCE, *(x for x in manifest["licences"] if x != PACKAGE_LICENCE)]}
+    write_manifest(model.directory, manifest)
+    return manifest
+
+
 def shipped_models(kind: str | None = None) -> list[ShippedModel]:
     """The shipped models (of ``kind``), in :data:`SHIPPED`'s order."""
     return [m for m in SHIPPED if kind is None or m.kind == kind]
@@ -112,4 +143,4 @@ def shipped_models(kind: str | None = None) -> list[ShippedModel]:
 
 __all__ = ["ALIGNMENT_DEFAULTS", "BASE_LICENCES", "DEFAULT_AGGREGATOR", "PACKAGE_LICENCE", "PORTABLE_AGGREGATOR",
            "PROBE_VERIFIER", "SHIPPED", "SPAN_READER", "VERIFIER", "ShippedModel", "base_licences", "data_dir",
-           "shipped_model", "shipped_model_dir", "shipped_models"]
+           "install_shipped", "shipped_model", "shipped_model_dir", "shipped_models"]

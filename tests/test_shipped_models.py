@@ -208,3 +208,27 @@ def test_features_never_looks_into_the_package_s_data():
                 if node.value == "syncheck" or "syncheck/data" in node.value or node.value == "syncheck.data":
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+def test_a_built_model_is_installed_as_a_shipped_one_with_the_package_licence_first(tmp_path, monkeypatch):
+    """install_shipped copies a build's listed files over the shipped model's, names it and keeps its purpose."""
+    from syncheck import shipped_models
+    from syncheck.shipped_models import install_shipped
+
+    build = tmp_path / "build"
+    shutil.copytree(shipped_model_dir(VERIFIER), build)
+    manifest = read_manifest(build)
+    (build / MANIFEST).write_text(json.dumps({**manifest, "name": "build", "purpose": "a build",
+                                              "licences": manifest["licences"][1:]}))
+    (build / "pairs.jsonl").write_text("{}\n")  # a build's own files that are not the model's stay behind
+    data = tmp_path / "data"
+    shutil.copytree(shipped_model_dir(VERIFIER), data / "verifier")
+    (data / "verifier" / "stale.safetensors").write_bytes(b"x")
+    monkeypatch.setattr(shipped_models, "data_dir", lambda: data)
+    shipped = install_shipped(build, VERIFIER)
+    assert shipped["name"] == VERIFIER and shipped["purpose"] == manifest["purpose"]
+    assert shipped["licences"][0] == PACKAGE_LICENCE and shipped["licences"][1:] == manifest["licences"][1:]
+    assert sorted(p.name for p in (data / "verifier").iterdir()) == sorted([*manifest["files"], MANIFEST])
+    assert schema_problems(read_manifest(data / "verifier"), data / "verifier") == []
+    with pytest.raises(ValueError, match="span-reader"):
+        install_shipped(build, SPAN_READER)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from features.alignment import parse_alignment_spec
 from features.alignment.verifier import WEIGHTS, VerifierScorer
-from features.model_manifest import MANIFEST, file_sha256, read_manifest, weights_sha256
+from features.model_manifest import MANIFEST, file_sha256, read_manifest, schema_problems, weights_sha256
 from syncheck.alignment import make_alignment_scorer
 from syncheck.shipped_models import SPAN_READER, VERIFIER, shipped_model_dir
 from syncheck.training.artefacts import MAX_CLAIM_ONLY_AUROC, claim_only_auroc, rebalance
@@ -470,12 +470,23 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
     out = tmp_path / "domain"
     result = CliRunner().invoke(main, ["verifier", "train", str(out), "--labelled", str(labelled), "--init",
                                        "verifier", "--max-steps", "1", "--batch-size", "4", "--max-length", "64",
-                                       "--dev-share", "0", "--no-progress"])
+                                       "--dev-share", "0", "--no-progress", "--labelled-name", "my answers",
+                                       "--labelled-licence", "CC0"])
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / MANIFEST).read_text())
     shipped = json.loads((shipped_verifier_dir() / MANIFEST).read_text())
     assert manifest["training"]["settings"]["init"] == "verifier" and manifest["base"] == shipped["base"]
     assert manifest["init_weights_sha256"] == weights_sha256(shipped)
+    # what the shipped verifier learned is in the new one too: its sources, and the command that rebuilds it
+    init = manifest["training"]["init"]
+    assert (init["name"], init["weights_sha256"], init["command"]) == (
+        shipped["name"], weights_sha256(shipped), shipped["training"]["command"])
+    own, *inherited = manifest["data"]["sources"]
+    assert (own["name"], own["licence"], own["rows"]) == ("my answers", "CC0", manifest["data"]["train_pairs"])
+    assert [{k: v for k, v in s.items() if k != "through"} for s in inherited] == shipped["data"]["sources"]
+    assert {s["through"] for s in inherited} == {f"verifier ({weights_sha256(shipped)[:12]})"}
+    assert manifest["data"]["rows"] == sum(s["rows"] for s in manifest["data"]["sources"])
+    assert "CC0" in manifest["data"]["licences"] and schema_problems(manifest) == []
     with pytest.raises(ValueError, match="--base"):
         base_model(TrainSettings(base="another-encoder", init="verifier"))
     wrong_inits = ((["--init", str(tmp_path / "none")], "--init"), (["--init", "verifier", "--base", "x"], "--base"))

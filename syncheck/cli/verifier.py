@@ -45,6 +45,11 @@ def verifier() -> None:
                    "sentences and edits of them become pairs")
 @click.option("--labelled", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="labelled records in the `syncheck score` format with label, sentence_labels or RAGTruth labels")
+@click.option("--labelled-name", default=None,
+              help="what the manifest calls the --labelled records and --documents [default: your labelled records "
+                   "and documents]")
+@click.option("--labelled-licence", default=None,
+              help="their licence, as the manifest states it [default: yours]")
 @click.option("--pairs", "pair_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="labelled pairs: JSON lines (.jsonl or .jsonl.gz) of premise, hypothesis, label (1 = supported) "
                    "and an optional src; e.g. the files of ../shared/data/nli/")
@@ -95,7 +100,8 @@ def verifier() -> None:
 @click.option("--seed", default=0, show_default=True)
 @click.option("--device", default=None, help="torch device for the writer (training uses what Trainer finds)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sources, halueval, halueval_records,
+def train(out: Path, documents, labelled, labelled_name, labelled_licence, pair_files, pairs_per_source, drop_sources,
+          halueval, halueval_records,
           writer, writer_records,
           sentences_per_document, distractors_per_record, conflict_records, conflict_distractors, thinning, base, init,
           max_length, probe_model, layers, probe_c, dtype, epochs, batch_size, learning_rate, max_steps, sampling,
@@ -157,7 +163,7 @@ def train(out: Path, documents, labelled, pair_files, pairs_per_source, drop_sou
                              sampling=None if sampling == "random" else sampling, seed=seed)
     try:
         manifest = build_verifier(out, recipe, settings, command=command, dev_share=dev_share, device=device,
-                                  progress=progress, echo=click.echo)
+                                  progress=progress, echo=click.echo, labelled_as=(labelled_name, labelled_licence))
     except (FileExistsError, ValueError) as exc:  # another recipe in OUT; pairs that give no training set
         raise click.ClickException(str(exc))
     click.echo(f"verifier written to {out} ({model_size(manifest) / 1e6:.1f} MB); use it with "

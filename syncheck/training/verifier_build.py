@@ -19,7 +19,7 @@ import numpy as np
 from syncheck.training.artefacts import claim_only_auroc, rebalance
 from syncheck.training.pair_files import shipping_problems
 from syncheck.training.pairs import fitted, read_pairs, write_pairs
-from syncheck.training.verifier_dataset import DataRecipe, build_pairs, data_sources, split_groups
+from syncheck.training.verifier_dataset import DataRecipe, build_pairs, data_sources, named_sources, split_groups
 from syncheck.training.verifier_training import TrainSettings, base_model, export, fit
 
 PAIRS, DEV_PAIRS, DATA = "pairs.jsonl", "dev_pairs.jsonl", "data.json"
@@ -107,8 +107,11 @@ def dev_figures(directory: Path, dev) -> dict[str, Any]:
 
 def build_verifier(out: str | Path, recipe: DataRecipe, settings: TrainSettings, *, command: str,
                    dev_share: float = 0.05, device: Any = None, progress: bool = True,
-                   echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Build (or finish building) the verifier directory ``out``; returns its manifest."""
+                   echo: Callable[[str], None] = print,
+                   labelled_as: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
+    """Build (or finish building) the verifier directory ``out``; returns its manifest. ``labelled_as``: the name and
+    licence its manifest gives the pairs made from the recipe's labelled records and documents (default
+    :data:`~syncheck.training.verifier_dataset.YOURS`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data = prepare_pairs(out, recipe, settings, dev_share, device, progress, echo)
@@ -117,6 +120,7 @@ def build_verifier(out: str | Path, recipe: DataRecipe, settings: TrainSettings,
     model, _ = fit(train, out, settings, progress)
     public = {k: v for k, v in data.items() if k != "key"}
     public["recipe"] = data["key"]["recipe"]
+    public["sources"] = named_sources(public["sources"], *labelled_as)
     manifest = export(model, out, settings, public, command)
     manifest["data"]["dev"] = dev_figures(out, read_pairs(str(out / DEV_PAIRS)))
     from features.model_manifest import write_manifest

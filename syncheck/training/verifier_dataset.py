@@ -214,6 +214,17 @@ def pair_file_pairs(recipe: DataRecipe) -> list[VerifierPair]:
     return capped(pairs, recipe.pairs_per_source, recipe.seed)
 
 
+#: The name and licence a manifest gives the pairs made from a user's labelled records and documents, unless the
+#: training command names them (``--labelled-name``, ``--labelled-licence``).
+YOURS = ("your labelled records and documents", "yours")
+
+
+def named_sources(sources: list[dict[str, Any]], name: str | None, licence: str | None) -> list[dict[str, Any]]:
+    """``sources`` with the user's records and documents (:data:`YOURS`) under ``name`` and ``licence`` where given."""
+    return [{**s, "name": name or s["name"], "licence": licence or s["licence"]} if s.get("name") == YOURS[0] else s
+            for s in sources]
+
+
 def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str, Any]]:
     """Where ``pairs`` (the ones trained on) came from, for a manifest's ``data.sources``: each pairs file with its
     licence and rows per sub-source, then HaluEval and a user's records and documents with the pairs made from
@@ -233,7 +244,7 @@ def data_sources(recipe: DataRecipe, pairs: list[VerifierPair]) -> list[dict[str
             rows = (halueval if p.group.startswith("halueval-") else yours).setdefault(p.kind, {"rows": 0})
             rows["rows"] += 1
     for name, licence, kinds in (("HaluEval (qa, dialogue, summarization: the training ranges)", "MIT", halueval),
-                                 ("your labelled records and documents", "yours", yours)):
+                                 (*YOURS, yours)):
         if kinds:
             out.append({"name": name, "licence": licence, "rows": sum(k["rows"] for k in kinds.values()),
                         "sources": dict(sorted(kinds.items()))})

@@ -24,7 +24,14 @@ from features.alignment.verifier import (
     resolve_base,
     tensors_sha256,
 )
-from features.model_manifest import build_manifest, read_manifest, weights_sha256, write_manifest
+from features.model_manifest import (
+    build_manifest,
+    inherited_sources,
+    init_record,
+    read_manifest,
+    weights_sha256,
+    write_manifest,
+)
 from syncheck.training.pairs import VerifierPair
 
 #: Tensors that stay frozen (and load from the base instead of the verifier directory).
@@ -250,13 +257,18 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     (out / weights).chmod(0o644)
     model.config.save_pretrained(str(out))
     started = read_manifest(init_dir(settings.init), DIRECTORY_KINDS) if settings.init else None
+    data = without_machine_paths({"rows": data.get("train_pairs", data.get("answers")), **data})
+    training = {**build_record(command, next(model.parameters()).device), "settings": asdict(settings)}
+    if started:  # what the model it went on training learned is in it too: its sources, and how to rebuild it
+        training["init"] = without_machine_paths(init_record(started))
+        inherited = inherited_sources(started)
+        data = {**data, "sources": [*data.get("sources", []), *inherited],
+                "rows": (data["rows"] or 0) + sum(int(s["rows"]) for s in inherited)}
     manifest = build_manifest(
         out, name=out.resolve().name, kind=kind, weights=weights, files=[weights, "config.json"], base=settings.base,
         head=head, frozen=sorted(frozen), frozen_sha256=tensors_sha256(state, frozen), max_length=settings.max_length,
         **({"init_weights_sha256": weights_sha256(started)} if started else {}),
-        training={**build_record(command, next(model.parameters()).device), "settings": asdict(settings)},
-        data=without_machine_paths({"rows": data.get("train_pairs", data.get("answers")), **data}),
-        licences=base_licences(settings.base))
+        training=training, data=data, licences=base_licences(settings.base))
     write_manifest(out, manifest)
     return manifest
 
