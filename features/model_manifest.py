@@ -216,12 +216,10 @@ def checked_file(directory: str | Path, manifest: Mapping[str, Any], name: str |
 
 def init_record(started: Mapping[str, Any]) -> dict[str, Any]:
     """What a model warm-started from ``started`` (the manifest of the model it went on training) records of it in
-    ``training.init``: its name, weights sha256, training command, commit and date, and its own ``init`` in turn, so
-    the chain down to a model trained from its base can be rebuilt step by step."""
-    training = started.get("training") or {}
-    return {"name": started.get("name"), "weights_sha256": weights_sha256(started),
-            **{k: training.get(k) for k in ("command", "commit", "date")},
-            **({"init": training["init"]} if training.get("init") else {})}
+    ``training.init``: that whole manifest (its files' hashes, data, recipe, command, commit and settings, and its own
+    ``training.init`` in turn), so each step of the chain down to a model trained from its base can be rebuilt and
+    checked."""
+    return json.loads(json.dumps(started))
 
 
 def inherited_sources(started: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -479,8 +479,8 @@ def test_training_can_go_on_from_the_shipped_verifier_and_the_manifest_names_it(
     assert manifest["init_weights_sha256"] == weights_sha256(shipped)
     # what the shipped verifier learned is in the new one too: its sources, and the command that rebuilds it
     init = manifest["training"]["init"]
-    assert (init["name"], init["weights_sha256"], init["command"]) == (
-        shipped["name"], weights_sha256(shipped), shipped["training"]["command"])
+    assert (init["name"], weights_sha256(init), init["training"]) == (
+        shipped["name"], weights_sha256(shipped), shipped["training"])
     own, *inherited = manifest["data"]["sources"]
     assert (own["name"], own["licence"], own["rows"]) == ("my answers", "CC0", manifest["data"]["train_pairs"])
     assert [{k: v for k, v in s.items() if k != "through"} for s in inherited] == shipped["data"]["sources"]
@@ -541,12 +541,14 @@ def test_the_shipped_manifest_s_command_still_means_the_shipped_recipe_and_setti
     from dataclasses import asdict
 
     import syncheck.training.verifier_build as build
+    import syncheck.training.verifier_training as training
     from syncheck.build_info import without_machine_paths
     from syncheck.cli import main
     from syncheck.training.verifier_averaging import builds
 
     (tmp_path / "halueval").mkdir()
-    for manifest in builds(read_manifest(shipped_verifier_dir())):
+    files = ("--labelled", "--pairs", "--documents")  # each named file stands in an empty one of the same name
+    for manifest in builds(read_manifest(shipped_verifier_dir())):  # each step of the chain that rebuilds it
         got = {}
 
         def capture(out, recipe, settings, **kwargs):
@@ -554,8 +556,13 @@ def test_the_shipped_manifest_s_command_still_means_the_shipped_recipe_and_setti
             raise SystemExit(0)
 
         monkeypatch.setattr(build, "build_verifier", capture)
+        monkeypatch.setattr(training, "init_base", lambda init, base=manifest["base"]: base)  # the step before's
         words = shlex.split(manifest["training"]["command"])[3:]  # after "syncheck verifier train"
-        words = [str(tmp_path / w) if w in ("halueval", "verifier") else w for w in words]
+        for option, value in zip(words, words[1:]):
+            if option in files:
+                (tmp_path / value).touch()
+        words = [str(tmp_path / w) if w == "halueval" or (option in files) else w
+                 for option, w in zip(["", *words], words)]
         result = CliRunner().invoke(main, ["verifier", "train", *words])
         assert result.exit_code == 0 and got, result.output
         assert without_machine_paths(got["recipe"].to_json()) == manifest["data"]["recipe"]

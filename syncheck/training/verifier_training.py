@@ -258,7 +258,8 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     model.config.save_pretrained(str(out))
     started = read_manifest(init_dir(settings.init), DIRECTORY_KINDS) if settings.init else None
     data = without_machine_paths({"rows": data.get("train_pairs", data.get("answers")), **data})
-    training = {**build_record(command, next(model.parameters()).device), "settings": asdict(settings)}
+    training = {**build_record(command, next(model.parameters()).device),
+                "settings": without_machine_paths(asdict(settings))}  # an --init directory by its name, as the command
     if started:  # what the model it went on training learned is in it too: its sources, and how to rebuild it
         training["init"] = without_machine_paths(init_record(started))
         inherited = inherited_sources(started)
