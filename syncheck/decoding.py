@@ -22,8 +22,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Mapping
 
+import torch
 from transformers import GenerationConfig
 from transformers.generation.logits_process import (
+    LogitsProcessor,
     LogitsProcessorList,
     TemperatureLogitsWarper,
     TopKLogitsWarper,
@@ -32,6 +34,42 @@ from transformers.generation.logits_process import (
 
 #: the seeds the sampler takes (``torch.Generator.manual_seed``'s range)
 SEED_RANGE = (-(2**63), 2**64 - 1)
+
+
+#: Top-p filtering (:class:`NucleusWarper`): transformers' :class:`TopPLogitsWarper` sorts the whole vocabulary at
+#: every step, most of a sampled step's cost outside the forward pass on a CPU (FOD samples several candidates a
+#: step). A language model's nucleus is usually far smaller than its vocabulary, so the same filter is read from the
+#: :data:`NUCLEUS_HEAD` most probable tokens (``torch.topk``), and a row whose nucleus runs past them goes to
+#: transformers' warper. Both remove a token where the tokens above it hold at least ``top_p`` of the mass; they sum
+#: the probabilities in another order, so a token lying on the boundary to the last bit may fall on the other side.
+NUCLEUS_HEAD = 1024
+
+
+class NucleusWarper(LogitsProcessor):
+    """Keep the smallest set of most probable tokens whose mass reaches ``top_p`` (scores of the others become
+    ``filter_value``), as :class:`~transformers.generation.logits_process.TopPLogitsWarper` does, reading only the
+    ``head`` most probable tokens of each row where its nucleus ends among them."""
+
+    def __init__(self, top_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1,
+                 head: int = NUCLEUS_HEAD):
+        self.full = TopPLogitsWarper(top_p, filter_value=filter_value, min_tokens_to_keep=min_tokens_to_keep)
+        self.top_p, self.filter_value, self.min_tokens_to_keep, self.head = (
+            float(top_p), filter_value, min_tokens_to_keep, head)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        k = min(self.head, scores.shape[-1])
+        if k <= self.min_tokens_to_keep:
+            return self.full(input_ids, scores)
+        top, where = scores.topk(k, dim=-1)  # descending
+        probs = (top - torch.logsumexp(scores, dim=-1, keepdim=True)).exp()
+        keep = probs.cumsum(-1) - probs < self.top_p  # the tokens above each one hold less than top_p
+        keep[..., : self.min_tokens_to_keep] = True
+        out = torch.full_like(scores, self.filter_value).scatter_(
+            -1, where, torch.where(keep, top, torch.full_like(top, self.filter_value)))
+        longer = keep[..., -1]  # the nucleus may go on past the head: the whole vocabulary's sort decides
+        if bool(longer.any()):
+            out[longer] = self.full(input_ids[longer], scores[longer])
+        return out
 
 
 class SettingsError(ValueError):
@@ -144,7 +182,8 @@ class Decoding:
         return self
 
     def processors(self) -> LogitsProcessorList:
-        """transformers' warpers for these settings (empty when greedy)."""
+        """transformers' warpers for these settings (empty when greedy); top-p by
+        :class:`NucleusWarper`, transformers' filter read from the most probable tokens."""
         procs = LogitsProcessorList()
         if not self.do_sample:
             return procs
@@ -153,7 +192,7 @@ class Decoding:
         if self.top_k > 0:
             procs.append(TopKLogitsWarper(self.top_k))
         if self.top_p < 1.0:
-            procs.append(TopPLogitsWarper(self.top_p))
+            procs.append(NucleusWarper(self.top_p))
         return procs
 
     def stop_position(self, text: str, start: int = 0) -> int | None:
@@ -181,4 +220,5 @@ CANDIDATE_SAMPLING = Decoding(do_sample=True, temperature=1.0, top_p=0.95, seed=
 #: (on the records the defaults were chosen on; RESULTS.md in the source repository, "FOD on knowledge-conflict QA")
 REPAIR_SAMPLING = Decoding(do_sample=True, temperature=0.7, top_p=0.95, seed=0)
 
-__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "REPAIR_SAMPLING", "SEED_RANGE", "Decoding", "SettingsError"]
+__all__ = ["CANDIDATE_SAMPLING", "GREEDY", "NUCLEUS_HEAD", "REPAIR_SAMPLING", "SEED_RANGE", "Decoding", "NucleusWarper",
+           "SettingsError"]
