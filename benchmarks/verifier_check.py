@@ -26,6 +26,11 @@ after ``@``, the others sharing the rest), chosen on the ``--latest`` sets; ``--
 9200-9349) that weighted mean as the default, read against a margin on the ``qa`` set fixed before the reading;
 ``--onward`` (pairs 9650-9799, qa 9800-9949, dialogue 6900-7049, summarization 6500-6599) the defaults again once
 the shipped verifier changed.
+``--ragtruth-tasks QA,Summary,Data2txt`` adds every RAGTruth response of those tasks (sets ``ragtruth-qa``,
+``ragtruth-summary``, ``ragtruth-data2txt``), and ``--nli crossfit:DIR`` checks each of them with the fold verifier of
+:mod:`benchmarks.verifier_crossfit` that never trained on it: the check with a verifier trained on RAGTruth, read out
+of fold. A mean that is the default support with only its verifier swapped reads summaries with that verifier alone,
+as the check would with it shipped.
 ``--sets`` keeps some of them. Backends scored in separate runs join row by row: ``--from-rows A.jsonl,B.jsonl``.
 
 AUROC (faithful = positive) with 95% bootstrap intervals over records, beside response length (shorter = faithful)

@@ -106,8 +106,8 @@ def _once(items: Iterable[Any]) -> list[Any]:
 
 
 def builds(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    """The manifests of the trainings behind a verifier, in the order they rebuild it last: its own, or each averaged
-    input's; each followed by those of the verifier it went on training (``training.init``), recursively."""
+    """The manifests of the trainings behind a verifier: its own (or each averaged input's), each followed by those of
+    the verifier it went on training (``training.init``), recursively, so a chain's last build is rebuilt first."""
     if "average_of" in manifest:
         return [m for part in manifest["average_of"] for m in builds(part["manifest"])]
     init = (manifest.get("training") or {}).get("init")
