@@ -324,10 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         from features.alignment.span_reader import SpanReaderScorer
 
         SpanReaderScorer.bare_answers_only = False
-    unknown_tasks = {t.strip() for t in (args.ragtruth_tasks or "").split(",") if t.strip()} - set(TASKS)
-    if unknown_tasks:
-        ap.error(f"--ragtruth-tasks: unknown {sorted(unknown_tasks)}; choose from {', '.join(TASKS)}")
-    if args.ragtruth_qa and "QA" in (args.ragtruth_tasks or "").split(","):
+    tasks = {t.strip() for t in (args.ragtruth_tasks or "").split(",") if t.strip()}
+    if tasks - set(TASKS):
+        ap.error(f"--ragtruth-tasks: unknown {sorted(tasks - set(TASKS))}; choose from {', '.join(TASKS)}")
+    if args.ragtruth_qa and "QA" in tasks:
         ap.error("--ragtruth-tasks QA reads every QA response: leave out --ragtruth-qa N, or QA from the tasks")
     unknown = set((args.sets or "").replace(" ", "").split(",")) - {
         "", "ragtruth-qa", *SET_NAMES, *(ragtruth_set(t) for t in TASKS)}

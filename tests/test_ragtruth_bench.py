@@ -431,6 +431,9 @@ def test_the_check_benchmark_reads_every_task_s_responses_and_checks_each_with_i
     assert [r.factuality for r in folds.check_all(rows, ids)] == [0.0, 1.0, 0.0, 1.0]
     with pytest.raises(SystemExit, match="--ragtruth-tasks"):
         folds.check_all(rows, [])  # a HaluEval set has no response ids
+    for wrong in (["--ragtruth-tasks", "Sumary"], ["--ragtruth-tasks", "Summary, QA", "--ragtruth-qa", "5"]):
+        with pytest.raises(SystemExit):  # an unknown task; QA twice
+            vc.main(wrong)
 
 
 def test_the_verifier_benchmark_reads_responses_as_the_check_does_and_only_held_out_records(tmp_path):
