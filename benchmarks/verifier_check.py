@@ -157,13 +157,11 @@ def summary_reader(mean: str) -> str | None:
     alone = default_summary_nli(mean)
     if alone:
         return alone
-    swapped = [name for name, _ in mean_members(mean) if name.startswith(("verifier:", "crossfit:"))]
-    if len(swapped) == 1:
-        as_default = "+".join("verifier" + part.strip()[len(swapped[0]):] if part.strip().startswith(swapped[0])
-                              else part for part in mean.split("+"))
-        if same_support_spec(as_default, DEFAULT_NLI):
-            return swapped[0]
-    return None
+    members = mean_members(mean)
+    swapped = [name for name, _ in members if name.startswith(("verifier:", "crossfit:"))]
+    as_default = "+".join(("verifier" if name in swapped else name) + ("" if w is None else f"@{w}")
+                          for name, w in members)
+    return swapped[0] if len(swapped) == 1 and same_support_spec(as_default, DEFAULT_NLI) else None
 
 
 class FoldCheckers:

@@ -214,14 +214,6 @@ def checked_file(directory: str | Path, manifest: Mapping[str, Any], name: str |
     return path
 
 
-def init_record(started: Mapping[str, Any]) -> dict[str, Any]:
-    """What a model warm-started from ``started`` (the manifest of the model it went on training) records of it in
-    ``training.init``: that whole manifest (its files' hashes, data, recipe, command, commit and settings, and its own
-    ``training.init`` in turn), so each step of the chain down to a model trained from its base can be rebuilt and
-    checked."""
-    return json.loads(json.dumps(started))
-
-
 def inherited_sources(started: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The data sources a model warm-started from ``started`` learned through it: each of ``started``'s sources
     (its own inherited ones included), marked ``through`` the model that trained on it where not marked already."""
@@ -273,6 +265,6 @@ def schema_problems(manifest: Mapping[str, Any], directory: str | Path | None = 
 
 __all__ = ["DATA_REQUIRED", "FORMAT", "KINDS", "MANIFEST", "PROBE_FORMAT_1", "PROBE_FORMAT_1_HEAD", "REQUIRED",
            "TRAINING_REQUIRED", "VERIFIER_FORMAT_1", "VERIFIER_FORMAT_1_WEIGHTS", "build_manifest", "checked_file",
-           "data_summary", "file_records", "file_sha256", "inherited_sources", "init_record", "model_files",
+           "data_summary", "file_records", "file_sha256", "inherited_sources", "model_files",
            "read_manifest", "schema_problems",
            "upgrade_manifest", "weights_sha256", "write_manifest"]

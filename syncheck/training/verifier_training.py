@@ -27,7 +27,6 @@ from features.alignment.verifier import (
 from features.model_manifest import (
     build_manifest,
     inherited_sources,
-    init_record,
     read_manifest,
     weights_sha256,
     write_manifest,
@@ -260,8 +259,8 @@ def export(model: Any, out: str | Path, settings: TrainSettings, data: dict[str,
     data = without_machine_paths({"rows": data.get("train_pairs", data.get("answers")), **data})
     training = {**build_record(command, next(model.parameters()).device),
                 "settings": without_machine_paths(asdict(settings))}  # an --init directory by its name, as the command
-    if started:  # what the model it went on training learned is in it too: its sources, and how to rebuild it
-        training["init"] = without_machine_paths(init_record(started))
+    if started:  # what the model it went on training learned is in it too: its sources, and its whole manifest
+        training["init"] = without_machine_paths(started)  # (its own init in turn), so each step can be rebuilt
         inherited = inherited_sources(started)
         data = {**data, "sources": [*data.get("sources", []), *inherited],
                 "rows": (data["rows"] or 0) + sum(int(s["rows"]) for s in inherited)}
