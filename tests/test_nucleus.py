@@ -34,3 +34,13 @@ def test_sampled_decoding_filters_with_it():
     procs = Decoding(max_new_tokens=4, do_sample=True, top_p=0.9, top_k=50).processors()
     assert [type(p).__name__ for p in procs] == ["TopKLogitsWarper", "NucleusWarper"]
     assert len(Decoding(max_new_tokens=4).processors()) == 0
+
+
+def test_the_study_compares_both_filters_call_by_call():
+    from benchmarks.studies.nucleus_filter import compare
+
+    sharp = torch.zeros(6, 3000)
+    sharp[:, :5] = 20.0  # a nucleus of five tokens
+    flat = torch.randn(6, 3000, generator=torch.Generator().manual_seed(4)) * 0.1  # one past the head in every row
+    full, head, differ, past = compare([sharp, flat], 0.95, repeats=1)
+    assert full > 0 and head > 0 and differ == 0 and past == 6
