@@ -122,7 +122,8 @@ def install_shipped(source: str | Path, name: str) -> dict[str, Any]:
     # a build's other files (pairs, checkpoints) stay behind; the ones it lists must match their hashes
     problems = [p for p in schema_problems(manifest, source) if not p.endswith("is in the directory but not listed")]
     if problems:
-        raise ValueError(f"{source} cannot ship: {'; '.join(problems)}")
+        raise ValueError(f"{source} cannot ship: {'; '.join(problems)}; pass the directory a training command wrote, "
+                         "as it wrote it (run the command of its manifest again there to rewrite its files)")
     purpose = model.manifest()["purpose"] if (model.directory / "manifest.json").is_file() else manifest["purpose"]
     model.directory.mkdir(parents=True, exist_ok=True)
     for old in model.directory.iterdir():

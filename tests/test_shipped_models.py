@@ -232,3 +232,6 @@ def test_a_built_model_is_installed_as_a_shipped_one_with_the_package_licence_fi
     assert schema_problems(read_manifest(data / "verifier"), data / "verifier") == []
     with pytest.raises(ValueError, match="span-reader"):
         install_shipped(build, SPAN_READER)
+    (build / manifest["weights"]).write_bytes(b"changed")
+    with pytest.raises(ValueError, match="does not match its sha256.*run the command of its manifest again"):
+        install_shipped(build, VERIFIER)
